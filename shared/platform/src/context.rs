@@ -1,0 +1,172 @@
+//! The request context every repository and client method takes first:
+//! budget, tenant, actor and request id travelling together.
+
+use std::time::Duration;
+
+use crate::deadline::Deadline;
+use crate::problem::Problem;
+use crate::request_id::RequestId;
+use crate::tenancy::TenantScope;
+use crate::time::{duration_ms, UnixMillis};
+
+/// Everything a hop knows about the request it is serving.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestContext {
+    request_id: RequestId,
+    deadline: Deadline,
+    budget_at_arrival: Duration,
+    hop: &'static str,
+    tenant: Option<TenantScope>,
+}
+
+/// The budget cannot fit the next step; the step was not started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetSpent {
+    /// The hop that gave up.
+    pub hop: &'static str,
+    /// The budget the hop had on arrival, in ms.
+    pub budget_ms: u64,
+}
+
+impl BudgetSpent {
+    /// The 504 this turns into.
+    pub fn to_problem(self) -> Problem {
+        Problem::deadline_exceeded(self.hop, self.budget_ms)
+    }
+}
+
+impl std::fmt::Display for BudgetSpent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "budget of {} ms spent at {}", self.budget_ms, self.hop)
+    }
+}
+
+impl std::error::Error for BudgetSpent {}
+
+impl RequestContext {
+    /// The context of a request that arrived at `now` with `deadline`, served
+    /// by the component named `hop`.
+    pub fn new(
+        request_id: RequestId,
+        deadline: Deadline,
+        now: UnixMillis,
+        hop: &'static str,
+    ) -> Self {
+        Self {
+            request_id,
+            budget_at_arrival: deadline.remaining(now),
+            deadline,
+            hop,
+            tenant: None,
+        }
+    }
+
+    /// The same context, scoped to a resolved tenant and actor.
+    pub fn with_tenant(mut self, scope: TenantScope) -> Self {
+        self.tenant = Some(scope);
+        self
+    }
+
+    /// The request id.
+    pub fn request_id(&self) -> &RequestId {
+        &self.request_id
+    }
+
+    /// The deadline this hop works to.
+    pub fn deadline(&self) -> Deadline {
+        self.deadline
+    }
+
+    /// The component serving the request.
+    pub fn hop(&self) -> &'static str {
+        self.hop
+    }
+
+    /// The resolved tenant and actor, if this request is tenant-scoped.
+    pub fn tenant(&self) -> Option<&TenantScope> {
+        self.tenant.as_ref()
+    }
+
+    /// Time left at `now`.
+    pub fn remaining(&self, now: UnixMillis) -> Duration {
+        self.deadline.remaining(now)
+    }
+
+    /// `Ok` when a step needing `needed` fits in the time left at `now`:
+    /// the check made before every statement and outbound call.
+    pub fn ensure(&self, now: UnixMillis, needed: Duration) -> Result<(), BudgetSpent> {
+        if self.deadline.allows(now, needed) {
+            Ok(())
+        } else {
+            Err(self.spent())
+        }
+    }
+
+    /// The error for this hop's budget running out.
+    pub fn spent(&self) -> BudgetSpent {
+        BudgetSpent {
+            hop: self.hop,
+            budget_ms: duration_ms(self.budget_at_arrival),
+        }
+    }
+
+    /// A problem carrying this request's id.
+    pub fn problem(&self, problem: Problem) -> Problem {
+        problem.with_request_id(self.request_id.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(now: u64, budget: u64) -> RequestContext {
+        RequestContext::new(
+            RequestId::parse("req-1").unwrap(),
+            Deadline::after(UnixMillis::from_millis(now), Duration::from_millis(budget)),
+            UnixMillis::from_millis(now),
+            "community",
+        )
+    }
+
+    #[test]
+    fn a_step_that_fits_is_allowed() {
+        let c = ctx(1_000, 100);
+        assert_eq!(
+            c.ensure(UnixMillis::from_millis(1_050), Duration::from_millis(10)),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_step_that_cannot_finish_in_time_is_not_started() {
+        let c = ctx(1_000, 100);
+        let err = c
+            .ensure(UnixMillis::from_millis(1_095), Duration::from_millis(10))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            BudgetSpent {
+                hop: "community",
+                budget_ms: 100
+            }
+        );
+    }
+
+    #[test]
+    fn an_expired_budget_refuses_even_a_free_step() {
+        let c = ctx(1_000, 100);
+        assert!(c
+            .ensure(UnixMillis::from_millis(1_100), Duration::ZERO)
+            .is_err());
+    }
+
+    #[test]
+    fn the_spent_problem_names_hop_and_budget() {
+        let p = ctx(0, 250).spent().to_problem();
+        assert_eq!(p.status(), 504);
+        let v: serde_json::Value = serde_json::from_slice(&p.to_json()).unwrap();
+        assert_eq!(v["hop"], "community");
+        assert_eq!(v["budget_ms"], 250);
+    }
+}

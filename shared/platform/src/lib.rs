@@ -1,0 +1,27 @@
+//! Meridian's platform: the request budget and its wire codec, retry policy,
+//! problem+json errors, tenancy, request context, and storage contracts.
+//!
+//! Nothing here depends on Spin, so every rule runs under `cargo test` on the
+//! host; `meridian-spin` adapts it to the runtime.
+#![forbid(unsafe_code)]
+
+pub mod admission;
+pub mod budget;
+pub mod context;
+pub mod db;
+pub mod deadline;
+pub mod headers;
+pub mod http;
+pub mod idempotency;
+pub mod migrate;
+pub mod problem;
+pub mod propagation;
+pub mod request_id;
+pub mod retry;
+pub mod tenancy;
+pub mod time;
+
+pub use context::RequestContext;
+pub use deadline::Deadline;
+pub use problem::{ErrorCode, Problem};
+pub use time::{Clock, SystemClock, UnixMillis};

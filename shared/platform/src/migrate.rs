@@ -1,0 +1,191 @@
+//! Schema migrations: numbered SQL files applied once, in order, recorded.
+
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+use crate::context::RequestContext;
+use crate::db::{Database, DbError, Store, Value};
+use crate::time::Clock;
+
+/// One migration file, embedded in the component at build time.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// The file's number (`0001_…` is 1).
+    pub version: u32,
+    /// The file name, for the record.
+    pub name: &'static str,
+    /// The SQL: statements separated by `;` (no triggers).
+    pub sql: &'static str,
+}
+
+/// Why migrating failed.
+#[derive(Debug, Error, PartialEq)]
+pub enum MigrationError {
+    /// The storage failed (or the budget ran out).
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// An applied migration's SQL changed since it was applied.
+    #[error("migration {version} ({name}) was changed after it was applied")]
+    Edited {
+        /// The migration's number.
+        version: u32,
+        /// Its file name.
+        name: &'static str,
+    },
+    /// The list is not strictly increasing.
+    #[error("migration versions must be strictly increasing, {0} is out of order")]
+    OutOfOrder(u32),
+}
+
+const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+)";
+
+/// Applies every migration not yet recorded, each in its own transaction,
+/// and returns the versions it applied. Safe to call on every request: once
+/// up to date it costs one read.
+pub fn migrate<D: Database, C: Clock>(
+    store: &Store<D, C>,
+    ctx: &RequestContext,
+    migrations: &[Migration],
+) -> Result<Vec<u32>, MigrationError> {
+    if let Some(pair) = migrations.windows(2).find(|w| w[0].version >= w[1].version) {
+        return Err(MigrationError::OutOfOrder(pair[1].version));
+    }
+    let recorded = match store.query(
+        ctx,
+        "SELECT version, checksum FROM schema_migrations ORDER BY version",
+        &[],
+    ) {
+        Ok(rows) => rows,
+        Err(DbError::Sqlite(_)) => {
+            store.execute(ctx, CREATE_LEDGER, &[])?;
+            Vec::new()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut applied = Vec::new();
+    for m in migrations {
+        let sum = checksum(m.sql);
+        if let Some(row) = recorded
+            .iter()
+            .find(|r| r.integer(0).ok() == Some(i64::from(m.version)))
+        {
+            if row.text(1)? != sum {
+                return Err(MigrationError::Edited {
+                    version: m.version,
+                    name: m.name,
+                });
+            }
+            continue;
+        }
+        let ran = store.transaction(ctx, |tx| -> Result<bool, MigrationError> {
+            // Another instance may have applied it while we waited for the lock.
+            let done = tx.query(
+                ctx,
+                "SELECT 1 FROM schema_migrations WHERE version = ?",
+                &[Value::Integer(i64::from(m.version))],
+            )?;
+            if !done.is_empty() {
+                return Ok(false);
+            }
+            for statement in split_statements(m.sql) {
+                tx.execute(ctx, statement, &[])?;
+            }
+            tx.execute(
+                ctx,
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)",
+                &[
+                    Value::Integer(i64::from(m.version)),
+                    m.name.into(),
+                    sum.clone().into(),
+                ],
+            )?;
+            Ok(true)
+        })?;
+        if ran {
+            applied.push(m.version);
+        }
+    }
+    Ok(applied)
+}
+
+fn checksum(sql: &str) -> String {
+    hex::encode(Sha256::digest(sql.as_bytes()))
+}
+
+/// Splits SQL text into statements at `;`, ignoring semicolons inside
+/// quotes and comments, and dropping empty statements.
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let bytes = sql.as_bytes();
+    let mut out = Vec::new();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != q {
+                    i += 1;
+                }
+            }
+            b'[' => {
+                while i < bytes.len() && bytes[i] != b']' {
+                    i += 1;
+                }
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b';' => {
+                out.push(&sql[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push(&sql[start.min(sql.len())..]);
+    out.into_iter()
+        .filter(|s| has_code(s))
+        .map(str::trim)
+        .collect()
+}
+
+/// Whether a fragment holds anything but whitespace and comments.
+fn has_code(fragment: &str) -> bool {
+    fragment
+        .lines()
+        .map(|l| l.split("--").next().unwrap_or(""))
+        .any(|l| !l.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_split_at_semicolons_outside_quotes_and_comments() {
+        let sql = "-- header; with a semicolon\nCREATE TABLE a (x TEXT DEFAULT ';');\n/* block; */ INSERT INTO a VALUES ('b;c');\n\n";
+        let parts = split_statements(sql);
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert!(parts[0].ends_with("DEFAULT ';')"));
+        assert!(parts[1].ends_with("VALUES ('b;c')"));
+    }
+
+    #[test]
+    fn a_file_of_only_comments_has_no_statements() {
+        assert!(split_statements("-- nothing here;\n  \n").is_empty());
+    }
+}

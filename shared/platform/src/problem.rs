@@ -1,0 +1,376 @@
+//! RFC 9457 problem details: the one shape every non-2xx answer takes.
+
+use serde::Serialize;
+
+/// Media type of every error body.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// The stable, machine-readable error codes of the wire contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// The request is malformed (400).
+    InvalidRequest,
+    /// `x-meridian-timeout-ms` is malformed (400).
+    InvalidTimeout,
+    /// `Idempotency-Key` is malformed (400).
+    InvalidIdempotencyKey,
+    /// Missing or bad credentials (401).
+    Unauthorized,
+    /// Authenticated but not allowed (403).
+    Forbidden,
+    /// No such resource, or not visible to the caller (404).
+    NotFound,
+    /// No such tenant, or not visible to the caller (404).
+    TenantNotFound,
+    /// The resource's state does not allow this (409).
+    Conflict,
+    /// The same idempotency key is still being processed (409).
+    IdempotencyKeyInProgress,
+    /// The body is larger than accepted (413).
+    PayloadTooLarge,
+    /// The body is well-formed but its values are not acceptable (422).
+    ValidationFailed,
+    /// The idempotency key was used before with a different body (422).
+    IdempotencyKeyReused,
+    /// Something failed on our side (500).
+    Internal,
+    /// A downstream service could not be reached or answered badly (502/503).
+    UpstreamUnavailable,
+    /// The request budget ran out (504).
+    DeadlineExceeded,
+}
+
+impl ErrorCode {
+    /// Every code, for exhaustive tests and documentation.
+    pub const ALL: [ErrorCode; 15] = [
+        Self::InvalidRequest,
+        Self::InvalidTimeout,
+        Self::InvalidIdempotencyKey,
+        Self::Unauthorized,
+        Self::Forbidden,
+        Self::NotFound,
+        Self::TenantNotFound,
+        Self::Conflict,
+        Self::IdempotencyKeyInProgress,
+        Self::PayloadTooLarge,
+        Self::ValidationFailed,
+        Self::IdempotencyKeyReused,
+        Self::Internal,
+        Self::UpstreamUnavailable,
+        Self::DeadlineExceeded,
+    ];
+
+    /// The snake_case code sent as `code`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidTimeout => "invalid_timeout",
+            Self::InvalidIdempotencyKey => "invalid_idempotency_key",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::TenantNotFound => "tenant_not_found",
+            Self::Conflict => "conflict",
+            Self::IdempotencyKeyInProgress => "idempotency_key_in_progress",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::ValidationFailed => "validation_failed",
+            Self::IdempotencyKeyReused => "idempotency_key_reused",
+            Self::Internal => "internal",
+            Self::UpstreamUnavailable => "upstream_unavailable",
+            Self::DeadlineExceeded => "deadline_exceeded",
+        }
+    }
+
+    /// The code for a wire string, if it is one of ours.
+    pub fn from_wire(code: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == code)
+    }
+
+    /// The HTTP status this code is sent with by default.
+    pub const fn status(self) -> u16 {
+        match self {
+            Self::InvalidRequest | Self::InvalidTimeout | Self::InvalidIdempotencyKey => 400,
+            Self::Unauthorized => 401,
+            Self::Forbidden => 403,
+            Self::NotFound | Self::TenantNotFound => 404,
+            Self::Conflict | Self::IdempotencyKeyInProgress => 409,
+            Self::PayloadTooLarge => 413,
+            Self::ValidationFailed | Self::IdempotencyKeyReused => 422,
+            Self::Internal => 500,
+            Self::UpstreamUnavailable => 502,
+            Self::DeadlineExceeded => 504,
+        }
+    }
+
+    /// A short human title, constant per code.
+    pub const fn title(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "Invalid request",
+            Self::InvalidTimeout => "Invalid timeout",
+            Self::InvalidIdempotencyKey => "Invalid idempotency key",
+            Self::Unauthorized => "Unauthorized",
+            Self::Forbidden => "Forbidden",
+            Self::NotFound => "Not found",
+            Self::TenantNotFound => "Tenant not found",
+            Self::Conflict => "Conflict",
+            Self::IdempotencyKeyInProgress => "Idempotency key in progress",
+            Self::PayloadTooLarge => "Payload too large",
+            Self::ValidationFailed => "Validation failed",
+            Self::IdempotencyKeyReused => "Idempotency key reused",
+            Self::Internal => "Internal error",
+            Self::UpstreamUnavailable => "Upstream unavailable",
+            Self::DeadlineExceeded => "Deadline exceeded",
+        }
+    }
+
+    /// Whether the same request may succeed if the client sends it again.
+    pub const fn retryable(self) -> bool {
+        matches!(
+            self,
+            Self::IdempotencyKeyInProgress | Self::UpstreamUnavailable | Self::DeadlineExceeded
+        )
+    }
+}
+
+/// One field that failed validation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    /// The field's name as the client sent it (dotted for nested fields).
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl FieldError {
+    /// A field error.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A problem+json answer. Build with [`Problem::new`] and the `with_*`
+/// methods; [`Problem::to_json`] is the only way it leaves the process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    code: ErrorCode,
+    status: u16,
+    detail: String,
+    request_id: Option<String>,
+    hop: Option<String>,
+    budget_ms: Option<u64>,
+    errors: Vec<FieldError>,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    title: &'static str,
+    status: u16,
+    detail: &'a str,
+    code: &'static str,
+    request_id: &'a str,
+    retryable: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hop: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_ms: Option<u64>,
+    #[serde(skip_serializing_if = "<[FieldError]>::is_empty")]
+    errors: &'a [FieldError],
+}
+
+impl Problem {
+    /// A problem with the code's default status.
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
+        Self {
+            code,
+            status: code.status(),
+            detail: detail.into(),
+            request_id: None,
+            hop: None,
+            budget_ms: None,
+            errors: Vec::new(),
+        }
+    }
+
+    /// A `deadline_exceeded` problem naming the hop that gave up and the
+    /// budget it had been given.
+    pub fn deadline_exceeded(hop: &str, budget_ms: u64) -> Self {
+        Self::new(
+            ErrorCode::DeadlineExceeded,
+            format!("the request budget ran out at {hop}"),
+        )
+        .with_hop(hop)
+        .with_budget_ms(budget_ms)
+    }
+
+    /// A `validation_failed` problem listing each bad field.
+    pub fn validation(errors: Vec<FieldError>) -> Self {
+        let detail = match errors.len() {
+            1 => "1 field is invalid".to_owned(),
+            n => format!("{n} fields are invalid"),
+        };
+        Self {
+            errors,
+            ..Self::new(ErrorCode::ValidationFailed, detail)
+        }
+    }
+
+    /// Overrides the status (only `upstream_unavailable` has two).
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// Sets the request id reported in the body.
+    pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
+        self.request_id = Some(request_id.into());
+        self
+    }
+
+    /// Names the component that gave up.
+    pub fn with_hop(mut self, hop: impl Into<String>) -> Self {
+        self.hop = Some(hop.into());
+        self
+    }
+
+    /// Reports the budget the hop had, in milliseconds.
+    pub fn with_budget_ms(mut self, budget_ms: u64) -> Self {
+        self.budget_ms = Some(budget_ms);
+        self
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The human-readable detail.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+
+    /// The field errors of a validation problem.
+    pub fn errors(&self) -> &[FieldError] {
+        &self.errors
+    }
+
+    /// The problem+json body.
+    pub fn to_json(&self) -> Vec<u8> {
+        let body = Body {
+            kind: format!("urn:meridian:problem:{}", self.code.as_str()),
+            title: self.code.title(),
+            status: self.status,
+            detail: &self.detail,
+            code: self.code.as_str(),
+            request_id: self.request_id.as_deref().unwrap_or(""),
+            retryable: self.code.retryable(),
+            hop: self.hop.as_deref(),
+            budget_ms: self.budget_ms,
+            errors: &self.errors,
+        };
+        serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec())
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code.as_str(),
+            self.status,
+            self.detail
+        )
+    }
+}
+
+impl std::error::Error for Problem {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn json(p: &Problem) -> Value {
+        serde_json::from_slice(&p.to_json()).unwrap()
+    }
+
+    #[test]
+    fn statuses_follow_the_design_table() {
+        let expected = [
+            ("invalid_request", 400),
+            ("invalid_timeout", 400),
+            ("invalid_idempotency_key", 400),
+            ("unauthorized", 401),
+            ("forbidden", 403),
+            ("not_found", 404),
+            ("tenant_not_found", 404),
+            ("conflict", 409),
+            ("idempotency_key_in_progress", 409),
+            ("payload_too_large", 413),
+            ("validation_failed", 422),
+            ("idempotency_key_reused", 422),
+            ("internal", 500),
+            ("upstream_unavailable", 502),
+            ("deadline_exceeded", 504),
+        ];
+        for (code, status) in expected {
+            let c = ErrorCode::from_wire(code).unwrap_or_else(|| panic!("{code} unknown"));
+            assert_eq!(c.status(), status, "{code}");
+            assert_eq!(c.as_str(), code);
+        }
+        assert_eq!(ErrorCode::ALL.len(), expected.len());
+    }
+
+    #[test]
+    fn a_problem_body_has_every_required_member() {
+        let p = Problem::new(ErrorCode::Forbidden, "managers only").with_request_id("r-1");
+        let v = json(&p);
+        assert_eq!(v["type"], "urn:meridian:problem:forbidden");
+        assert_eq!(v["title"], "Forbidden");
+        assert_eq!(v["status"], 403);
+        assert_eq!(v["detail"], "managers only");
+        assert_eq!(v["code"], "forbidden");
+        assert_eq!(v["request_id"], "r-1");
+        assert_eq!(v["retryable"], false);
+        assert!(v.get("hop").is_none());
+        assert!(v.get("errors").is_none());
+    }
+
+    #[test]
+    fn deadline_problems_name_the_hop_and_the_budget() {
+        let v = json(&Problem::deadline_exceeded("gateway", 400));
+        assert_eq!(v["status"], 504);
+        assert_eq!(v["code"], "deadline_exceeded");
+        assert_eq!(v["hop"], "gateway");
+        assert_eq!(v["budget_ms"], 400);
+        assert_eq!(v["retryable"], true);
+    }
+
+    #[test]
+    fn validation_problems_list_each_field() {
+        let p = Problem::validation(vec![
+            FieldError::new("email", "must contain @"),
+            FieldError::new("role", "must be admin, manager or resident"),
+        ]);
+        let v = json(&p);
+        assert_eq!(v["status"], 422);
+        assert_eq!(v["errors"][1]["field"], "role");
+        assert_eq!(v["detail"], "2 fields are invalid");
+    }
+
+    #[test]
+    fn upstream_unavailable_may_be_sent_as_503() {
+        let p = Problem::new(ErrorCode::UpstreamUnavailable, "not ready").with_status(503);
+        assert_eq!(json(&p)["status"], 503);
+    }
+}

@@ -1,0 +1,99 @@
+//! Which failures are transient, from a response's status and problem code.
+
+use std::time::Duration;
+
+/// What one attempt's result means for the retry loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The answer is final (success or not); do not try again.
+    Final,
+    /// A transient failure; another attempt may succeed.
+    Transient {
+        /// The server's `Retry-After`, when it sent one we understand.
+        retry_after: Option<Duration>,
+    },
+}
+
+/// Classifies an HTTP answer: 502 and 503 are transient, and so is a 504
+/// unless it is a downstream `deadline_exceeded` (the shared budget is gone,
+/// so another attempt cannot help). Everything else is final.
+pub fn classify_status(
+    status: u16,
+    problem_code: Option<&str>,
+    retry_after: Option<&str>,
+) -> Verdict {
+    let transient = match status {
+        502 | 503 => true,
+        504 => problem_code != Some("deadline_exceeded"),
+        _ => false,
+    };
+    if transient {
+        Verdict::Transient {
+            retry_after: retry_after.and_then(parse_retry_after),
+        }
+    } else {
+        Verdict::Final
+    }
+}
+
+/// `Retry-After` as delta-seconds. HTTP-date values are not honoured (a
+/// deadline is milliseconds away; a date one second in the future is already
+/// too coarse to be useful) and read as absent.
+pub fn parse_retry_after(raw: &str) -> Option<Duration> {
+    let raw = raw.trim();
+    if raw.is_empty() || raw.len() > 9 || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    raw.parse().ok().map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_gateway_and_unavailable_are_transient() {
+        assert_eq!(
+            classify_status(502, None, None),
+            Verdict::Transient { retry_after: None }
+        );
+        assert_eq!(
+            classify_status(503, Some("upstream_unavailable"), Some("1")),
+            Verdict::Transient {
+                retry_after: Some(Duration::from_secs(1))
+            }
+        );
+    }
+
+    #[test]
+    fn a_downstream_deadline_is_final_but_a_proxy_timeout_is_not() {
+        assert_eq!(
+            classify_status(504, Some("deadline_exceeded"), None),
+            Verdict::Final
+        );
+        assert_eq!(
+            classify_status(504, None, None),
+            Verdict::Transient { retry_after: None }
+        );
+    }
+
+    #[test]
+    fn successes_client_errors_and_500s_are_final() {
+        for status in [200, 201, 204, 400, 401, 404, 409, 422, 500, 501] {
+            assert_eq!(
+                classify_status(status, None, None),
+                Verdict::Final,
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_accepts_only_delta_seconds() {
+        assert_eq!(parse_retry_after("0"), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after(" 2 "), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(parse_retry_after("-1"), None);
+        assert_eq!(parse_retry_after("1.5"), None);
+    }
+}

@@ -1,0 +1,121 @@
+//! Wall-clock time as an input: Unix epoch milliseconds and the `Clock` that reads them.
+
+use std::cell::Cell;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A point in time as milliseconds since the Unix epoch (UTC), the unit of
+/// every deadline Meridian puts on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct UnixMillis(u64);
+
+impl UnixMillis {
+    /// The instant `ms` milliseconds after the epoch.
+    pub const fn from_millis(ms: u64) -> Self {
+        Self(ms)
+    }
+
+    /// Milliseconds since the epoch.
+    pub const fn as_millis(self) -> u64 {
+        self.0
+    }
+
+    /// This instant moved later by `d` (saturating).
+    pub fn plus(self, d: Duration) -> Self {
+        Self(self.0.saturating_add(duration_ms(d)))
+    }
+
+    /// This instant moved earlier by `d` (saturating at the epoch).
+    pub fn minus(self, d: Duration) -> Self {
+        Self(self.0.saturating_sub(duration_ms(d)))
+    }
+
+    /// Time from `earlier` to `self`, zero when `earlier` is not earlier.
+    pub fn since(self, earlier: UnixMillis) -> Duration {
+        Duration::from_millis(self.0.saturating_sub(earlier.0))
+    }
+}
+
+/// Whole milliseconds of `d`, saturating at `u64::MAX`.
+pub fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A source of wall-clock time. Code that reasons about deadlines takes one
+/// instead of reading the clock itself, so tests can be exact.
+pub trait Clock {
+    /// The current time.
+    fn now(&self) -> UnixMillis;
+}
+
+/// The system wall clock; in a Spin component it matches the host clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> UnixMillis {
+        let since_epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        UnixMillis(duration_ms(since_epoch))
+    }
+}
+
+/// A clock that only moves when told to, for tests and simulations.
+#[derive(Debug, Default)]
+pub struct ManualClock(Cell<u64>);
+
+impl ManualClock {
+    /// A clock standing at `start`.
+    pub fn new(start: UnixMillis) -> Self {
+        Self(Cell::new(start.0))
+    }
+
+    /// Moves the clock forward by `d`.
+    pub fn advance(&self, d: Duration) {
+        self.0.set(self.0.get().saturating_add(duration_ms(d)));
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> UnixMillis {
+        UnixMillis(self.0.get())
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for &C {
+    fn now(&self) -> UnixMillis {
+        (**self).now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_saturates_instead_of_wrapping() {
+        let t = UnixMillis::from_millis(5);
+        assert_eq!(
+            t.minus(Duration::from_millis(10)),
+            UnixMillis::from_millis(0)
+        );
+        assert_eq!(
+            UnixMillis::from_millis(u64::MAX).plus(Duration::from_secs(1)),
+            UnixMillis::from_millis(u64::MAX)
+        );
+        assert_eq!(t.since(UnixMillis::from_millis(9)), Duration::ZERO);
+    }
+
+    #[test]
+    fn manual_clock_moves_only_when_advanced() {
+        let clock = ManualClock::new(UnixMillis::from_millis(1_000));
+        assert_eq!(clock.now(), UnixMillis::from_millis(1_000));
+        clock.advance(Duration::from_millis(250));
+        assert_eq!(clock.now(), UnixMillis::from_millis(1_250));
+    }
+
+    #[test]
+    fn system_clock_is_after_2020() {
+        assert!(SystemClock.now().as_millis() > 1_577_836_800_000);
+    }
+}

@@ -1,0 +1,234 @@
+//! Outbound HTTP under the request budget.
+//!
+//! Both halves of the budget are applied: the wasi:http request options
+//! (connect, first-byte, between-bytes) are set from the time left, and the
+//! whole exchange is raced against a timer for the same time, because Spin
+//! ignores request options on `*.spin.internal` calls and runs them
+//! in-process to completion.
+
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use futures::SinkExt;
+use meridian_platform::http::{
+    internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
+};
+use meridian_platform::{Clock, RequestContext, SystemClock};
+use spin_sdk::http::{Fields, IncomingResponse, Method, OutgoingRequest, Scheme};
+use spin_sdk::wit::wasi::http0_2_0::outgoing_handler;
+use spin_sdk::wit::wasi::http0_2_0::types::{ErrorCode, FutureIncomingResponse, RequestOptions};
+
+use crate::timer::Timer;
+
+/// The least budget worth starting a call with.
+pub const MIN_CALL_BUDGET: Duration = Duration::from_millis(2);
+
+/// The budget-aware client every component uses for internal calls.
+#[derive(Debug, Clone)]
+pub struct SpinHttp {
+    internal_token: String,
+}
+
+impl SpinHttp {
+    /// A client that proves itself with `internal_token`.
+    pub fn new(internal_token: impl Into<String>) -> Self {
+        Self {
+            internal_token: internal_token.into(),
+        }
+    }
+}
+
+impl HttpClient for SpinHttp {
+    async fn send(
+        &self,
+        ctx: &RequestContext,
+        request: OutboundRequest,
+    ) -> Result<OutboundResponse, SendError> {
+        let now = SystemClock.now();
+        if ctx.ensure(now, MIN_CALL_BUDGET).is_err() {
+            return Err(SendError::Deadline);
+        }
+        let remaining = ctx.remaining(now);
+        let internal = internal_headers(ctx, now, &self.internal_token);
+        let exchange = Box::pin(exchange(request, internal, remaining));
+        match select(exchange, Box::pin(Timer::after(remaining))).await {
+            Either::Left((result, _)) => result,
+            // Dropping the exchange drops the pending response, which
+            // abandons the call.
+            Either::Right(((), _)) => Err(SendError::Deadline),
+        }
+    }
+}
+
+async fn exchange(
+    request: OutboundRequest,
+    internal: Vec<(&'static str, String)>,
+    remaining: Duration,
+) -> Result<OutboundResponse, SendError> {
+    let outgoing = build(&request, &internal)?;
+    let body_sink = outgoing.take_body();
+    let pending =
+        outgoing_handler::handle(outgoing, Some(options(remaining)?)).map_err(map_error)?;
+    let mut body_sink = body_sink;
+    if !request.body.is_empty() {
+        body_sink
+            .send(request.body)
+            .await
+            .map_err(|e| SendError::Transport(format!("writing the request body: {e:?}")))?;
+    }
+    drop(body_sink);
+    let response = ResponseFuture::new(pending).await?;
+    read(response).await
+}
+
+fn build(
+    request: &OutboundRequest,
+    internal: &[(&'static str, String)],
+) -> Result<OutgoingRequest, SendError> {
+    let parts = split_url(&request.url)
+        .ok_or_else(|| SendError::Refused(format!("not an absolute http URL: {}", request.url)))?;
+    let mut entries: Vec<(String, Vec<u8>)> = request
+        .headers
+        .iter()
+        .filter(|(name, _)| !internal.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+        .map(|(n, v)| (n.clone(), v.clone().into_bytes()))
+        .collect();
+    entries.extend(
+        internal
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), v.clone().into_bytes())),
+    );
+    let fields = Fields::from_list(&entries)
+        .map_err(|e| SendError::Refused(format!("invalid header: {e:?}")))?;
+    let outgoing = OutgoingRequest::new(fields);
+    let refused = |what: &str| SendError::Refused(format!("invalid {what}"));
+    outgoing
+        .set_method(&method(&request.method))
+        .map_err(|()| refused("method"))?;
+    outgoing
+        .set_scheme(Some(&if parts.https {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        }))
+        .map_err(|()| refused("scheme"))?;
+    outgoing
+        .set_authority(Some(parts.authority))
+        .map_err(|()| refused("authority"))?;
+    outgoing
+        .set_path_with_query(Some(parts.path_and_query))
+        .map_err(|()| refused("path"))?;
+    Ok(outgoing)
+}
+
+fn method(name: &str) -> Method {
+    match name {
+        "GET" => Method::Get,
+        "HEAD" => Method::Head,
+        "POST" => Method::Post,
+        "PUT" => Method::Put,
+        "DELETE" => Method::Delete,
+        "PATCH" => Method::Patch,
+        "OPTIONS" => Method::Options,
+        other => Method::Other(other.to_owned()),
+    }
+}
+
+/// Transport timers set from the remaining budget, so none outlives it.
+fn options(remaining: Duration) -> Result<RequestOptions, SendError> {
+    let nanos = u64::try_from(remaining.as_nanos()).unwrap_or(u64::MAX);
+    let options = RequestOptions::new();
+    // A runtime that does not support a timeout refuses to set it; the race
+    // against the budget timer still bounds the call.
+    let _ = options.set_connect_timeout(Some(nanos));
+    let _ = options.set_first_byte_timeout(Some(nanos));
+    let _ = options.set_between_bytes_timeout(Some(nanos));
+    Ok(options)
+}
+
+/// Waits for the response head, registering the pollable with Spin's executor.
+struct ResponseFuture {
+    pending: FutureIncomingResponse,
+    registration: Option<spin_executor::CancelOnDropToken>,
+}
+
+impl ResponseFuture {
+    fn new(pending: FutureIncomingResponse) -> Self {
+        Self {
+            pending,
+            registration: None,
+        }
+    }
+}
+
+impl std::future::Future for ResponseFuture {
+    type Output = Result<IncomingResponse, SendError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        match self.pending.get() {
+            Some(Ok(Ok(response))) => Poll::Ready(Ok(response)),
+            Some(Ok(Err(code))) => Poll::Ready(Err(map_error(code))),
+            Some(Err(())) => {
+                Poll::Ready(Err(SendError::Transport("response already taken".into())))
+            }
+            None => {
+                let pollable = self.pending.subscribe();
+                self.registration = Some(
+                    spin_executor::push_waker_and_get_token(pollable, cx.waker().clone()).into(),
+                );
+                Poll::Pending
+            }
+        }
+    }
+}
+
+async fn read(response: IncomingResponse) -> Result<OutboundResponse, SendError> {
+    let status = response.status();
+    let headers = response
+        .headers()
+        .entries()
+        .into_iter()
+        .map(|(n, v)| {
+            (
+                n.to_ascii_lowercase(),
+                String::from_utf8_lossy(&v).into_owned(),
+            )
+        })
+        .collect();
+    let body = response
+        .into_body()
+        .await
+        .map_err(|e| SendError::Transport(format!("reading the response body: {e:?}")))?;
+    Ok(OutboundResponse {
+        status,
+        headers,
+        body,
+    })
+}
+
+fn map_error(code: ErrorCode) -> SendError {
+    match code {
+        ErrorCode::ConnectionTimeout
+        | ErrorCode::HttpResponseTimeout
+        | ErrorCode::ConnectionReadTimeout => SendError::Deadline,
+        ErrorCode::HttpRequestDenied
+        | ErrorCode::HttpRequestUriInvalid
+        | ErrorCode::HttpRequestMethodInvalid => SendError::Refused(format!("{code:?}")),
+        ErrorCode::DnsTimeout
+        | ErrorCode::DnsError(_)
+        | ErrorCode::DestinationNotFound
+        | ErrorCode::DestinationUnavailable
+        | ErrorCode::DestinationIpProhibited
+        | ErrorCode::DestinationIpUnroutable
+        | ErrorCode::ConnectionRefused
+        | ErrorCode::ConnectionLimitReached
+        | ErrorCode::TlsProtocolError
+        | ErrorCode::TlsCertificateError
+        | ErrorCode::TlsAlertReceived(_) => SendError::Connect(format!("{code:?}")),
+        other => SendError::Transport(format!("{other:?}")),
+    }
+}

@@ -1,0 +1,55 @@
+//! Spin SQLite behind the platform's `Database` trait.
+
+use meridian_platform::db::{Database, DbError, Row, Value};
+use spin_sdk::sqlite::{Connection, Error, Value as SpinValue};
+
+/// A connection to one of the app's SQLite databases, by label.
+pub struct SpinSqlite(Connection);
+
+impl SpinSqlite {
+    /// Opens the database with this label (`identity`, `community`, `billing`).
+    pub fn open(label: &str) -> Result<Self, DbError> {
+        Connection::open(label).map(Self).map_err(map_error)
+    }
+}
+
+impl Database for SpinSqlite {
+    fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        let params: Vec<SpinValue> = params.iter().map(to_spin).collect();
+        let result = self.0.execute(sql, &params).map_err(map_error)?;
+        Ok(result
+            .rows
+            .into_iter()
+            .map(|r| Row(r.values.into_iter().map(from_spin).collect()))
+            .collect())
+    }
+}
+
+fn to_spin(v: &Value) -> SpinValue {
+    match v {
+        Value::Null => SpinValue::Null,
+        Value::Integer(i) => SpinValue::Integer(*i),
+        Value::Real(f) => SpinValue::Real(*f),
+        Value::Text(s) => SpinValue::Text(s.clone()),
+        Value::Blob(b) => SpinValue::Blob(b.clone()),
+    }
+}
+
+fn from_spin(v: SpinValue) -> Value {
+    match v {
+        SpinValue::Null => Value::Null,
+        SpinValue::Integer(i) => Value::Integer(i),
+        SpinValue::Real(f) => Value::Real(f),
+        SpinValue::Text(s) => Value::Text(s),
+        SpinValue::Blob(b) => Value::Blob(b),
+    }
+}
+
+fn map_error(e: Error) -> DbError {
+    match e {
+        // Spin reports SQLite errors as text; constraint failures are the
+        // ones callers act on (a duplicate key is a 409, not a 500).
+        Error::Io(message) if message.contains("constraint failed") => DbError::Constraint(message),
+        other => DbError::Sqlite(format!("{other:?}")),
+    }
+}

@@ -1,0 +1,36 @@
+//! Spin variables, with the defaults of DESIGN.md's configuration table.
+
+use meridian_platform::budget::BudgetConfig;
+
+/// A variable's value, or `None` when it is undefined or empty.
+pub fn get(name: &str) -> Option<String> {
+    spin_sdk::variables::get(name)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// A variable's value, or `default`.
+pub fn get_or(name: &str, default: &str) -> String {
+    get(name).unwrap_or_else(|| default.to_owned())
+}
+
+/// The shared internal token; empty when unset (the gate then refuses every call).
+pub fn internal_token() -> String {
+    get("internal_token").unwrap_or_default()
+}
+
+/// A downstream's base URL without a trailing slash.
+pub fn service_url(variable: &str, default: &str) -> String {
+    get_or(variable, default).trim_end_matches('/').to_owned()
+}
+
+/// The gateway's budget settings; malformed values fall back to the defaults
+/// (and say so in the log) rather than refusing all traffic.
+pub fn budget_config() -> BudgetConfig {
+    let default = get_or("request_budget_ms", "3000");
+    let max = get_or("max_request_budget_ms", "10000");
+    BudgetConfig::parse(&default, &max).unwrap_or_else(|e| {
+        eprintln!("invalid budget configuration ({e}); using the defaults");
+        BudgetConfig::default()
+    })
+}
