@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod convert;
 pub mod internal;
 pub mod jitter;
 pub mod respond;

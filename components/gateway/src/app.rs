@@ -1,0 +1,206 @@
+//! The gateway's request flow: budget first, then routing, resolution and
+//! forwarding, and the headers every answer carries.
+
+use std::time::Duration;
+
+use meridian_platform::budget::edge_reserve;
+use meridian_platform::headers;
+use meridian_platform::http::HttpClient;
+use meridian_platform::idempotency::IdempotencyKey;
+use meridian_platform::problem::PROBLEM_JSON;
+use meridian_platform::request_id::RequestId;
+use meridian_platform::retry::{Jitter, Sleeper};
+use meridian_platform::time::duration_ms;
+use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, UnixMillis};
+
+use crate::config::GatewayConfig;
+use crate::edge::{EdgeRequest, EdgeResponse};
+use crate::routes::{route, Route, Service};
+use crate::timing::ServerTiming;
+
+/// Largest request body the gateway accepts.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The least budget worth forwarding a request with.
+pub const MIN_UPSTREAM_BUDGET: Duration = Duration::from_millis(2);
+
+/// The gateway with its collaborators: an HTTP client, a clock, a sleeper
+/// for backoff and a jitter source. Spin supplies real ones; tests fakes.
+pub struct Gateway<H, C, S, J> {
+    /// Settings.
+    pub config: GatewayConfig,
+    /// Outbound HTTP under the budget.
+    pub http: H,
+    /// Wall clock.
+    pub clock: C,
+    /// Backoff sleeper.
+    pub sleeper: S,
+    /// Backoff jitter.
+    pub jitter: J,
+}
+
+/// What one request learned on the way, reported in headers.
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// Per-hop timings.
+    pub timing: ServerTiming,
+    /// Attempts of the forwarded call, when there was one.
+    pub attempts: Option<u32>,
+}
+
+/// An answer that is not a success from the gateway's own flow.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The gateway's own problem.
+    Problem(Problem),
+    /// A downstream's answer, passed on as it came.
+    Upstream(EdgeResponse),
+}
+
+impl From<Problem> for Refusal {
+    fn from(p: Problem) -> Self {
+        Self::Problem(p)
+    }
+}
+
+/// The budget of one public request.
+#[derive(Debug, Clone, Copy)]
+pub struct EdgeBudget {
+    /// What the client was granted.
+    pub granted: Duration,
+}
+
+impl EdgeBudget {
+    /// The gateway's own 504.
+    pub fn exceeded(self) -> Problem {
+        Problem::deadline_exceeded("gateway", duration_ms(self.granted))
+    }
+}
+
+impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J> {
+    /// Answers one public request.
+    pub async fn handle(&self, request: EdgeRequest) -> EdgeResponse {
+        let started = self.clock.now();
+        let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
+        let mut trace = Trace::default();
+        let mut response = match self
+            .dispatch(&request, &request_id, started, &mut trace)
+            .await
+        {
+            Ok(response) | Err(Refusal::Upstream(response)) => response,
+            Err(Refusal::Problem(problem)) => problem_response(problem, &request_id),
+        };
+        response.set_header(headers::REQUEST_ID, request_id.as_str());
+        if let Some(attempts) = trace.attempts {
+            response.set_header(headers::ATTEMPTS, attempts.to_string());
+        }
+        let total = self.clock.now().since(started);
+        response.set_header(headers::SERVER_TIMING, trace.timing.header_value(total));
+        response
+    }
+
+    async fn dispatch(
+        &self,
+        request: &EdgeRequest,
+        request_id: &RequestId,
+        started: UnixMillis,
+        trace: &mut Trace,
+    ) -> Result<EdgeResponse, Refusal> {
+        let route = route(&request.method, &request.path);
+        match route {
+            Route::Health => return Ok(json(200, &serde_json::json!({"status": "ok"}))),
+            Route::NotFound => {
+                return Err(Problem::new(ErrorCode::NotFound, "no such route").into())
+            }
+            Route::MethodNotAllowed { allow } => {
+                let problem = Problem::new(
+                    ErrorCode::InvalidRequest,
+                    format!("{} is not allowed here; use {allow}", request.method),
+                )
+                .with_status(405);
+                let mut response = problem_response(problem, request_id);
+                response.set_header("allow", allow);
+                return Err(Refusal::Upstream(response));
+            }
+            Route::Ready | Route::CreateTenant | Route::Tenant { .. } => {}
+        }
+
+        // The budget starts before any routing work that costs time.
+        let granted = self
+            .config
+            .budget
+            .budget_for(request.header(headers::TIMEOUT_MS))
+            .map_err(|e| Problem::new(ErrorCode::InvalidTimeout, e.to_string()))?;
+        let budget = EdgeBudget { granted };
+        let edge_deadline = Deadline::after(started, granted);
+        // Downstream calls get the budget minus a reserve, so the gateway can
+        // still answer with its own 504 before the client's budget ends.
+        let ctx = RequestContext::new(
+            request_id.clone(),
+            edge_deadline.child(edge_reserve(granted)),
+            started,
+            "gateway",
+        );
+        if ctx.ensure(self.clock.now(), MIN_UPSTREAM_BUDGET).is_err() {
+            return Err(budget.exceeded().into());
+        }
+        if request.body.len() > MAX_BODY_BYTES {
+            return Err(Problem::new(
+                ErrorCode::PayloadTooLarge,
+                format!("request bodies are limited to {MAX_BODY_BYTES} bytes"),
+            )
+            .into());
+        }
+        let key = request
+            .header(headers::IDEMPOTENCY_KEY)
+            .map(IdempotencyKey::parse)
+            .transpose()
+            .map_err(|e| Problem::new(ErrorCode::InvalidIdempotencyKey, e.to_string()))?;
+
+        match route {
+            Route::Ready => self.ready(&ctx, budget, trace).await,
+            Route::CreateTenant => {
+                self.forward(
+                    &ctx,
+                    Service::Identity,
+                    request,
+                    key.as_ref(),
+                    true,
+                    budget,
+                    trace,
+                )
+                .await
+            }
+            Route::Tenant { slug, service } => {
+                let scope = self
+                    .resolve(&ctx, &slug, request.header("authorization"), budget, trace)
+                    .await?;
+                let ctx = ctx.with_tenant(scope);
+                self.forward(&ctx, service, request, key.as_ref(), false, budget, trace)
+                    .await
+            }
+            Route::Health | Route::NotFound | Route::MethodNotAllowed { .. } => {
+                unreachable!("answered above")
+            }
+        }
+    }
+}
+
+/// A JSON answer.
+pub fn json(status: u16, body: &serde_json::Value) -> EdgeResponse {
+    EdgeResponse {
+        status,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: body.to_string().into_bytes(),
+    }
+}
+
+/// A problem+json answer carrying the request id.
+pub fn problem_response(problem: Problem, request_id: &RequestId) -> EdgeResponse {
+    let problem = problem.with_request_id(request_id.as_str());
+    EdgeResponse {
+        status: problem.status(),
+        headers: vec![("content-type".into(), PROBLEM_JSON.into())],
+        body: problem.to_json(),
+    }
+}

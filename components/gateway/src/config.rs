@@ -1,0 +1,29 @@
+//! The gateway's settings, read once per request from Spin variables.
+
+use meridian_platform::budget::BudgetConfig;
+
+use crate::routes::Service;
+
+/// Budget settings and where each downstream lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayConfig {
+    /// Default and maximum request budget.
+    pub budget: BudgetConfig,
+    /// Base URL of identity, without a trailing slash.
+    pub identity_url: String,
+    /// Base URL of community.
+    pub community_url: String,
+    /// Base URL of billing.
+    pub billing_url: String,
+}
+
+impl GatewayConfig {
+    /// The base URL of `service`.
+    pub fn base_url(&self, service: Service) -> &str {
+        match service {
+            Service::Identity => &self.identity_url,
+            Service::Community => &self.community_url,
+            Service::Billing => &self.billing_url,
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Tenant resolution: slug and bearer token to tenant, actor and role, in
+//! one retry-safe call to identity.
+
+use meridian_platform::http::{HttpClient, OutboundRequest, SendError};
+use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
+use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use serde::Deserialize;
+
+use crate::app::{EdgeBudget, Gateway, Refusal, Trace};
+use crate::edge::{is_returnable, EdgeResponse};
+use crate::proxy::unavailable;
+use crate::routes::Service;
+
+/// Identity's answer to a resolution.
+#[derive(Debug, Deserialize)]
+struct Resolved {
+    tenant_id: String,
+    actor_id: String,
+    role: String,
+}
+
+impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J> {
+    /// Resolves `slug` and the bearer token once for the whole request.
+    pub async fn resolve(
+        &self,
+        ctx: &RequestContext,
+        slug: &str,
+        authorization: Option<&str>,
+        budget: EdgeBudget,
+        trace: &mut Trace,
+    ) -> Result<TenantScope, Refusal> {
+        // A malformed slug names no tenant; saying so costs no call.
+        let slug = TenantSlug::parse(slug)
+            .map_err(|_| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
+        let authorization = authorization
+            .filter(|a| bearer_token(a).is_some())
+            .ok_or_else(|| Problem::new(ErrorCode::Unauthorized, "a bearer token is required"))?;
+
+        let request = OutboundRequest::new(
+            "GET",
+            format!(
+                "{}/internal/resolve?slug={}",
+                self.config.identity_url,
+                slug.as_str()
+            ),
+        )
+        .with_header("authorization", authorization);
+        // Resolution is a read: safe to repeat within the budget.
+        let call = self.call(ctx, &RetryPolicy::standard(), request).await;
+        trace.timing.record("resolve", call.took);
+
+        let response = match call.response {
+            Ok(r) => r,
+            Err(SendError::Deadline) => return Err(budget.exceeded().into()),
+            Err(e) => return Err(unavailable(Service::Identity, &e).into()),
+        };
+        if response.status != 200 {
+            // identity's own 401/404/504 problem, passed on unchanged.
+            return Err(Refusal::Upstream(EdgeResponse {
+                status: response.status,
+                headers: response
+                    .headers
+                    .into_iter()
+                    .filter(|(n, _)| is_returnable(n))
+                    .collect(),
+                body: response.body,
+            }));
+        }
+        parse_resolution(&response.body).ok_or_else(|| {
+            eprintln!("gateway: identity returned an unreadable resolution");
+            Problem::new(
+                ErrorCode::UpstreamUnavailable,
+                "the identity service answered unexpectedly",
+            )
+            .into()
+        })
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header.
+pub fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
+        .then_some(token)
+}
+
+fn parse_resolution(body: &[u8]) -> Option<TenantScope> {
+    let r: Resolved = serde_json::from_slice(body).ok()?;
+    Some(TenantScope {
+        tenant_id: r.tenant_id.parse().ok()?,
+        actor_id: r.actor_id.parse().ok()?,
+        role: r.role.parse::<Role>().ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_are_recognised() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer   abc "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer "), None);
+        assert_eq!(bearer_token("Bearer a b"), None);
+        assert_eq!(bearer_token("abc"), None);
+    }
+
+    #[test]
+    fn a_resolution_needs_all_three_fields_well_formed() {
+        let ok = br#"{"tenant_id":"0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01","actor_id":"9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02","role":"manager"}"#;
+        assert_eq!(parse_resolution(ok).unwrap().role, Role::Manager);
+        assert!(parse_resolution(br#"{"tenant_id":"x","actor_id":"y","role":"admin"}"#).is_none());
+        assert!(parse_resolution(b"not json").is_none());
+    }
+}

@@ -1,0 +1,148 @@
+//! The gateway's route table: which service owns a public path.
+
+/// A service behind the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    /// Tenants, users, memberships, tokens.
+    Identity,
+    /// Residents, complaints, announcements, notifications.
+    Community,
+    /// Invoices and payments.
+    Billing,
+}
+
+impl Service {
+    /// All services, in the order `/readyz` reports them.
+    pub const ALL: [Service; 3] = [Service::Identity, Service::Community, Service::Billing];
+
+    /// The component's name, as used in `hop` and `Server-Timing`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Identity => "identity",
+            Self::Community => "community",
+            Self::Billing => "billing",
+        }
+    }
+}
+
+/// What a public request is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `GET /healthz`: gateway liveness.
+    Health,
+    /// `GET /readyz`: every downstream within the budget.
+    Ready,
+    /// `POST /v1/tenants`: platform admin creates a tenant.
+    CreateTenant,
+    /// `/v1/{slug}/...`: tenant-scoped, owned by `service`.
+    Tenant {
+        /// The tenant slug as written in the path.
+        slug: String,
+        /// The owning service.
+        service: Service,
+    },
+    /// A known path with a method it does not take.
+    MethodNotAllowed {
+        /// Methods the path takes.
+        allow: &'static str,
+    },
+    /// Nothing lives here.
+    NotFound,
+}
+
+/// Routes a request by method and path.
+pub fn route(method: &str, path: &str) -> Route {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match segments.as_slice() {
+        ["healthz"] => only(method, "GET", Route::Health),
+        ["readyz"] => only(method, "GET", Route::Ready),
+        ["v1", "tenants"] => only(method, "POST", Route::CreateTenant),
+        ["v1", slug, rest @ ..] if !slug.is_empty() => match owner(rest) {
+            Some(service) => Route::Tenant {
+                slug: (*slug).to_owned(),
+                service,
+            },
+            None => Route::NotFound,
+        },
+        _ => Route::NotFound,
+    }
+}
+
+fn only(method: &str, allowed: &'static str, route: Route) -> Route {
+    if method == allowed || (allowed == "GET" && method == "HEAD") {
+        route
+    } else {
+        Route::MethodNotAllowed { allow: allowed }
+    }
+}
+
+/// The service that owns the path after `/v1/{slug}`.
+fn owner(rest: &[&str]) -> Option<Service> {
+    match rest {
+        [] | [""] => Some(Service::Identity),
+        ["members" | "tokens", ..] => Some(Service::Identity),
+        ["residents" | "complaints" | "announcements", ..] => Some(Service::Community),
+        ["invoices", ..] => Some(Service::Billing),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tenant(service: Service) -> Route {
+        Route::Tenant {
+            slug: "acme".into(),
+            service,
+        }
+    }
+
+    #[test]
+    fn probes_and_tenant_creation_are_gateway_routes() {
+        assert_eq!(route("GET", "/healthz"), Route::Health);
+        assert_eq!(route("GET", "/readyz"), Route::Ready);
+        assert_eq!(route("POST", "/v1/tenants"), Route::CreateTenant);
+        assert_eq!(
+            route("GET", "/v1/tenants"),
+            Route::MethodNotAllowed { allow: "POST" }
+        );
+        assert_eq!(
+            route("POST", "/healthz"),
+            Route::MethodNotAllowed { allow: "GET" }
+        );
+    }
+
+    #[test]
+    fn each_resource_goes_to_its_owner() {
+        let cases = [
+            ("/v1/acme", Service::Identity),
+            ("/v1/acme/", Service::Identity),
+            ("/v1/acme/members", Service::Identity),
+            ("/v1/acme/members/5", Service::Identity),
+            ("/v1/acme/tokens/5", Service::Identity),
+            ("/v1/acme/residents", Service::Community),
+            ("/v1/acme/residents/1/notifications", Service::Community),
+            ("/v1/acme/complaints/1", Service::Community),
+            ("/v1/acme/announcements", Service::Community),
+            ("/v1/acme/invoices/1/payments", Service::Billing),
+        ];
+        for (path, service) in cases {
+            assert_eq!(route("GET", path), tenant(service), "{path}");
+        }
+    }
+
+    #[test]
+    fn unknown_paths_are_not_found_without_touching_a_service() {
+        for path in [
+            "/",
+            "/v1",
+            "/v1/",
+            "/v1/acme/secrets",
+            "/internal/resolve",
+            "/v2/acme",
+        ] {
+            assert_eq!(route("GET", path), Route::NotFound, "{path}");
+        }
+    }
+}

@@ -1,0 +1,574 @@
+//! The gateway's flow over in-memory fakes: a scripted upstream, a manual
+//! clock and a sleeper that moves it. Exact and fast; the same rules are
+//! checked against a real `spin up` in the end-to-end suite.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use futures::executor::block_on;
+use gateway::app::Gateway;
+use gateway::config::GatewayConfig;
+use gateway::edge::{EdgeRequest, EdgeResponse};
+use meridian_platform::budget::BudgetConfig;
+use meridian_platform::http::{
+    internal_headers, HttpClient, OutboundRequest, OutboundResponse, SendError,
+};
+use meridian_platform::retry::{Jitter, Sleeper};
+use meridian_platform::time::ManualClock;
+use meridian_platform::{Clock, RequestContext, UnixMillis};
+use serde_json::Value;
+
+const START: u64 = 1_700_000_000_000;
+const TENANT: &str = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
+const ACTOR: &str = "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02";
+
+/// What the fake upstream does with one request: answer after a delay, or fail.
+#[derive(Clone)]
+enum Reply {
+    Answer {
+        after_ms: u64,
+        status: u16,
+        body: &'static str,
+        problem: bool,
+    },
+    Fail(SendError),
+    Hang,
+}
+
+fn ok(body: &'static str) -> Reply {
+    Reply::Answer {
+        after_ms: 1,
+        status: 200,
+        body,
+        problem: false,
+    }
+}
+
+fn status(status: u16) -> Reply {
+    Reply::Answer {
+        after_ms: 1,
+        status,
+        body: "{}",
+        problem: false,
+    }
+}
+
+fn problem(status: u16, code: &'static str) -> Reply {
+    let body: &'static str =
+        Box::leak(format!(r#"{{"code":"{code}","status":{status}}}"#).into_boxed_str());
+    Reply::Answer {
+        after_ms: 1,
+        status,
+        body,
+        problem: true,
+    }
+}
+
+fn resolved(role: &str) -> Reply {
+    let body: &'static str = Box::leak(
+        format!(r#"{{"tenant_id":"{TENANT}","actor_id":"{ACTOR}","role":"{role}"}}"#)
+            .into_boxed_str(),
+    );
+    ok(body)
+}
+
+/// A request as the upstream saw it, with the headers the real client adds.
+#[derive(Debug, Clone)]
+struct Seen {
+    at: UnixMillis,
+    request: OutboundRequest,
+    internal: Vec<(&'static str, String)>,
+}
+
+impl Seen {
+    fn internal(&self, name: &str) -> Option<&str> {
+        self.internal
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct FakeUpstream<'c> {
+    clock: &'c ManualClock,
+    /// Replies by URL prefix, consumed in order; the last one repeats.
+    script: RefCell<Vec<(&'static str, Vec<Reply>)>>,
+    seen: RefCell<Vec<Seen>>,
+}
+
+impl HttpClient for FakeUpstream<'_> {
+    async fn send(
+        &self,
+        ctx: &RequestContext,
+        request: OutboundRequest,
+    ) -> Result<OutboundResponse, SendError> {
+        let now = self.clock.now();
+        self.seen.borrow_mut().push(Seen {
+            at: now,
+            internal: internal_headers(ctx, now, "internal-secret"),
+            request: request.clone(),
+        });
+        let reply = {
+            let mut script = self.script.borrow_mut();
+            let (_, replies) = script
+                .iter_mut()
+                .find(|(prefix, _)| request.url.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no script for {}", request.url));
+            if replies.len() > 1 {
+                replies.remove(0)
+            } else {
+                replies[0].clone()
+            }
+        };
+        // Like the real client, the call is raced against the remaining budget.
+        let remaining = ctx.remaining(now);
+        match reply {
+            Reply::Answer { after_ms, .. } if Duration::from_millis(after_ms) > remaining => {
+                self.clock.advance(remaining);
+                Err(SendError::Deadline)
+            }
+            Reply::Answer {
+                after_ms,
+                status,
+                body,
+                problem,
+            } => {
+                self.clock.advance(Duration::from_millis(after_ms));
+                let content_type = if problem {
+                    "application/problem+json"
+                } else {
+                    "application/json"
+                };
+                Ok(OutboundResponse {
+                    status,
+                    headers: vec![
+                        ("content-type".into(), content_type.into()),
+                        ("x-meridian-internal-token".into(), "leak".into()),
+                        ("connection".into(), "keep-alive".into()),
+                    ],
+                    body: body.as_bytes().to_vec(),
+                })
+            }
+            Reply::Fail(e) => {
+                self.clock.advance(Duration::from_millis(1));
+                Err(e)
+            }
+            Reply::Hang => {
+                self.clock.advance(remaining);
+                Err(SendError::Deadline)
+            }
+        }
+    }
+}
+
+struct ClockSleeper<'c>(&'c ManualClock);
+impl Sleeper for ClockSleeper<'_> {
+    async fn sleep(&self, d: Duration) {
+        self.0.advance(d);
+    }
+}
+
+#[derive(Clone)]
+struct NoJitter;
+impl Jitter for NoJitter {
+    fn next_u64(&mut self) -> u64 {
+        0
+    }
+}
+
+struct Harness {
+    clock: &'static ManualClock,
+    gateway: Gateway<FakeUpstream<'static>, &'static ManualClock, ClockSleeper<'static>, NoJitter>,
+}
+
+impl Harness {
+    fn new(script: Vec<(&'static str, Vec<Reply>)>) -> Self {
+        let clock: &'static ManualClock =
+            Box::leak(Box::new(ManualClock::new(UnixMillis::from_millis(START))));
+        let gateway = Gateway {
+            config: GatewayConfig {
+                budget: BudgetConfig::new(
+                    Duration::from_millis(3_000),
+                    Duration::from_millis(10_000),
+                ),
+                identity_url: "http://identity.test".into(),
+                community_url: "http://community.test".into(),
+                billing_url: "http://billing.test".into(),
+            },
+            http: FakeUpstream {
+                clock,
+                script: RefCell::new(script),
+                seen: RefCell::default(),
+            },
+            clock,
+            sleeper: ClockSleeper(clock),
+            jitter: NoJitter,
+        };
+        Self { clock, gateway }
+    }
+
+    /// A tenant-scoped setup: identity resolves, the service answers `replies`.
+    fn tenant(service_url: &'static str, replies: Vec<Reply>) -> Self {
+        Self::new(vec![
+            (
+                "http://identity.test/internal/resolve",
+                vec![resolved("manager")],
+            ),
+            (service_url, replies),
+        ])
+    }
+
+    fn send(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> EdgeResponse {
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        block_on(
+            self.gateway.handle(EdgeRequest {
+                method: method.into(),
+                path: path.into(),
+                query: query.into(),
+                headers: headers
+                    .iter()
+                    .map(|(n, v)| ((*n).into(), (*v).into()))
+                    .collect(),
+                body: Vec::new(),
+            }),
+        )
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.gateway.http.seen.borrow().clone()
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.clock.now().since(UnixMillis::from_millis(START))
+    }
+}
+
+fn body(r: &EdgeResponse) -> Value {
+    serde_json::from_slice(&r.body).unwrap_or(Value::Null)
+}
+
+const AUTH: (&str, &str) = ("authorization", "Bearer tok");
+
+#[test]
+fn healthz_answers_without_touching_a_service() {
+    let h = Harness::new(vec![]);
+    let r = h.send("GET", "/healthz", &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(body(&r)["status"], "ok");
+    assert!(uuid::Uuid::parse_str(r.header("x-request-id").unwrap()).is_ok());
+    assert!(h.seen().is_empty());
+}
+
+#[test]
+fn a_one_millisecond_budget_is_refused_before_any_call() {
+    let h = Harness::tenant("http://community.test", vec![ok("{}")]);
+    let r = h.send(
+        "GET",
+        "/v1/acme/residents",
+        &[AUTH, ("x-meridian-timeout-ms", "1")],
+    );
+    assert_eq!(r.status, 504);
+    assert_eq!(r.header("content-type"), Some("application/problem+json"));
+    let b = body(&r);
+    assert_eq!(
+        (
+            b["code"].as_str(),
+            b["hop"].as_str(),
+            b["budget_ms"].as_u64()
+        ),
+        (Some("deadline_exceeded"), Some("gateway"), Some(1))
+    );
+    assert!(h.seen().is_empty());
+}
+
+#[test]
+fn a_malformed_timeout_is_a_400_problem() {
+    let h = Harness::tenant("http://community.test", vec![ok("{}")]);
+    for bad in ["abc", "0", "-1", "1.5"] {
+        let r = h.send(
+            "GET",
+            "/v1/acme/residents",
+            &[AUTH, ("x-meridian-timeout-ms", bad)],
+        );
+        assert_eq!(r.status, 400, "{bad}");
+        assert_eq!(body(&r)["code"], "invalid_timeout");
+    }
+    assert!(h.seen().is_empty());
+}
+
+#[test]
+fn a_sane_request_id_is_echoed_and_an_insane_one_replaced() {
+    let h = Harness::new(vec![]);
+    assert_eq!(
+        h.send("GET", "/healthz", &[("x-request-id", "abc-123")])
+            .header("x-request-id"),
+        Some("abc-123")
+    );
+    let r = h.send("GET", "/healthz", &[("x-request-id", "bad id with spaces")]);
+    assert_ne!(r.header("x-request-id"), Some("bad id with spaces"));
+}
+
+#[test]
+fn the_forwarded_call_carries_the_budget_and_the_real_identity_not_the_spoofed_one() {
+    let h = Harness::tenant("http://community.test", vec![ok(r#"{"items":[]}"#)]);
+    let r = h.send(
+        "GET",
+        "/v1/acme/residents?limit=5",
+        &[
+            AUTH,
+            ("x-meridian-timeout-ms", "800"),
+            ("x-request-id", "trace-me"),
+            ("x-tenant-id", "11111111-1111-4111-8111-111111111111"),
+            ("x-actor-role", "admin"),
+            ("x-meridian-internal-token", "guess"),
+            ("x-meridian-deadline", "99999999999999"),
+        ],
+    );
+    assert_eq!(r.status, 200);
+    let seen = h.seen();
+    assert_eq!(seen.len(), 2, "one resolution and one forwarded call");
+    let call = &seen[1];
+    assert_eq!(
+        call.request.url,
+        "http://community.test/v1/acme/residents?limit=5"
+    );
+    assert!(call
+        .request
+        .headers
+        .iter()
+        .all(|(n, _)| !n.starts_with("x-meridian-")
+            && !n.starts_with("x-tenant")
+            && !n.starts_with("x-actor")
+            && n != "authorization"));
+    let deadline: u64 = call
+        .internal("x-meridian-deadline")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let budget: u64 = call
+        .internal("x-meridian-budget-ms")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(deadline - call.at.as_millis() <= 800);
+    assert!(budget <= 800 && budget > 700, "budget {budget}");
+    assert_eq!(call.internal("x-tenant-id"), Some(TENANT));
+    assert_eq!(call.internal("x-actor-id"), Some(ACTOR));
+    assert_eq!(call.internal("x-actor-role"), Some("manager"));
+    assert_eq!(
+        call.internal("x-meridian-internal-token"),
+        Some("internal-secret")
+    );
+    assert_eq!(call.internal("x-request-id"), Some("trace-me"));
+    // The resolution forwarded the bearer token; nothing else did.
+    assert!(seen[0]
+        .request
+        .headers
+        .contains(&("authorization".into(), "Bearer tok".into())));
+    // Internal and connection headers from upstream do not reach the client.
+    assert_eq!(r.header("x-meridian-internal-token"), None);
+    assert_eq!(r.header("connection"), None);
+    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    let timing = r.header("server-timing").unwrap();
+    assert!(
+        timing.contains("resolve;dur=")
+            && timing.contains("community;dur=")
+            && timing.contains("gateway;dur="),
+        "{timing}"
+    );
+}
+
+#[test]
+fn a_hung_service_gets_a_504_before_the_clients_budget_ends() {
+    let h = Harness::tenant("http://community.test", vec![Reply::Hang]);
+    let r = h.send(
+        "GET",
+        "/v1/acme/residents",
+        &[AUTH, ("x-meridian-timeout-ms", "400")],
+    );
+    assert_eq!(r.status, 504);
+    let b = body(&r);
+    assert_eq!(
+        (b["hop"].as_str(), b["budget_ms"].as_u64()),
+        (Some("gateway"), Some(400))
+    );
+    assert!(
+        h.elapsed() < Duration::from_millis(400),
+        "answered after {:?}",
+        h.elapsed()
+    );
+    assert!(
+        h.elapsed() >= Duration::from_millis(370),
+        "gave up early at {:?}",
+        h.elapsed()
+    );
+}
+
+#[test]
+fn a_read_is_retried_after_a_transient_failure() {
+    let h = Harness::tenant("http://community.test", vec![status(503), ok("{}")]);
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
+}
+
+#[test]
+fn a_write_without_a_key_is_sent_once_and_fails_once() {
+    let h = Harness::tenant("http://billing.test", vec![status(503), ok("{}")]);
+    let r = h.send("POST", "/v1/acme/invoices", &[AUTH]);
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    assert_eq!(h.seen().len(), 2);
+}
+
+#[test]
+fn a_write_with_an_idempotency_key_may_be_replayed() {
+    let h = Harness::tenant(
+        "http://billing.test",
+        vec![
+            Reply::Fail(SendError::Connect("refused".into())),
+            status(201),
+        ],
+    );
+    let r = h.send(
+        "POST",
+        "/v1/acme/invoices",
+        &[AUTH, ("idempotency-key", "k-1")],
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
+    let forwarded = &h.seen()[2].request;
+    assert!(forwarded
+        .headers
+        .contains(&("idempotency-key".into(), "k-1".into())));
+}
+
+#[test]
+fn a_downstream_deadline_is_passed_on_and_never_retried() {
+    let h = Harness::tenant(
+        "http://community.test",
+        vec![problem(504, "deadline_exceeded"), ok("{}")],
+    );
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_eq!(r.status, 504);
+    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+}
+
+#[test]
+fn an_unreachable_service_is_a_502_after_three_attempts() {
+    let h = Harness::tenant(
+        "http://community.test",
+        vec![Reply::Fail(SendError::Connect("refused".into()))],
+    );
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_eq!(r.status, 502);
+    assert_eq!(body(&r)["code"], "upstream_unavailable");
+    assert_eq!(body(&r)["retryable"], true);
+    assert_eq!(r.header("x-meridian-attempts"), Some("3"));
+}
+
+#[test]
+fn identity_refusals_are_passed_on_and_nothing_is_forwarded() {
+    let h = Harness::new(vec![(
+        "http://identity.test/internal/resolve",
+        vec![problem(401, "unauthorized")],
+    )]);
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_eq!(r.status, 401);
+    assert_eq!(h.seen().len(), 1);
+}
+
+#[test]
+fn a_missing_token_or_impossible_slug_is_answered_without_a_call() {
+    let h = Harness::new(vec![]);
+    assert_eq!(
+        body(&h.send("GET", "/v1/acme/residents", &[]))
+            .get("code")
+            .unwrap(),
+        "unauthorized"
+    );
+    let r = h.send("GET", "/v1/Not_A_Slug/residents", &[AUTH]);
+    assert_eq!(
+        (r.status, body(&r)["code"].as_str()),
+        (404, Some("tenant_not_found"))
+    );
+    assert!(h.seen().is_empty());
+}
+
+#[test]
+fn malformed_idempotency_keys_and_unknown_routes_are_refused() {
+    let h = Harness::new(vec![]);
+    let r = h.send(
+        "POST",
+        "/v1/acme/invoices",
+        &[AUTH, ("idempotency-key", "has space")],
+    );
+    assert_eq!(
+        (r.status, body(&r)["code"].as_str()),
+        (400, Some("invalid_idempotency_key"))
+    );
+    let r = h.send("GET", "/v1/acme/secrets", &[AUTH]);
+    assert_eq!(
+        (r.status, body(&r)["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    let r = h.send("DELETE", "/v1/tenants", &[AUTH]);
+    assert_eq!((r.status, r.header("allow")), (405, Some("POST")));
+    assert!(h.seen().is_empty());
+}
+
+#[test]
+fn an_oversized_body_is_a_413() {
+    let h = Harness::new(vec![]);
+    let r = block_on(h.gateway.handle(EdgeRequest {
+        method: "POST".into(),
+        path: "/v1/acme/invoices".into(),
+        headers: vec![("authorization".into(), "Bearer t".into())],
+        body: vec![b'x'; 2 * 1024 * 1024],
+        ..EdgeRequest::default()
+    }));
+    assert_eq!(
+        (r.status, body(&r)["code"].as_str()),
+        (413, Some("payload_too_large"))
+    );
+}
+
+#[test]
+fn tenant_creation_goes_to_identity_with_the_admin_credentials() {
+    let h = Harness::new(vec![("http://identity.test/v1/tenants", vec![status(201)])]);
+    let r = h.send("POST", "/v1/tenants", &[("authorization", "Bearer admin")]);
+    assert_eq!(r.status, 201);
+    let seen = h.seen();
+    assert!(seen[0]
+        .request
+        .headers
+        .contains(&("authorization".into(), "Bearer admin".into())));
+    assert_eq!(seen[0].internal("x-tenant-id"), None);
+}
+
+#[test]
+fn readyz_reports_every_service() {
+    let h = Harness::new(vec![
+        ("http://identity.test/health", vec![ok("{}")]),
+        ("http://community.test/health", vec![ok("{}")]),
+        ("http://billing.test/health", vec![ok("{}")]),
+    ]);
+    let r = h.send("GET", "/readyz", &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(body(&r)["checks"]["billing"], "ok");
+}
+
+#[test]
+fn readyz_names_a_failing_service() {
+    let h = Harness::new(vec![
+        ("http://identity.test/health", vec![ok("{}")]),
+        (
+            "http://community.test/health",
+            vec![Reply::Fail(SendError::Connect("refused".into()))],
+        ),
+        ("http://billing.test/health", vec![ok("{}")]),
+    ]);
+    let r = h.send("GET", "/readyz", &[]);
+    assert_eq!(r.status, 503);
+    assert!(body(&r)["detail"].as_str().unwrap().contains("community"));
+}

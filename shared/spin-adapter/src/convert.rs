@@ -1,0 +1,42 @@
+//! Conversions between Spin's HTTP types and plain values.
+
+use spin_sdk::http::{Method, Request, Response};
+
+/// The upper-case name of a method.
+pub fn method_name(method: &Method) -> String {
+    match method {
+        Method::Get => "GET".to_owned(),
+        Method::Head => "HEAD".to_owned(),
+        Method::Post => "POST".to_owned(),
+        Method::Put => "PUT".to_owned(),
+        Method::Delete => "DELETE".to_owned(),
+        Method::Patch => "PATCH".to_owned(),
+        Method::Options => "OPTIONS".to_owned(),
+        Method::Connect => "CONNECT".to_owned(),
+        Method::Trace => "TRACE".to_owned(),
+        Method::Other(other) => other.to_ascii_uppercase(),
+    }
+}
+
+/// A request's headers as `(lowercase name, value)` pairs.
+pub fn header_list(request: &Request) -> Vec<(String, String)> {
+    request
+        .headers()
+        .map(|(n, v)| {
+            (
+                n.to_ascii_lowercase(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A response from plain parts.
+pub fn response(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> Response {
+    let mut builder = Response::builder();
+    builder.status(status);
+    for (name, value) in headers {
+        builder.header(name, value);
+    }
+    builder.body(body).build()
+}
