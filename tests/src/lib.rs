@@ -1,1 +1,12 @@
-//! placeholder
+//! Harness for end-to-end tests: starts the real app with `spin up` on a
+//! free loopback port and a throw-away state directory, talks to it over
+//! HTTP, and runs stand-in downstreams on 127.0.0.1.
+#![forbid(unsafe_code)]
+
+mod client;
+mod spin;
+mod standin;
+
+pub use client::{Client, Reply};
+pub use spin::{spin_binary, SpinApp, SpinOptions, ADMIN_TOKEN, INTERNAL_TOKEN};
+pub use standin::{Received, StandIn, StandInReply};

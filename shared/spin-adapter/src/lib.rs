@@ -9,6 +9,7 @@ pub mod convert;
 pub mod internal;
 pub mod jitter;
 pub mod respond;
+pub mod service;
 pub mod sqlite;
 pub mod timer;
 pub mod vars;

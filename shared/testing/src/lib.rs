@@ -78,3 +78,41 @@ pub fn context_at(now: UnixMillis, budget: Duration, hop: &'static str) -> Reque
         hop,
     )
 }
+
+/// Asserts that `migrations` lists exactly the files of
+/// `migrations/<service>/`, in order, with matching numbers and contents,
+/// so a file added on disk but not embedded (or the reverse) fails a test.
+pub fn assert_embeds_every_migration(
+    service: &str,
+    migrations: &[meridian_platform::migrate::Migration],
+) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../migrations")
+        .join(service);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+        .collect();
+    files.sort();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let embedded: Vec<&str> = migrations.iter().map(|m| m.name).collect();
+    assert_eq!(
+        names, embedded,
+        "migrations/{service} and the embedded list differ"
+    );
+    for (path, m) in files.iter().zip(migrations) {
+        let number: u32 = m.name[..4].parse().expect("NNNN_ prefix");
+        assert_eq!(number, m.version, "{}", m.name);
+        assert_eq!(
+            std::fs::read_to_string(path).unwrap(),
+            m.sql,
+            "{} differs from its file",
+            m.name
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! Starting and stopping `spin up` for one test.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::client::Client;
+
+/// The internal token the test app is started with.
+pub const INTERNAL_TOKEN: &str = "e2e-internal-token";
+/// The platform admin token the test app is started with.
+pub const ADMIN_TOKEN: &str = "e2e-admin-token";
+
+/// The `spin` binary: `$SPIN_BIN`, else `spin` on `PATH`.
+pub fn spin_binary() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("SPIN_BIN").filter(|b| !b.is_empty()) {
+        return Some(PathBuf::from(bin));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("spin"))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// Variables to override when starting the app.
+#[derive(Debug, Default, Clone)]
+pub struct SpinOptions {
+    /// `(variable, value)` pairs, set as `SPIN_VARIABLE_<NAME>`.
+    pub variables: Vec<(&'static str, String)>,
+}
+
+impl SpinOptions {
+    /// Sets a Spin variable.
+    pub fn variable(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.variables.push((name, value.into()));
+        self
+    }
+}
+
+/// A running `spin up`, stopped when dropped.
+pub struct SpinApp {
+    child: Child,
+    base_url: String,
+    state: tempfile::TempDir,
+}
+
+impl SpinApp {
+    /// Starts the app with default variables.
+    pub fn start() -> Self {
+        Self::start_with(SpinOptions::default())
+    }
+
+    /// Starts the app and waits until `/healthz` answers.
+    ///
+    /// Panics (failing the test) when `spin` is not available: the test
+    /// command decides whether to run this suite at all, and a missing
+    /// runtime must never look like a pass.
+    pub fn start_with(options: SpinOptions) -> Self {
+        let spin = spin_binary().expect("the end-to-end suite needs `spin` on PATH or SPIN_BIN");
+        let state = tempfile::tempdir().expect("state directory");
+        let runtime_config = write_runtime_config(state.path());
+        let port = free_port();
+        let mut command = Command::new(spin);
+        command
+            .arg("up")
+            .arg("--from")
+            .arg(repo_root().join("spin.toml"))
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--runtime-config-file")
+            .arg(&runtime_config)
+            .arg("--state-dir")
+            .arg(state.path().join("spin-state"))
+            .env("SPIN_VARIABLE_INTERNAL_TOKEN", INTERNAL_TOKEN)
+            .env("SPIN_VARIABLE_ADMIN_TOKEN", ADMIN_TOKEN)
+            .current_dir(state.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(
+                std::fs::File::create(state.path().join("spin.out")).expect("log file"),
+            ))
+            .stderr(Stdio::from(
+                std::fs::File::create(state.path().join("spin.err")).expect("log file"),
+            ));
+        for (name, value) in &options.variables {
+            command.env(
+                format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),
+                value,
+            );
+        }
+        let child = command.spawn().expect("start spin up");
+        let app = Self {
+            child,
+            base_url: format!("http://127.0.0.1:{port}"),
+            state,
+        };
+        app.wait_until_up();
+        app
+    }
+
+    /// The app's base URL, `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// A client for the app.
+    pub fn client(&self) -> Client {
+        Client::new(&self.base_url)
+    }
+
+    /// What `spin up` wrote to stderr so far (component logs included).
+    pub fn logs(&self) -> String {
+        let read =
+            |name: &str| std::fs::read_to_string(self.state.path().join(name)).unwrap_or_default();
+        format!("{}{}", read("spin.out"), read("spin.err"))
+    }
+
+    fn wait_until_up(&self) {
+        let client = self.client();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(60) {
+            if let Ok(reply) = client.try_get("/healthz") {
+                if reply.status == 200 {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("spin up did not become healthy in 60 s:\n{}", self.logs());
+    }
+}
+
+impl Drop for SpinApp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The repository root (this crate lives in `tests/`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf()
+}
+
+fn write_runtime_config(dir: &Path) -> PathBuf {
+    let mut config = String::new();
+    for label in ["identity", "community", "billing"] {
+        let db = dir.join(format!("{label}.db"));
+        config.push_str(&format!(
+            "[sqlite_database.{label}]\ntype = \"spin\"\npath = {:?}\n\n",
+            db.display().to_string()
+        ));
+    }
+    let path = dir.join("runtime-config.toml");
+    std::fs::write(&path, config).expect("runtime config");
+    path
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}

@@ -1,0 +1,134 @@
+//! Stand-in downstream services on 127.0.0.1: they record what the app sent
+//! them and answer as each test scripts.
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A request as a stand-in received it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// Method.
+    pub method: String,
+    /// Path and query.
+    pub url: String,
+    /// Headers, lowercase names.
+    pub headers: Vec<(String, String)>,
+    /// Body text.
+    pub body: String,
+    /// Wall-clock arrival, Unix epoch ms.
+    pub at_ms: u64,
+}
+
+impl Received {
+    /// The first value of a header.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// How a stand-in answers.
+#[derive(Debug, Clone)]
+pub enum StandInReply {
+    /// A JSON answer.
+    Json(u16, String),
+    /// No answer for this long (bounded), then a 200.
+    Hang(Duration),
+}
+
+type Script = dyn Fn(&Received) -> StandInReply + Send + Sync;
+
+/// A scripted HTTP server on a free loopback port, stopped when dropped.
+pub struct StandIn {
+    server: Arc<tiny_http::Server>,
+    received: Arc<Mutex<Vec<Received>>>,
+    thread: Option<JoinHandle<()>>,
+    port: u16,
+}
+
+impl StandIn {
+    /// Starts a stand-in that answers each request with `script`.
+    pub fn start(script: impl Fn(&Received) -> StandInReply + Send + Sync + 'static) -> Self {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind stand-in"));
+        let port = server.server_addr().to_ip().expect("ip address").port();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let script: Arc<Script> = Arc::new(script);
+        let thread = {
+            let (server, received) = (server.clone(), received.clone());
+            std::thread::spawn(move || {
+                for request in server.incoming_requests() {
+                    let (received, script) = (received.clone(), script.clone());
+                    // One thread per request so a hanging answer blocks nothing else.
+                    std::thread::spawn(move || answer(request, &received, &*script));
+                }
+            })
+        };
+        Self {
+            server,
+            received,
+            thread: Some(thread),
+            port,
+        }
+    }
+
+    /// The stand-in's base URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Everything received so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().expect("lock").clone()
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn answer(mut request: tiny_http::Request, received: &Mutex<Vec<Received>>, script: &Script) {
+    let at_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let mut body = String::new();
+    let _ = request.as_reader().read_to_string(&mut body);
+    let seen = Received {
+        method: request.method().as_str().to_owned(),
+        url: request.url().to_owned(),
+        headers: request
+            .headers()
+            .iter()
+            .map(|h| {
+                (
+                    h.field.as_str().as_str().to_ascii_lowercase(),
+                    h.value.as_str().to_owned(),
+                )
+            })
+            .collect(),
+        body,
+        at_ms,
+    };
+    received.lock().expect("lock").push(seen.clone());
+    let (status, body) = match script(&seen) {
+        StandInReply::Json(status, body) => (status, body),
+        StandInReply::Hang(d) => {
+            std::thread::sleep(d.min(Duration::from_secs(10)));
+            (200, "{}".to_owned())
+        }
+    };
+    let header = tiny_http::Header::from_bytes("content-type", "application/json").expect("header");
+    let _ = request.respond(
+        tiny_http::Response::from_string(body)
+            .with_status_code(status)
+            .with_header(header),
+    );
+}

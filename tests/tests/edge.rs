@@ -1,0 +1,301 @@
+//! The edge contract against a real `spin up`: probes, the request budget,
+//! request ids, header hygiene, and a hung downstream.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply, INTERNAL_TOKEN};
+
+const TENANT_ID: &str = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
+const ACTOR_ID: &str = "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02";
+
+/// An identity stand-in that resolves every slug and token to one tenant.
+fn identity_stand_in() -> StandIn {
+    StandIn::start(|r| {
+        if r.url.starts_with("/internal/resolve") {
+            StandInReply::Json(
+                200,
+                format!(
+                    r#"{{"tenant_id":"{TENANT_ID}","actor_id":"{ACTOR_ID}","role":"manager"}}"#
+                ),
+            )
+        } else {
+            StandInReply::Json(404, "{}".into())
+        }
+    })
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[test]
+fn healthz_answers_with_a_fresh_request_id() {
+    let app = SpinApp::start();
+    let r = app.client().get("/healthz");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["status"], "ok");
+    let id = r.header("x-request-id").expect("x-request-id");
+    assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
+}
+
+#[test]
+fn readyz_reaches_every_private_service_through_service_chaining() {
+    let app = SpinApp::start();
+    let r = app.client().get("/readyz");
+    assert_eq!(r.status, 200, "{}\n{}", r.body, app.logs());
+    let checks = &r.json()["checks"];
+    for service in ["identity", "community", "billing"] {
+        assert_eq!(checks[service], "ok", "{service}: {}", r.body);
+    }
+    let timing = r.header("server-timing").unwrap_or_default();
+    assert!(
+        timing.contains("identity;dur=") && timing.contains("gateway;dur="),
+        "{timing}"
+    );
+}
+
+#[test]
+fn private_services_are_not_reachable_from_outside() {
+    let app = SpinApp::start();
+    let client = app.client();
+    for (path, host) in [
+        ("/health", None),
+        ("/internal/resolve?slug=acme", None),
+        ("/health", Some("identity.spin.internal")),
+    ] {
+        let headers: Vec<(&str, &str)> = host.map(|h| vec![("host", h)]).unwrap_or_default();
+        let r = client.send("GET", path, &headers, None);
+        r.assert_problem(404, "not_found");
+    }
+}
+
+#[test]
+fn a_one_millisecond_budget_is_a_fast_504_from_the_gateway() {
+    let app = SpinApp::start();
+    let r = app.client().send(
+        "GET",
+        "/v1/acme/residents",
+        &[
+            ("authorization", "Bearer t"),
+            ("x-meridian-timeout-ms", "1"),
+        ],
+        None,
+    );
+    let body = r.assert_problem(504, "deadline_exceeded");
+    assert_eq!(body["hop"], "gateway");
+    assert_eq!(body["budget_ms"], 1);
+    assert_eq!(body["retryable"], true);
+    assert!(
+        r.elapsed < Duration::from_millis(250),
+        "took {:?}",
+        r.elapsed
+    );
+}
+
+#[test]
+fn a_malformed_timeout_is_a_400_problem() {
+    let app = SpinApp::start();
+    for bad in ["soon", "0", "-5", "1.5"] {
+        let r = app.client().send(
+            "GET",
+            "/v1/acme/residents",
+            &[
+                ("authorization", "Bearer t"),
+                ("x-meridian-timeout-ms", bad),
+            ],
+            None,
+        );
+        r.assert_problem(400, "invalid_timeout");
+    }
+}
+
+#[test]
+fn a_sane_request_id_is_echoed_and_an_insane_one_replaced() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let r = client.send("GET", "/healthz", &[("x-request-id", "client-id-42")], None);
+    assert_eq!(r.header("x-request-id"), Some("client-id-42"));
+    let r = client.send("GET", "/healthz", &[("x-request-id", "<script>")], None);
+    let id = r.header("x-request-id").unwrap();
+    assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
+    let r = client.send("GET", "/nowhere", &[("x-request-id", "trace-404")], None);
+    assert_eq!(
+        r.assert_problem(404, "not_found")["request_id"],
+        "trace-404"
+    );
+}
+
+#[test]
+fn a_downstream_gets_the_budget_and_the_real_identity_never_the_spoofed_one() {
+    let identity = identity_stand_in();
+    let community =
+        StandIn::start(|_| StandInReply::Json(200, r#"{"items":[],"next_cursor":null}"#.into()));
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("identity_url", identity.url())
+            .variable("community_url", community.url()),
+    );
+    let sent_at = now_ms();
+    let r = app.client().send(
+        "GET",
+        "/v1/acme/residents?limit=5",
+        &[
+            ("authorization", "Bearer tok"),
+            ("x-meridian-timeout-ms", "2000"),
+            ("x-request-id", "e2e-spoof"),
+            ("x-tenant-id", "11111111-1111-4111-8111-111111111111"),
+            ("x-actor-id", "11111111-1111-4111-8111-111111111111"),
+            ("x-actor-role", "admin"),
+            ("x-meridian-internal-token", "guessed"),
+            ("x-meridian-deadline", "99999999999999"),
+            ("x-meridian-budget-ms", "999999"),
+        ],
+        None,
+    );
+    assert_eq!(r.status, 200, "{}\n{}", r.body, app.logs());
+    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    assert!(r
+        .header("server-timing")
+        .unwrap_or_default()
+        .contains("community;dur="));
+
+    let resolution = identity.received();
+    assert_eq!(resolution.len(), 1, "tenant resolved once");
+    assert_eq!(resolution[0].url, "/internal/resolve?slug=acme");
+    assert_eq!(resolution[0].header("authorization"), Some("Bearer tok"));
+    assert_eq!(resolution[0].header("x-tenant-id"), None);
+
+    let calls = community.received();
+    assert_eq!(calls.len(), 1);
+    let call = &calls[0];
+    assert_eq!(call.url, "/v1/acme/residents?limit=5");
+    let deadline: u64 = call.header("x-meridian-deadline").unwrap().parse().unwrap();
+    let budget: u64 = call
+        .header("x-meridian-budget-ms")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        deadline <= sent_at + 2_000,
+        "deadline beyond the client's budget"
+    );
+    assert!(deadline.saturating_sub(call.at_ms) <= 2_000);
+    assert!(budget <= 2_000 && budget > 1_500, "budget {budget}");
+    assert_eq!(call.header("x-tenant-id"), Some(TENANT_ID));
+    assert_eq!(call.header("x-actor-id"), Some(ACTOR_ID));
+    assert_eq!(call.header("x-actor-role"), Some("manager"));
+    assert_eq!(
+        call.header("x-meridian-internal-token"),
+        Some(INTERNAL_TOKEN)
+    );
+    assert_eq!(call.header("x-request-id"), Some("e2e-spoof"));
+    assert_eq!(
+        call.header("authorization"),
+        None,
+        "the bearer token stops at the gateway"
+    );
+}
+
+#[test]
+fn a_hung_downstream_gives_a_504_at_the_budget_not_later() {
+    let identity = identity_stand_in();
+    let community = StandIn::start(|_| StandInReply::Hang(Duration::from_secs(5)));
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("identity_url", identity.url())
+            .variable("community_url", community.url()),
+    );
+    let r = app.client().send(
+        "GET",
+        "/v1/acme/residents",
+        &[
+            ("authorization", "Bearer tok"),
+            ("x-meridian-timeout-ms", "400"),
+        ],
+        None,
+    );
+    let body = r.assert_problem(504, "deadline_exceeded");
+    assert_eq!(body["hop"], "gateway");
+    assert_eq!(body["budget_ms"], 400);
+    eprintln!(
+        "time to 504 with a hung downstream and a 400 ms budget: {:?}",
+        r.elapsed
+    );
+    assert!(
+        r.elapsed >= Duration::from_millis(300),
+        "gave up early: {:?}",
+        r.elapsed
+    );
+    assert!(
+        r.elapsed < Duration::from_millis(500),
+        "answered late: {:?}",
+        r.elapsed
+    );
+    assert_eq!(
+        community.received().len(),
+        1,
+        "a timed-out read is not retried past the budget"
+    );
+}
+
+#[test]
+fn an_unreachable_downstream_is_a_502_after_retrying_a_read() {
+    let identity = identity_stand_in();
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("identity_url", identity.url())
+            // Nothing listens on port 9 of the loopback.
+            .variable("community_url", "http://127.0.0.1:9"),
+    );
+    let r = app.client().send(
+        "GET",
+        "/v1/acme/residents",
+        &[("authorization", "Bearer tok")],
+        None,
+    );
+    r.assert_problem(502, "upstream_unavailable");
+    assert_eq!(r.header("x-meridian-attempts"), Some("3"));
+}
+
+#[test]
+fn a_failing_write_without_a_key_is_sent_once() {
+    let identity = identity_stand_in();
+    let billing =
+        StandIn::start(|_| StandInReply::Json(503, r#"{"code":"upstream_unavailable"}"#.into()));
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("identity_url", identity.url())
+            .variable("billing_url", billing.url()),
+    );
+    let r = app.client().send(
+        "POST",
+        "/v1/acme/invoices",
+        &[
+            ("authorization", "Bearer tok"),
+            ("content-type", "application/json"),
+        ],
+        Some("{}"),
+    );
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    assert_eq!(billing.received().len(), 1);
+
+    let r = app.client().send(
+        "POST",
+        "/v1/acme/invoices",
+        &[
+            ("authorization", "Bearer tok"),
+            ("idempotency-key", "e2e-key-1"),
+        ],
+        Some("{}"),
+    );
+    assert_eq!(r.status, 503);
+    assert_eq!(
+        r.header("x-meridian-attempts"),
+        Some("3"),
+        "a keyed write may be replayed"
+    );
+}
