@@ -3,14 +3,12 @@
 
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
-
 use crate::context::RequestContext;
 use crate::headers;
 use crate::problem::{ErrorCode, Problem};
 use crate::propagation::{Arrival, PropagationError};
 use crate::request_id::RequestId;
+use crate::secrets::constant_time_eq;
 use crate::tenancy::{ActorId, Role, TenantId, TenantScope};
 use crate::time::{duration_ms, UnixMillis};
 
@@ -89,14 +87,8 @@ impl InternalGate<'_> {
     }
 }
 
-/// Compares through SHA-256 so that neither content nor length leaks through timing.
 fn tokens_match(presented: Option<&str>, expected: &str) -> bool {
-    let Some(presented) = presented else {
-        return false;
-    };
-    let a = Sha256::digest(presented.as_bytes());
-    let b = Sha256::digest(expected.as_bytes());
-    a.ct_eq(&b).into()
+    presented.is_some_and(|p| constant_time_eq(p, expected))
 }
 
 /// The tenant headers the gateway set: all three or none.

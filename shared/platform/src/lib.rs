@@ -14,12 +14,15 @@ pub mod headers;
 pub mod http;
 pub mod idempotency;
 pub mod migrate;
+pub mod page;
 pub mod problem;
 pub mod propagation;
 pub mod request_id;
 pub mod retry;
+pub mod secrets;
 pub mod tenancy;
 pub mod time;
+pub mod validate;
 
 pub use context::RequestContext;
 pub use deadline::Deadline;

@@ -1,4 +1,4 @@
-//! Idempotency keys: what a client sends to make a write safe to repeat.
+//! The `Idempotency-Key` header value.
 
 use thiserror::Error;
 

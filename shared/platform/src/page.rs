@@ -1,0 +1,185 @@
+//! Cursor pagination: `?limit=` (1–100, default 20) and an opaque `?cursor=`.
+
+use crate::problem::{ErrorCode, Problem};
+
+/// Default page size.
+pub const DEFAULT_LIMIT: u32 = 20;
+/// Largest page size.
+pub const MAX_LIMIT: u32 = 100;
+
+/// What page a list request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    /// Rows wanted.
+    pub limit: u32,
+    /// Sort key of the last row already seen, from the cursor.
+    pub after: Option<String>,
+}
+
+impl PageRequest {
+    /// Reads `limit` and `cursor` from a query string; a bad value is a 400.
+    pub fn from_query(query: &str) -> Result<Self, Problem> {
+        let limit = match query_param(query, "limit") {
+            None => DEFAULT_LIMIT,
+            Some(raw) => raw
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=MAX_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    Problem::new(
+                        ErrorCode::InvalidRequest,
+                        format!("limit must be 1 to {MAX_LIMIT}"),
+                    )
+                })?,
+        };
+        let after = query_param(query, "cursor")
+            .map(|c| {
+                decode_cursor(&c)
+                    .ok_or_else(|| Problem::new(ErrorCode::InvalidRequest, "cursor is not valid"))
+            })
+            .transpose()?;
+        Ok(Self { limit, after })
+    }
+
+    /// The SQL `LIMIT` to use: one more row than wanted, to learn whether
+    /// another page follows.
+    pub fn fetch_limit(&self) -> i64 {
+        i64::from(self.limit) + 1
+    }
+
+    /// Cuts fetched rows to the page and makes the cursor for the next one
+    /// from the last row's sort key.
+    pub fn finish<T>(
+        &self,
+        mut rows: Vec<T>,
+        key: impl Fn(&T) -> String,
+    ) -> (Vec<T>, Option<String>) {
+        let more = rows.len() > self.limit as usize;
+        rows.truncate(self.limit as usize);
+        let next = if more {
+            rows.last().map(|r| encode_cursor(&key(r)))
+        } else {
+            None
+        };
+        (rows, next)
+    }
+}
+
+const CURSOR_VERSION: &str = "c1:";
+
+fn encode_cursor(key: &str) -> String {
+    hex::encode(format!("{CURSOR_VERSION}{key}"))
+}
+
+fn decode_cursor(cursor: &str) -> Option<String> {
+    let bytes = hex::decode(cursor).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    text.strip_prefix(CURSOR_VERSION).map(str::to_owned)
+}
+
+/// The first value of a query parameter, percent-decoded.
+pub fn query_param(query: &str, name: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| percent_decode(v))
+}
+
+fn percent_decode(raw: &str) -> String {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => match raw
+                .get(i + 1..i + 3)
+                .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                Some(decoded) => {
+                    out.push(decoded);
+                    i += 2;
+                }
+                None => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply_without_parameters() {
+        assert_eq!(
+            PageRequest::from_query(""),
+            Ok(PageRequest {
+                limit: 20,
+                after: None
+            })
+        );
+    }
+
+    #[test]
+    fn limit_must_be_between_1_and_100() {
+        assert_eq!(PageRequest::from_query("limit=100").unwrap().limit, 100);
+        for bad in ["limit=0", "limit=101", "limit=-1", "limit=ten", "limit="] {
+            assert_eq!(
+                PageRequest::from_query(bad).unwrap_err().status(),
+                400,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_cursor_round_trips_and_a_forged_one_is_refused() {
+        let page = PageRequest {
+            limit: 2,
+            after: None,
+        };
+        let (rows, next) = page.finish(vec!["a", "b", "c"], |r| (*r).to_owned());
+        assert_eq!(rows, ["a", "b"]);
+        let next = next.unwrap();
+        let again = PageRequest::from_query(&format!("limit=2&cursor={next}")).unwrap();
+        assert_eq!(again.after.as_deref(), Some("b"));
+        assert_eq!(
+            PageRequest::from_query("cursor=zz").unwrap_err().status(),
+            400
+        );
+        assert_eq!(
+            PageRequest::from_query("cursor=6869").unwrap_err().status(),
+            400
+        );
+    }
+
+    #[test]
+    fn the_last_page_has_no_cursor() {
+        let page = PageRequest {
+            limit: 5,
+            after: None,
+        };
+        assert_eq!(
+            page.finish(vec![1, 2], |r| r.to_string()),
+            (vec![1, 2], None)
+        );
+    }
+
+    #[test]
+    fn query_parameters_are_percent_decoded() {
+        assert_eq!(
+            query_param("slug=maple-court&x=1", "slug").as_deref(),
+            Some("maple-court")
+        );
+        assert_eq!(query_param("q=a%20b+c", "q").as_deref(), Some("a b c"));
+        assert_eq!(query_param("q=100%", "q").as_deref(), Some("100%"));
+        assert_eq!(query_param("flag", "flag").as_deref(), Some(""));
+        assert_eq!(query_param("a=1", "b"), None);
+    }
+}

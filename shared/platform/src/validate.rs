@@ -1,0 +1,247 @@
+//! Reading JSON request bodies into typed values, collecting every field
+//! error instead of stopping at the first.
+
+use std::collections::BTreeSet;
+use std::fmt::Display;
+
+use serde_json::{Map, Value};
+
+use crate::problem::{ErrorCode, FieldError, Problem};
+
+/// Largest body an internal service reads (the gateway allows 1 MiB overall).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A JSON object body being read field by field.
+#[derive(Debug)]
+pub struct JsonBody {
+    object: Map<String, Value>,
+    read: BTreeSet<String>,
+    errors: Vec<FieldError>,
+}
+
+impl JsonBody {
+    /// Parses a body: 413 when too large, 400 when not a JSON object. An
+    /// empty body reads as `{}`.
+    pub fn parse(body: &[u8]) -> Result<Self, Problem> {
+        if body.len() > MAX_BODY_BYTES {
+            return Err(Problem::new(
+                ErrorCode::PayloadTooLarge,
+                format!("the body must be at most {MAX_BODY_BYTES} bytes"),
+            ));
+        }
+        let value: Value = if body.iter().all(u8::is_ascii_whitespace) {
+            Value::Object(Map::new())
+        } else {
+            serde_json::from_slice(body).map_err(|e| {
+                Problem::new(
+                    ErrorCode::InvalidRequest,
+                    format!("the body is not valid JSON: {e}"),
+                )
+            })?
+        };
+        match value {
+            Value::Object(object) => Ok(Self {
+                object,
+                read: BTreeSet::new(),
+                errors: Vec::new(),
+            }),
+            _ => Err(Problem::new(
+                ErrorCode::InvalidRequest,
+                "the body must be a JSON object",
+            )),
+        }
+    }
+
+    /// Records an error against `field`.
+    pub fn error(&mut self, field: &str, message: impl Into<String>) {
+        self.errors.push(FieldError::new(field, message));
+    }
+
+    fn take(&mut self, field: &str) -> Option<Value> {
+        self.read.insert(field.to_owned());
+        self.object.get(field).cloned().filter(|v| !v.is_null())
+    }
+
+    /// A required string, trimmed, of `min..=max` characters.
+    pub fn text(&mut self, field: &str, min: usize, max: usize) -> Option<String> {
+        match self.optional_text(field, min, max) {
+            Some(Some(v)) => Some(v),
+            Some(None) => {
+                self.error(field, "is required");
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// An optional string: `Some(None)` when absent or null, `None` when invalid.
+    pub fn optional_text(&mut self, field: &str, min: usize, max: usize) -> Option<Option<String>> {
+        match self.take(field) {
+            None => Some(None),
+            Some(Value::String(s)) => {
+                let s = s.trim().to_owned();
+                let len = s.chars().count();
+                if len < min || len > max {
+                    self.error(field, format!("must be {min} to {max} characters"));
+                    None
+                } else if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+                    self.error(field, "must not contain control characters");
+                    None
+                } else {
+                    Some(Some(s))
+                }
+            }
+            Some(_) => {
+                self.error(field, "must be a string");
+                None
+            }
+        }
+    }
+
+    /// A required string turned into `T` by `parse`.
+    pub fn parsed<T, E: Display>(
+        &mut self,
+        field: &str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Option<T> {
+        let raw = self.text(field, 1, 1_000)?;
+        match parse(&raw) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error(field, e.to_string());
+                None
+            }
+        }
+    }
+
+    /// A required integer in `min..=max`.
+    pub fn integer(&mut self, field: &str, min: i64, max: i64) -> Option<i64> {
+        match self.take(field) {
+            None => {
+                self.error(field, "is required");
+                None
+            }
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(v) if (min..=max).contains(&v) => Some(v),
+                _ => {
+                    self.error(field, format!("must be a whole number from {min} to {max}"));
+                    None
+                }
+            },
+            Some(_) => {
+                self.error(field, "must be a number");
+                None
+            }
+        }
+    }
+
+    /// Ends reading: any field not read is unknown, and any error makes the
+    /// whole body a 422 listing them all.
+    pub fn finish(mut self) -> Result<(), Problem> {
+        let unknown: Vec<String> = self
+            .object
+            .keys()
+            .filter(|k| !self.read.contains(*k))
+            .cloned()
+            .collect();
+        for field in unknown {
+            self.error(&field, "is not a known field");
+        }
+        if self.errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Problem::validation(self.errors))
+        }
+    }
+}
+
+/// Lower-cases and checks an email address: one `@`, a non-empty local part,
+/// a dotted domain, no spaces, at most 254 characters.
+pub fn normalize_email(raw: &str) -> Result<String, &'static str> {
+    let email = raw.trim().to_ascii_lowercase();
+    let valid = email.len() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && match email.split_once('@') {
+            Some((local, domain)) => {
+                !local.is_empty()
+                    && !domain.contains('@')
+                    && domain.contains('.')
+                    && !domain.starts_with('.')
+                    && !domain.ends_with('.')
+                    && !domain.contains("..")
+            }
+            None => false,
+        };
+    if valid {
+        Ok(email)
+    } else {
+        Err("must be an email address such as name@example.com")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_read_and_trimmed() {
+        let mut b = JsonBody::parse(br#"{"name":"  Ada  ","age":36}"#).unwrap();
+        assert_eq!(b.text("name", 1, 10).as_deref(), Some("Ada"));
+        assert_eq!(b.integer("age", 0, 200), Some(36));
+        assert!(b.finish().is_ok());
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let mut b = JsonBody::parse(br#"{"name":"","age":"x","extra":1}"#).unwrap();
+        assert_eq!(b.text("name", 1, 10), None);
+        assert_eq!(b.integer("age", 0, 200), None);
+        assert_eq!(b.text("email", 1, 10), None);
+        let p = b.finish().unwrap_err();
+        assert_eq!(p.status(), 422);
+        let fields: Vec<&str> = p.errors().iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["name", "age", "email", "extra"]);
+    }
+
+    #[test]
+    fn malformed_or_non_object_bodies_are_400_and_huge_ones_413() {
+        assert_eq!(JsonBody::parse(b"{nope").unwrap_err().status(), 400);
+        assert_eq!(JsonBody::parse(b"[1,2]").unwrap_err().status(), 400);
+        assert_eq!(
+            JsonBody::parse(&vec![b' '; MAX_BODY_BYTES + 1])
+                .unwrap_err()
+                .status(),
+            413
+        );
+        assert!(JsonBody::parse(b"").unwrap().finish().is_ok());
+    }
+
+    #[test]
+    fn integers_out_of_range_or_fractional_are_refused() {
+        for body in [r#"{"n":0}"#, r#"{"n":1.5}"#, r#"{"n":1e30}"#, r#"{"n":-3}"#] {
+            let mut b = JsonBody::parse(body.as_bytes()).unwrap();
+            assert_eq!(b.integer("n", 1, 100), None, "{body}");
+        }
+    }
+
+    #[test]
+    fn emails_are_normalised_and_checked() {
+        assert_eq!(
+            normalize_email(" Ada@Example.ORG "),
+            Ok("ada@example.org".into())
+        );
+        for bad in [
+            "",
+            "ada",
+            "ada@",
+            "@example.org",
+            "ada@example",
+            "a b@example.org",
+            "a@b@c.org",
+            "a@.org",
+            "a@x..org",
+        ] {
+            assert!(normalize_email(bad).is_err(), "{bad}");
+        }
+    }
+}

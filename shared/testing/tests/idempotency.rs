@@ -1,0 +1,139 @@
+//! The shared idempotency store on a real (host) SQLite.
+
+use std::time::Duration;
+
+use meridian_platform::db::Store;
+use meridian_platform::idempotency::{
+    claim, complete, fingerprint, release, Claimed, IdempotencyError, IdempotencyKey, Scope,
+    StoredResponse,
+};
+use meridian_platform::time::ManualClock;
+use meridian_platform::{RequestContext, UnixMillis};
+use meridian_testing::{context_at, HostSqlite};
+
+const DDL: &str = include_str!("../../../migrations/identity/0002_idempotency_records.sql");
+
+fn store() -> Store<HostSqlite, &'static ManualClock> {
+    let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new(
+        UnixMillis::from_millis(1_700_000_000_000),
+    )));
+    let s = Store::new(HostSqlite::in_memory(), clock);
+    for stmt in meridian_platform::migrate::split_statements(DDL) {
+        s.execute(&ctx_of(&s, 1_000), stmt, &[]).unwrap();
+    }
+    s
+}
+
+fn ctx_of(s: &Store<HostSqlite, &'static ManualClock>, budget_ms: u64) -> RequestContext {
+    use meridian_platform::Clock;
+    context_at(s.clock().now(), Duration::from_millis(budget_ms), "test")
+}
+
+fn key(k: &str) -> IdempotencyKey {
+    IdempotencyKey::parse(k).unwrap()
+}
+
+fn scope<'a>(k: &'a IdempotencyKey, actor: &'a str) -> Scope<'a> {
+    Scope {
+        tenant: "t1",
+        actor,
+        operation: "POST /members",
+        key: k,
+    }
+}
+
+fn created() -> StoredResponse {
+    StoredResponse {
+        status: 201,
+        body: r#"{"id":"m1"}"#.into(),
+    }
+}
+
+#[test]
+fn a_completed_write_is_replayed_for_the_same_body() {
+    let s = store();
+    let k = key("k1");
+    let ctx = ctx_of(&s, 1_000);
+    let fp = fingerprint(br#"{"a":1,"b":2}"#);
+    assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
+    complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
+    // Key order and whitespace do not make a different body.
+    let same = fingerprint(br#"{ "b": 2, "a": 1 }"#);
+    assert_eq!(
+        claim(&s, &ctx, &scope(&k, "u1"), &same),
+        Ok(Claimed::Replay(created()))
+    );
+}
+
+#[test]
+fn the_same_key_with_another_body_is_refused() {
+    let s = store();
+    let k = key("k1");
+    let ctx = ctx_of(&s, 1_000);
+    claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{\"a\":1}")).unwrap();
+    complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
+    let err = claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{\"a\":2}")).unwrap_err();
+    assert_eq!(err, IdempotencyError::Reused);
+    assert_eq!(err.to_problem().unwrap().status(), 422);
+}
+
+#[test]
+fn a_duplicate_while_the_first_is_running_is_a_conflict() {
+    let s = store();
+    let k = key("k1");
+    let ctx = ctx_of(&s, 1_000);
+    let fp = fingerprint(b"{}");
+    assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
+    let err = claim(&s, &ctx, &scope(&k, "u1"), &fp).unwrap_err();
+    assert_eq!(err, IdempotencyError::InProgress);
+    assert_eq!(err.to_problem().unwrap().status(), 409);
+}
+
+#[test]
+fn keys_are_scoped_by_actor() {
+    let s = store();
+    let k = key("k1");
+    let ctx = ctx_of(&s, 1_000);
+    let fp = fingerprint(b"{}");
+    assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
+    assert_eq!(claim(&s, &ctx, &scope(&k, "u2"), &fp), Ok(Claimed::Fresh));
+}
+
+#[test]
+fn a_released_claim_can_be_retried() {
+    let s = store();
+    let k = key("k1");
+    let ctx = ctx_of(&s, 1_000);
+    let fp = fingerprint(b"{}");
+    claim(&s, &ctx, &scope(&k, "u1"), &fp).unwrap();
+    release(&s, &ctx, &scope(&k, "u1"));
+    assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
+}
+
+#[test]
+fn a_claim_whose_owner_died_is_taken_over_after_its_deadline() {
+    let s = store();
+    let k = key("k1");
+    let fp = fingerprint(b"{}");
+    claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp).unwrap();
+    s.clock().advance(Duration::from_millis(501));
+    assert_eq!(
+        claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp),
+        Ok(Claimed::Fresh)
+    );
+}
+
+#[test]
+fn records_expire_after_the_retention_period() {
+    let s = store();
+    let k = key("k1");
+    let ctx = ctx_of(&s, 1_000);
+    claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{\"a\":1}")).unwrap();
+    complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
+    s.clock().advance(Duration::from_secs(24 * 3600 + 1));
+    let later = ctx_of(&s, 1_000);
+    assert_eq!(
+        claim(&s, &later, &scope(&k, "u1"), &fingerprint(b"{\"a\":2}")),
+        Ok(Claimed::Fresh)
+    );
+}
