@@ -27,6 +27,9 @@ mod entry {
 
     #[http_component]
     async fn handle(request: Request) -> Response {
-        service::serve(request, &crate::SPEC, crate::routes::dispatch).await
+        service::serve(request, &crate::SPEC, |ctx, store, request| async move {
+            crate::routes::dispatch(&ctx, &store, &request)
+        })
+        .await
     }
 }

@@ -1,15 +1,18 @@
 //! The `billing` route table.
 
-use meridian_platform::admission::Admitted;
-use meridian_platform::{ErrorCode, Problem};
-use meridian_spin::respond;
-use spin_sdk::http::{Request, Response};
+use meridian_platform::db::{Database, Store};
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
 /// Routes an admitted request.
-pub async fn dispatch(admitted: Admitted, request: Request) -> Response {
+pub fn dispatch<D: Database, C: Clock>(
+    ctx: &RequestContext,
+    _store: &Store<D, C>,
+    request: &ServiceRequest,
+) -> ServiceResponse {
     let problem = Problem::new(
         ErrorCode::NotFound,
-        format!("no route for {}", request.path()),
+        format!("no route for {}", request.path),
     );
-    respond::problem(admitted.ctx.request_id().as_str(), problem)
+    ServiceResponse::problem(ctx, problem)
 }

@@ -7,7 +7,6 @@ use meridian_platform::budget::edge_reserve;
 use meridian_platform::headers;
 use meridian_platform::http::HttpClient;
 use meridian_platform::idempotency::IdempotencyKey;
-use meridian_platform::problem::PROBLEM_JSON;
 use meridian_platform::request_id::RequestId;
 use meridian_platform::retry::{Jitter, Sleeper};
 use meridian_platform::time::duration_ms;
@@ -188,19 +187,10 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
 
 /// A JSON answer.
 pub fn json(status: u16, body: &serde_json::Value) -> EdgeResponse {
-    EdgeResponse {
-        status,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: body.to_string().into_bytes(),
-    }
+    EdgeResponse::json(status, body)
 }
 
 /// A problem+json answer carrying the request id.
 pub fn problem_response(problem: Problem, request_id: &RequestId) -> EdgeResponse {
-    let problem = problem.with_request_id(request_id.as_str());
-    EdgeResponse {
-        status: problem.status(),
-        headers: vec![("content-type".into(), PROBLEM_JSON.into())],
-        body: problem.to_json(),
-    }
+    EdgeResponse::problem_for(request_id.as_str(), problem)
 }

@@ -2,84 +2,34 @@
 //! applied at the edge.
 
 use meridian_platform::headers;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
 
 /// A public request, as the gateway received it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EdgeRequest {
-    /// Upper-case method.
-    pub method: String,
-    /// Path, starting with `/`.
-    pub path: String,
-    /// Query string without `?`, possibly empty.
-    pub query: String,
-    /// Headers with lowercase names.
-    pub headers: Vec<(String, String)>,
-    /// Body bytes.
-    pub body: Vec<u8>,
-}
-
-impl EdgeRequest {
-    /// The first value of a header.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// Path and query as sent upstream.
-    pub fn path_and_query(&self) -> String {
-        if self.query.is_empty() {
-            self.path.clone()
-        } else {
-            format!("{}?{}", self.path, self.query)
-        }
-    }
-
-    /// The headers that may travel upstream: no internal, hop-by-hop or
-    /// runtime-added header, and no credentials unless `keep_authorization`.
-    /// Internal headers are stripped here so that only the gateway's own,
-    /// set by the client afterwards, ever reach a service.
-    pub fn forwardable_headers(&self, keep_authorization: bool) -> Vec<(String, String)> {
-        self.headers
-            .iter()
-            .filter(|(n, _)| {
-                !headers::is_internal(n)
-                    && !headers::is_hop_by_hop(n)
-                    && !headers::is_runtime_added(n)
-                    && n != headers::REQUEST_ID
-                    && (keep_authorization || !n.eq_ignore_ascii_case("authorization"))
-            })
-            .cloned()
-            .collect()
-    }
-}
+pub type EdgeRequest = ServiceRequest;
 
 /// The gateway's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EdgeResponse {
-    /// Status code.
-    pub status: u16,
-    /// Headers with lowercase names.
-    pub headers: Vec<(String, String)>,
-    /// Body bytes.
-    pub body: Vec<u8>,
-}
+pub type EdgeResponse = ServiceResponse;
 
-impl EdgeResponse {
-    /// The first value of a header.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// Sets a header, replacing any value it had.
-    pub fn set_header(&mut self, name: &str, value: impl Into<String>) {
-        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-        self.headers.push((name.to_owned(), value.into()));
-    }
+/// The headers of `request` that may travel upstream: no internal,
+/// hop-by-hop or runtime-added header, and no credentials unless
+/// `keep_authorization`. Internal headers are stripped here so that only
+/// the gateway's own, set by the client afterwards, ever reach a service.
+pub fn forwardable_headers(
+    request: &EdgeRequest,
+    keep_authorization: bool,
+) -> Vec<(String, String)> {
+    request
+        .headers
+        .iter()
+        .filter(|(n, _)| {
+            !headers::is_internal(n)
+                && !headers::is_hop_by_hop(n)
+                && !headers::is_runtime_added(n)
+                && n != headers::REQUEST_ID
+                && (keep_authorization || !n.eq_ignore_ascii_case("authorization"))
+        })
+        .cloned()
+        .collect()
 }
 
 /// Whether an upstream response header may be passed to the client.
@@ -113,8 +63,7 @@ mod tests {
             ("content-type", "application/json"),
             ("accept", "application/json"),
         ]);
-        let names: Vec<_> = r
-            .forwardable_headers(false)
+        let names: Vec<_> = forwardable_headers(&r, false)
             .into_iter()
             .map(|(n, _)| n)
             .collect();
@@ -124,8 +73,8 @@ mod tests {
     #[test]
     fn credentials_travel_only_when_asked() {
         let r = request(&[("authorization", "Bearer t")]);
-        assert!(r.forwardable_headers(false).is_empty());
-        assert_eq!(r.forwardable_headers(true).len(), 1);
+        assert!(forwardable_headers(&r, false).is_empty());
+        assert_eq!(forwardable_headers(&r, true).len(), 1);
     }
 
     #[test]
@@ -135,7 +84,7 @@ mod tests {
             ("host", "x"),
             ("spin-full-url", "u"),
         ]);
-        assert!(r.forwardable_headers(true).is_empty());
+        assert!(forwardable_headers(&r, true).is_empty());
     }
 
     #[test]

@@ -26,7 +26,7 @@ mod entry {
 
     use crate::app::Gateway;
     use crate::config::GatewayConfig;
-    use crate::edge::{EdgeRequest, EdgeResponse};
+    use crate::edge::EdgeResponse;
 
     #[http_component]
     async fn handle(request: Request) -> Response {
@@ -42,13 +42,7 @@ mod entry {
             sleeper: PollSleeper,
             jitter: RandomJitter,
         };
-        let request = EdgeRequest {
-            method: convert::method_name(request.method()),
-            path: request.path().to_owned(),
-            query: request.query().to_owned(),
-            headers: convert::header_list(&request),
-            body: request.into_body(),
-        };
+        let request = convert::service_request(request);
         let EdgeResponse {
             status,
             headers,

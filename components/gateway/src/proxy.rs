@@ -6,7 +6,7 @@ use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
 use crate::app::{EdgeBudget, Gateway, Refusal, Trace};
-use crate::edge::{is_returnable, EdgeRequest, EdgeResponse};
+use crate::edge::{forwardable_headers, is_returnable, EdgeRequest, EdgeResponse};
 use crate::routes::Service;
 
 /// The retry policy for a forwarded request: reads, and writes the owning
@@ -41,7 +41,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         );
         let mut outbound =
             OutboundRequest::new(&request.method, url).with_body(request.body.clone());
-        outbound.headers = request.forwardable_headers(with_credentials);
+        outbound.headers = forwardable_headers(request, with_credentials);
 
         let policy = forwarding_policy(&request.method, key);
         let call = self.call(ctx, &policy, outbound).await;

@@ -1,13 +1,25 @@
-//! Meridian's `identity` service, private behind the gateway. This file is only
-//! the Spin entry point; requests pass the internal gate in
-//! `meridian_spin::service` before the route table in [`routes`].
+//! Meridian's `identity` service, private behind the gateway: tenants,
+//! users, memberships and API tokens, and the one resolution call the
+//! gateway makes per request. This file is the Spin entry point and the
+//! route table; handlers live in their own modules.
 // `deny`, not `forbid`: the SDK's export macro needs its own `allow`.
 #![deny(unsafe_code)]
 
+pub mod app;
+pub mod members;
 pub mod migrations;
-pub mod routes;
+pub mod model;
+pub mod repo;
+pub mod resolve;
+pub mod tenants;
+pub mod tokens;
 
+use meridian_platform::db::Database;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
+
+use app::Identity;
 
 /// The service's name, database and schema.
 pub const SPEC: ServiceSpec = ServiceSpec {
@@ -16,17 +28,54 @@ pub const SPEC: ServiceSpec = ServiceSpec {
     migrations: migrations::ALL,
 };
 
+/// The route table. Paths are the public ones the gateway forwards, plus
+/// the internal resolution.
+pub fn handle<D: Database, C: Clock>(
+    app: &Identity<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> ServiceResponse {
+    let segments = request.segments();
+    let method = request.method.as_str();
+    let result = match (method, segments.as_slice()) {
+        ("GET", ["internal", "resolve"]) => resolve::resolve(app, ctx, request),
+        ("POST", ["v1", "tenants"]) => tenants::create(app, ctx, request),
+        ("GET", ["v1", _tenant]) => tenants::get(app, ctx),
+        ("GET", ["v1", _, "members"]) => members::list(app, ctx, request),
+        ("POST", ["v1", _, "members"]) => members::create(app, ctx, request),
+        ("DELETE", ["v1", _, "members", id]) => members::delete(app, ctx, request, id),
+        ("POST", ["v1", _, "tokens"]) => tokens::create(app, ctx, request),
+        ("DELETE", ["v1", _, "tokens", id]) => tokens::revoke(app, ctx, request, id),
+        (_, ["v1", _] | ["v1", _, "members" | "tokens", ..]) => Err(Problem::new(
+            ErrorCode::InvalidRequest,
+            format!("{method} is not allowed on {}", request.path),
+        )
+        .with_status(405)),
+        _ => Err(Problem::new(ErrorCode::NotFound, "no such route")),
+    };
+    result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+}
+
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.
 // Wasm only: its export names are not valid symbols for a host cdylib.
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod entry {
-    use meridian_spin::service;
+    use meridian_spin::{service, vars};
     use spin_sdk::http::{Request, Response};
     use spin_sdk::http_component;
 
+    use crate::app::Identity;
+
     #[http_component]
     async fn handle(request: Request) -> Response {
-        service::serve(request, &crate::SPEC, crate::routes::dispatch).await
+        service::serve(request, &crate::SPEC, |ctx, store, request| async move {
+            let app = Identity {
+                store,
+                admin_token: vars::get("admin_token").unwrap_or_default(),
+            };
+            crate::handle(&app, &ctx, &request)
+        })
+        .await
     }
 }

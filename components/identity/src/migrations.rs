@@ -1,6 +1,17 @@
-//! The `identity` schema: `migrations/identity/NNNN_*.sql`, embedded at build time.
+//! The identity schema: `migrations/identity/NNNN_*.sql`, embedded at build time.
 
 use meridian_platform::migrate::Migration;
 
 /// Every migration, in order.
-pub const ALL: &[Migration] = &[];
+pub const ALL: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_identity.sql",
+        sql: include_str!("../../../migrations/identity/0001_identity.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_idempotency_records.sql",
+        sql: include_str!("../../../migrations/identity/0002_idempotency_records.sql"),
+    },
+];

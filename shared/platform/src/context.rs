@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use crate::deadline::Deadline;
-use crate::problem::Problem;
+use crate::problem::{ErrorCode, Problem};
 use crate::request_id::RequestId;
-use crate::tenancy::TenantScope;
+use crate::tenancy::{Role, TenantScope};
 use crate::time::{duration_ms, UnixMillis};
 
 /// Everything a hop knows about the request it is serving.
@@ -85,6 +85,34 @@ impl RequestContext {
     /// The resolved tenant and actor, if this request is tenant-scoped.
     pub fn tenant(&self) -> Option<&TenantScope> {
         self.tenant.as_ref()
+    }
+
+    /// The tenant scope, which every tenant route needs: its absence means
+    /// the request did not come through the gateway's resolution.
+    pub fn scope(&self) -> Result<&TenantScope, Problem> {
+        self.tenant.as_ref().ok_or_else(|| {
+            Problem::new(
+                ErrorCode::InvalidRequest,
+                "tenant routes need the tenant headers the gateway sets",
+            )
+        })
+    }
+
+    /// The tenant scope, if the actor's role passes `allowed`; else 403.
+    pub fn require(
+        &self,
+        allowed: impl Fn(Role) -> bool,
+        who: &str,
+    ) -> Result<&TenantScope, Problem> {
+        let scope = self.scope()?;
+        if allowed(scope.role) {
+            Ok(scope)
+        } else {
+            Err(Problem::new(
+                ErrorCode::Forbidden,
+                format!("only {who} may do this"),
+            ))
+        }
     }
 
     /// Time left at `now`.

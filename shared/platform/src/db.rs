@@ -98,6 +98,28 @@ pub enum DbError {
     Decode(String),
 }
 
+impl From<DbError> for crate::problem::Problem {
+    /// Budget: the hop's 504. Constraint: a 409. Anything else: a 500 whose
+    /// cause is logged, never sent.
+    fn from(e: DbError) -> Self {
+        use crate::problem::{ErrorCode, Problem};
+        match e {
+            DbError::Budget(spent) => spent.to_problem(),
+            DbError::Constraint(detail) => {
+                eprintln!("storage constraint: {detail}");
+                Problem::new(
+                    ErrorCode::Conflict,
+                    "the write conflicts with existing data",
+                )
+            }
+            other => {
+                eprintln!("storage failure: {other}");
+                Problem::new(ErrorCode::Internal, "an internal error occurred")
+            }
+        }
+    }
+}
+
 /// One SQLite connection. Implemented by the Spin adapter over
 /// `spin_sdk::sqlite` and by the test kit over rusqlite.
 pub trait Database {

@@ -13,6 +13,8 @@ pub mod deadline;
 pub mod headers;
 pub mod http;
 pub mod idempotency;
+pub mod ids;
+pub mod message;
 pub mod migrate;
 pub mod page;
 pub mod problem;

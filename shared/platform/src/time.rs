@@ -35,6 +35,37 @@ impl UnixMillis {
     }
 }
 
+impl UnixMillis {
+    /// RFC 3339 UTC with milliseconds, e.g. `2026-11-29T15:01:38.123Z`.
+    pub fn to_rfc3339(self) -> String {
+        let ms = self.0 % 1_000;
+        let secs = self.0 / 1_000;
+        let (days, day_secs) = (secs / 86_400, secs % 86_400);
+        let (year, month, day) = civil_from_days(days as i64);
+        format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+            day_secs / 3_600,
+            day_secs / 60 % 60,
+            day_secs % 60
+        )
+    }
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
+/// (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 /// Whole milliseconds of `d`, saturating at `u64::MAX`.
 pub fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -112,6 +143,26 @@ mod tests {
         assert_eq!(clock.now(), UnixMillis::from_millis(1_000));
         clock.advance(Duration::from_millis(250));
         assert_eq!(clock.now(), UnixMillis::from_millis(1_250));
+    }
+
+    #[test]
+    fn instants_format_as_rfc3339_utc() {
+        assert_eq!(
+            UnixMillis::from_millis(0).to_rfc3339(),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            UnixMillis::from_millis(951_782_400_000).to_rfc3339(),
+            "2000-02-29T00:00:00.000Z"
+        );
+        assert_eq!(
+            UnixMillis::from_millis(1_795_964_498_123).to_rfc3339(),
+            "2026-11-29T15:01:38.123Z"
+        );
+        assert_eq!(
+            UnixMillis::from_millis(4_107_542_399_999).to_rfc3339(),
+            "2100-02-28T23:59:59.999Z"
+        );
     }
 
     #[test]

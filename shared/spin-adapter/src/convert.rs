@@ -1,5 +1,6 @@
 //! Conversions between Spin's HTTP types and plain values.
 
+use meridian_platform::message::ServiceRequest;
 use spin_sdk::http::{Method, Request, Response};
 
 /// The upper-case name of a method.
@@ -39,4 +40,15 @@ pub fn response(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> R
         builder.header(name, value);
     }
     builder.body(body).build()
+}
+
+/// A Spin request as a plain value.
+pub fn service_request(request: Request) -> ServiceRequest {
+    ServiceRequest {
+        method: method_name(request.method()),
+        path: request.path().to_owned(),
+        query: request.query().to_owned(),
+        headers: header_list(&request),
+        body: request.into_body(),
+    }
 }

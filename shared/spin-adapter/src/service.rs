@@ -1,16 +1,21 @@
-//! The common shape of an internal service: the gate, `/health`, then the
-//! service's own routes.
+//! The common shape of an internal service: the gate, `/health`, the
+//! database opened and migrated under the budget, then the service's own
+//! routes as a plain function.
 
 use std::future::Future;
 
-use meridian_platform::admission::Admitted;
-use meridian_platform::db::Store;
-use meridian_platform::migrate::{migrate, Migration};
+use meridian_platform::db::{DbError, Store};
+use meridian_platform::headers;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::migrate::{migrate, Migration, MigrationError};
 use meridian_platform::{ErrorCode, Problem, RequestContext, SystemClock};
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::{Request, Response};
 
 use crate::sqlite::SpinSqlite;
-use crate::{internal, respond};
+use crate::{convert, internal};
+
+/// The store every service handler works on.
+pub type SpinStore = Store<SpinSqlite, SystemClock>;
 
 /// What an internal service is: its name and its database.
 #[derive(Debug, Clone, Copy)]
@@ -26,16 +31,9 @@ pub struct ServiceSpec {
 impl ServiceSpec {
     /// Opens the database and brings its schema up to date, under the
     /// request's budget.
-    pub fn open_store(
-        &self,
-        ctx: &RequestContext,
-    ) -> Result<Store<SpinSqlite, SystemClock>, Problem> {
-        let internal = |what: &str, e: &dyn std::fmt::Display| {
-            eprintln!("{}: {what}: {e}", self.hop);
-            Problem::new(ErrorCode::Internal, "the service's storage is unavailable")
-        };
-        let db =
-            SpinSqlite::open(self.database).map_err(|e| internal("opening the database", &e))?;
+    pub fn open_store(&self, ctx: &RequestContext) -> Result<SpinStore, Problem> {
+        let db = SpinSqlite::open(self.database)
+            .map_err(|e| self.unavailable("opening the database", &e))?;
         let store = Store::new(db, SystemClock);
         match migrate(&store, ctx, self.migrations) {
             Ok(applied) => {
@@ -44,35 +42,40 @@ impl ServiceSpec {
                 }
                 Ok(store)
             }
-            Err(meridian_platform::migrate::MigrationError::Db(
-                meridian_platform::db::DbError::Budget(spent),
-            )) => Err(spent.to_problem()),
-            Err(e) => Err(internal("migrating", &e)),
+            Err(MigrationError::Db(DbError::Budget(spent))) => Err(spent.to_problem()),
+            Err(e) => Err(self.unavailable("migrating", &e)),
         }
+    }
+
+    fn unavailable(&self, what: &str, cause: &dyn std::fmt::Display) -> Problem {
+        eprintln!("{}: {what}: {cause}", self.hop);
+        Problem::new(ErrorCode::Internal, "the service's storage is unavailable")
     }
 }
 
-/// Serves one request: refuses it at the gate, answers `GET /health`
-/// (which opens and migrates the database), or hands it to `routes`.
-pub async fn serve<F, Fut>(request: Request, spec: &ServiceSpec, routes: F) -> Response
+/// Serves one request: refuses it at the gate, answers `GET /health`, or
+/// opens the store and hands the request to `app`. Every answer carries
+/// the request id.
+pub async fn serve<F, Fut>(request: Request, spec: &ServiceSpec, app: F) -> Response
 where
-    F: FnOnce(Admitted, Request) -> Fut,
-    Fut: Future<Output = Response>,
+    F: FnOnce(RequestContext, SpinStore, ServiceRequest) -> Fut,
+    Fut: Future<Output = ServiceResponse>,
 {
     let admitted = match internal::admit(&request, spec.hop) {
         Ok(admitted) => admitted,
         Err(refusal) => return refusal,
     };
-    if request.path() == "/health" && matches!(request.method(), Method::Get | Method::Head) {
-        let ctx = &admitted.ctx;
-        return match spec.open_store(ctx) {
-            Ok(_) => respond::json(
-                ctx.request_id().as_str(),
-                200,
-                &serde_json::json!({"status": "ok", "service": spec.hop}),
-            ),
-            Err(problem) => respond::problem(ctx.request_id().as_str(), problem),
-        };
-    }
-    routes(admitted, request).await
+    let ctx = admitted.ctx;
+    let request = convert::service_request(request);
+    let store = spec.open_store(&ctx);
+    let mut response = match store {
+        Err(problem) => ServiceResponse::problem(&ctx, problem),
+        Ok(_) if request.path == "/health" => ServiceResponse::json(
+            200,
+            &serde_json::json!({"status": "ok", "service": spec.hop}),
+        ),
+        Ok(store) => app(ctx.clone(), store, request).await,
+    };
+    response.set_header(headers::REQUEST_ID, ctx.request_id().as_str());
+    convert::response(response.status, response.headers, response.body)
 }

@@ -3,9 +3,11 @@
 
 mod key;
 mod store;
+mod write;
 
 pub use key::{IdempotencyKey, InvalidIdempotencyKey, MAX_KEY_LEN};
 pub use store::{
     claim, complete, fingerprint, release, Claimed, IdempotencyError, Scope, StoredResponse,
     RETENTION,
 };
+pub use write::{begin, Begun, KeyedWrite, Written};

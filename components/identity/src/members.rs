@@ -1,0 +1,129 @@
+//! `GET, POST /v1/{tenant}/members` and `DELETE /v1/{tenant}/members/{id}` (admins).
+
+use meridian_platform::db::Database;
+use meridian_platform::idempotency::{self, Begun, Written};
+use meridian_platform::ids::{new_id, parse_id};
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::page::PageRequest;
+use meridian_platform::tenancy::Role;
+use meridian_platform::validate::{normalize_email, JsonBody};
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use serde_json::json;
+
+use crate::app::{idempotency_key, not_found, Identity};
+use crate::model::Member;
+use crate::repo;
+
+fn admins_only(ctx: &RequestContext) -> Result<(String, String), Problem> {
+    let scope = ctx.require(|r| r == Role::Admin, "admins")?;
+    Ok((scope.tenant_id.to_string(), scope.actor_id.to_string()))
+}
+
+/// Lists the tenant's members, a page at a time.
+pub fn list<D: Database, C: Clock>(
+    app: &Identity<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant_id, _) = admins_only(ctx)?;
+    let page = PageRequest::from_query(&request.query)?;
+    let rows = repo::list_members(
+        &app.store,
+        ctx,
+        &tenant_id,
+        page.after.as_deref(),
+        page.fetch_limit(),
+    )?;
+    let (items, next_cursor) = page.finish(rows, |m| m.id.clone());
+    Ok(ServiceResponse::json(
+        200,
+        &json!({"items": items, "next_cursor": next_cursor}),
+    ))
+}
+
+/// Adds a member (creating the user if the email is new).
+pub fn create<D: Database, C: Clock>(
+    app: &Identity<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant_id, actor_id) = admins_only(ctx)?;
+    let mut b = JsonBody::parse(&request.body)?;
+    let email = b.parsed("email", normalize_email);
+    let name = b.text("name", 1, 200);
+    let role = b.parsed("role", |r| r.parse::<Role>());
+    b.finish()?;
+    let (Some(email), Some(name), Some(role)) = (email, name, role) else {
+        unreachable!("finish() reports every missing field")
+    };
+    let key = idempotency_key(request)?;
+    let owner = (tenant_id.as_str(), actor_id.as_str());
+    let write = match idempotency::begin(
+        &app.store,
+        ctx,
+        key.as_ref(),
+        owner,
+        "POST /members",
+        &request.body,
+    )? {
+        Begun::Replay(response) => return Ok(response),
+        Begun::Proceed(write) => write,
+    };
+    write.commit(&app.store, ctx, |tx| {
+        let now = app.timestamp();
+        let (user_id, user_name) = repo::ensure_user(tx, ctx, &email, &name, new_id(), &now)?;
+        if repo::membership_of(tx, ctx, &tenant_id, &user_id)?.is_some() {
+            return Err(Problem::new(
+                ErrorCode::Conflict,
+                "that user is already a member",
+            ));
+        }
+        let member = Member {
+            id: new_id(),
+            user_id,
+            email: email.clone(),
+            name: user_name,
+            role: role.as_str().to_owned(),
+            created_at: now,
+        };
+        repo::insert_membership(tx, ctx, &tenant_id, &member)?;
+        Ok(Written::same(201, &member))
+    })
+}
+
+/// Removes a membership; its tokens stop working at once. The last admin
+/// cannot be removed.
+pub fn delete<D: Database, C: Clock>(
+    app: &Identity<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+    id: &str,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant_id, actor_id) = admins_only(ctx)?;
+    let id = parse_id(id).ok_or_else(|| not_found("member"))?;
+    let key = idempotency_key(request)?;
+    let owner = (tenant_id.as_str(), actor_id.as_str());
+    let operation = format!("DELETE /members/{id}");
+    let write = match idempotency::begin(
+        &app.store,
+        ctx,
+        key.as_ref(),
+        owner,
+        &operation,
+        &request.body,
+    )? {
+        Begun::Replay(response) => return Ok(response),
+        Begun::Proceed(write) => write,
+    };
+    write.commit(&app.store, ctx, |tx| {
+        let member = repo::member(tx, ctx, &tenant_id, &id)?.ok_or_else(|| not_found("member"))?;
+        if member.role == Role::Admin.as_str() && repo::admin_count(tx, ctx, &tenant_id)? <= 1 {
+            return Err(Problem::new(
+                ErrorCode::Conflict,
+                "a tenant must keep at least one admin",
+            ));
+        }
+        repo::delete_membership(tx, ctx, &tenant_id, &id)?;
+        Ok(Written::no_content())
+    })
+}

@@ -1,0 +1,349 @@
+//! Identity's SQL. Every function takes the request context first; the
+//! store checks the budget before each statement.
+
+use meridian_platform::db::{Database, DbError, Row, Store, Value};
+use meridian_platform::{Clock, RequestContext};
+
+use crate::model::{Member, Tenant};
+
+/// Identity's storage.
+pub type Db<D, C> = Store<D, C>;
+
+fn tenant_from(row: &Row) -> Result<Tenant, DbError> {
+    Ok(Tenant {
+        id: row.text(0)?.to_owned(),
+        slug: row.text(1)?.to_owned(),
+        name: row.text(2)?.to_owned(),
+        created_at: row.text(3)?.to_owned(),
+    })
+}
+
+/// The tenant with this slug.
+pub fn tenant_by_slug<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    slug: &str,
+) -> Result<Option<Tenant>, DbError> {
+    let rows = db.query(
+        ctx,
+        "SELECT id, slug, name, created_at FROM tenants WHERE slug = ?",
+        &[slug.into()],
+    )?;
+    rows.first().map(tenant_from).transpose()
+}
+
+/// The tenant with this id.
+pub fn tenant_by_id<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    id: &str,
+) -> Result<Option<Tenant>, DbError> {
+    let rows = db.query(
+        ctx,
+        "SELECT id, slug, name, created_at FROM tenants WHERE id = ?",
+        &[id.into()],
+    )?;
+    rows.first().map(tenant_from).transpose()
+}
+
+/// Inserts a tenant.
+pub fn insert_tenant<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    t: &Tenant,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "INSERT INTO tenants (id, slug, name, created_at) VALUES (?, ?, ?, ?)",
+        &[
+            t.id.as_str().into(),
+            t.slug.as_str().into(),
+            t.name.as_str().into(),
+            t.created_at.as_str().into(),
+        ],
+    )
+}
+
+/// The user with this (normalised) email: `(id, name)`.
+pub fn user_by_email<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    email: &str,
+) -> Result<Option<(String, String)>, DbError> {
+    let rows = db.query(
+        ctx,
+        "SELECT id, name FROM users WHERE email = ?",
+        &[email.into()],
+    )?;
+    rows.first()
+        .map(|r| Ok((r.text(0)?.to_owned(), r.text(1)?.to_owned())))
+        .transpose()
+}
+
+/// The user with `email`, created with `name` if there is none: `(id, name)`.
+pub fn ensure_user<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    email: &str,
+    name: &str,
+    id: String,
+    created_at: &str,
+) -> Result<(String, String), DbError> {
+    if let Some(existing) = user_by_email(db, ctx, email)? {
+        return Ok(existing);
+    }
+    db.execute(
+        ctx,
+        "INSERT INTO users (id, email, name, created_at) VALUES (?, ?, ?, ?)",
+        &[
+            id.as_str().into(),
+            email.into(),
+            name.into(),
+            created_at.into(),
+        ],
+    )?;
+    Ok((id, name.to_owned()))
+}
+
+/// Inserts a membership.
+pub fn insert_membership<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant_id: &str,
+    m: &Member,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "INSERT INTO memberships (id, tenant_id, user_id, role, created_at) VALUES (?, ?, ?, ?, ?)",
+        &[
+            m.id.as_str().into(),
+            tenant_id.into(),
+            m.user_id.as_str().into(),
+            m.role.as_str().into(),
+            m.created_at.as_str().into(),
+        ],
+    )
+}
+
+const MEMBER_COLUMNS: &str = "m.id, m.user_id, u.email, u.name, m.role, m.created_at";
+
+fn member_from(row: &Row) -> Result<Member, DbError> {
+    Ok(Member {
+        id: row.text(0)?.to_owned(),
+        user_id: row.text(1)?.to_owned(),
+        email: row.text(2)?.to_owned(),
+        name: row.text(3)?.to_owned(),
+        role: row.text(4)?.to_owned(),
+        created_at: row.text(5)?.to_owned(),
+    })
+}
+
+/// A page of the tenant's members, in id (creation) order after `after`.
+pub fn list_members<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant_id: &str,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Member>, DbError> {
+    let rows = db.query(
+        ctx,
+        &format!(
+            "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
+             WHERE m.tenant_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+        ),
+        &[
+            tenant_id.into(),
+            after.unwrap_or("").into(),
+            Value::Integer(limit),
+        ],
+    )?;
+    rows.iter().map(member_from).collect()
+}
+
+/// A member of the tenant by membership id.
+pub fn member<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant_id: &str,
+    membership_id: &str,
+) -> Result<Option<Member>, DbError> {
+    let rows = db.query(
+        ctx,
+        &format!(
+            "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
+             WHERE m.tenant_id = ? AND m.id = ?"
+        ),
+        &[tenant_id.into(), membership_id.into()],
+    )?;
+    rows.first().map(member_from).transpose()
+}
+
+/// The membership id of `user_id` in the tenant.
+pub fn membership_of<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant_id: &str,
+    user_id: &str,
+) -> Result<Option<String>, DbError> {
+    let rows = db.query(
+        ctx,
+        "SELECT id FROM memberships WHERE tenant_id = ? AND user_id = ?",
+        &[tenant_id.into(), user_id.into()],
+    )?;
+    rows.first()
+        .map(|r| r.text(0).map(str::to_owned))
+        .transpose()
+}
+
+/// How many admins the tenant has.
+pub fn admin_count<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant_id: &str,
+) -> Result<i64, DbError> {
+    let rows = db.query(
+        ctx,
+        "SELECT COUNT(*) FROM memberships WHERE tenant_id = ? AND role = 'admin'",
+        &[tenant_id.into()],
+    )?;
+    rows.first().map_or(Ok(0), |r| r.integer(0))
+}
+
+/// Removes a membership and every token it had.
+pub fn delete_membership<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant_id: &str,
+    membership_id: &str,
+) -> Result<(), DbError> {
+    let params = [tenant_id.into(), membership_id.into()];
+    db.execute(
+        ctx,
+        "DELETE FROM api_tokens WHERE tenant_id = ? AND membership_id = ?",
+        &params,
+    )?;
+    db.execute(
+        ctx,
+        "DELETE FROM memberships WHERE tenant_id = ? AND id = ?",
+        &params,
+    )
+}
+
+/// A new token row.
+pub struct NewToken<'a> {
+    /// Token UUID.
+    pub id: &'a str,
+    /// Tenant UUID.
+    pub tenant_id: &'a str,
+    /// Owning membership.
+    pub membership_id: &'a str,
+    /// SHA-256 of the token.
+    pub hash: &'a str,
+    /// RFC 3339 creation time.
+    pub created_at: &'a str,
+}
+
+/// Inserts a token (its hash only).
+pub fn insert_token<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    t: &NewToken<'_>,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "INSERT INTO api_tokens (id, tenant_id, membership_id, token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+        &[t.id.into(), t.tenant_id.into(), t.membership_id.into(), t.hash.into(), t.created_at.into()],
+    )
+}
+
+/// A live token found by hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenOwner {
+    /// Token UUID.
+    pub token_id: String,
+    /// Stored hash (compared again in constant time).
+    pub hash: String,
+    /// Tenant of the token.
+    pub tenant_id: String,
+    /// User who owns it.
+    pub user_id: String,
+    /// Role of the owning membership.
+    pub role: String,
+    /// When it was last used, if ever.
+    pub last_used_at: Option<String>,
+}
+
+/// The owner of the unrevoked token with this hash.
+pub fn token_owner<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    hash: &str,
+) -> Result<Option<TokenOwner>, DbError> {
+    let rows = db.query(
+        ctx,
+        "SELECT t.id, t.token_hash, t.tenant_id, m.user_id, m.role, t.last_used_at
+         FROM api_tokens t JOIN memberships m ON m.id = t.membership_id
+         WHERE t.token_hash = ? AND t.revoked_at IS NULL",
+        &[hash.into()],
+    )?;
+    rows.first()
+        .map(|r| {
+            Ok(TokenOwner {
+                token_id: r.text(0)?.to_owned(),
+                hash: r.text(1)?.to_owned(),
+                tenant_id: r.text(2)?.to_owned(),
+                user_id: r.text(3)?.to_owned(),
+                role: r.text(4)?.to_owned(),
+                last_used_at: r.opt_text(5)?.map(str::to_owned),
+            })
+        })
+        .transpose()
+}
+
+/// Records that a token was used.
+pub fn touch_token<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    token_id: &str,
+    at: &str,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "UPDATE api_tokens SET last_used_at = ? WHERE id = ?",
+        &[at.into(), token_id.into()],
+    )
+}
+
+/// The user owning a token of the tenant, revoked or not.
+pub fn token_owner_in_tenant<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant_id: &str,
+    token_id: &str,
+) -> Result<Option<String>, DbError> {
+    let rows = db.query(
+        ctx,
+        "SELECT m.user_id FROM api_tokens t JOIN memberships m ON m.id = t.membership_id
+         WHERE t.tenant_id = ? AND t.id = ?",
+        &[tenant_id.into(), token_id.into()],
+    )?;
+    rows.first()
+        .map(|r| r.text(0).map(str::to_owned))
+        .transpose()
+}
+
+/// Revokes a token.
+pub fn revoke_token<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant_id: &str,
+    token_id: &str,
+    at: &str,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "UPDATE api_tokens SET revoked_at = ? WHERE tenant_id = ? AND id = ? AND revoked_at IS NULL",
+        &[at.into(), tenant_id.into(), token_id.into()],
+    )
+}

@@ -1,0 +1,77 @@
+//! `GET /internal/resolve?slug=`: the gateway's one call per request, from
+//! slug and bearer token to tenant, actor and role.
+
+use std::time::Duration;
+
+use meridian_platform::db::Database;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::page::query_param;
+use meridian_platform::secrets::{constant_time_eq, token_hash};
+use meridian_platform::tenancy::TenantSlug;
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+
+use crate::app::{bearer, Identity};
+use crate::model::Resolution;
+use crate::repo;
+
+/// `last_used_at` is refreshed at most this often, so that reads do not
+/// each turn into a write.
+const TOUCH_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Resolves the slug and token; 404 for an unknown tenant or a token of
+/// another tenant (no existence leak), 401 for a missing, unknown or revoked token.
+pub fn resolve<D: Database, C: Clock>(
+    app: &Identity<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let tenant_not_found = || Problem::new(ErrorCode::TenantNotFound, "no such tenant");
+    let slug = query_param(&request.query, "slug")
+        .and_then(|s| TenantSlug::parse(&s).ok())
+        .ok_or_else(tenant_not_found)?;
+    let tenant =
+        repo::tenant_by_slug(&app.store, ctx, slug.as_str())?.ok_or_else(tenant_not_found)?;
+    let unauthorized = || {
+        Problem::new(
+            ErrorCode::Unauthorized,
+            "the bearer token is missing, unknown or revoked",
+        )
+    };
+    let token = bearer(request).ok_or_else(unauthorized)?;
+    let hash = token_hash(token);
+    let owner = repo::token_owner(&app.store, ctx, &hash)?
+        .filter(|o| constant_time_eq(&o.hash, &hash))
+        .ok_or_else(unauthorized)?;
+    if owner.tenant_id != tenant.id {
+        return Err(tenant_not_found());
+    }
+    touch(app, ctx, &owner);
+    Ok(ServiceResponse::json(
+        200,
+        &Resolution {
+            tenant_id: owner.tenant_id,
+            actor_id: owner.user_id,
+            role: owner.role,
+        },
+    ))
+}
+
+/// Records use of the token — an optional step, skipped when the budget
+/// is short or the last record is recent.
+fn touch<D: Database, C: Clock>(
+    app: &Identity<D, C>,
+    ctx: &RequestContext,
+    owner: &repo::TokenOwner,
+) {
+    let now = app.store.clock().now();
+    let recent = owner
+        .last_used_at
+        .as_deref()
+        .is_some_and(|last| last >= now.minus(TOUCH_INTERVAL).to_rfc3339().as_str());
+    if recent || ctx.ensure(now, Duration::from_millis(20)).is_err() {
+        return;
+    }
+    if let Err(e) = repo::touch_token(&app.store, ctx, &owner.token_id, &now.to_rfc3339()) {
+        eprintln!("identity: could not record token use: {e}");
+    }
+}

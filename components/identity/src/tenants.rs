@@ -1,0 +1,153 @@
+//! `POST /v1/tenants` (platform admin) and `GET /v1/{tenant}`.
+
+use meridian_platform::db::Database;
+use meridian_platform::idempotency::{self, Begun, StoredResponse, Written};
+use meridian_platform::ids::new_id;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};
+use meridian_platform::tenancy::{Role, TenantSlug};
+use meridian_platform::validate::{normalize_email, JsonBody};
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use serde_json::json;
+
+use crate::app::{bearer, idempotency_key, not_found, Identity};
+use crate::model::{Member, Tenant};
+use crate::repo::{self, NewToken};
+
+/// Slugs that would collide with a route of the public API.
+const RESERVED_SLUGS: &[&str] = &["tenants", "internal", "health", "healthz", "readyz"];
+
+/// Idempotency scope of platform-level writes, which have no tenant or user.
+const PLATFORM: (&str, &str) = ("platform", "platform-admin");
+
+/// A validated tenant creation.
+struct NewTenant {
+    slug: TenantSlug,
+    name: String,
+    admin_email: String,
+    admin_name: String,
+}
+
+fn read_new_tenant(body: &[u8]) -> Result<NewTenant, Problem> {
+    let mut b = JsonBody::parse(body)?;
+    let slug = b.parsed("slug", |s| {
+        let slug = TenantSlug::parse(s).map_err(|e| e.to_string())?;
+        if RESERVED_SLUGS.contains(&slug.as_str()) {
+            return Err("is reserved".to_owned());
+        }
+        Ok(slug)
+    });
+    let name = b.text("name", 1, 200);
+    let admin_email = b.parsed("admin_email", normalize_email);
+    let admin_name = b.text("admin_name", 1, 200);
+    b.finish()?;
+    match (slug, name, admin_email, admin_name) {
+        (Some(slug), Some(name), Some(admin_email), Some(admin_name)) => Ok(NewTenant {
+            slug,
+            name,
+            admin_email,
+            admin_name,
+        }),
+        _ => unreachable!("finish() reports every missing field"),
+    }
+}
+
+/// Creates a tenant with its first admin and that admin's first token.
+pub fn create<D: Database, C: Clock>(
+    app: &Identity<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let authorised = !app.admin_token.is_empty()
+        && bearer(request).is_some_and(|t| constant_time_eq(t, &app.admin_token));
+    if !authorised {
+        return Err(Problem::new(
+            ErrorCode::Unauthorized,
+            "creating a tenant needs the platform admin token",
+        ));
+    }
+    let input = read_new_tenant(&request.body)?;
+    let key = idempotency_key(request)?;
+    let write = match idempotency::begin(
+        &app.store,
+        ctx,
+        key.as_ref(),
+        PLATFORM,
+        "POST /v1/tenants",
+        &request.body,
+    )? {
+        Begun::Replay(response) => return Ok(response),
+        Begun::Proceed(write) => write,
+    };
+    let token = generate_token().map_err(|e| {
+        eprintln!("identity: no randomness for a token: {e}");
+        Problem::new(ErrorCode::Internal, "could not create a token")
+    })?;
+    write.commit(&app.store, ctx, |tx| {
+        if repo::tenant_by_slug(tx, ctx, input.slug.as_str())?.is_some() {
+            return Err(Problem::new(ErrorCode::Conflict, "that slug is taken"));
+        }
+        let now = app.timestamp();
+        let tenant = Tenant {
+            id: new_id(),
+            slug: input.slug.as_str().to_owned(),
+            name: input.name.clone(),
+            created_at: now.clone(),
+        };
+        repo::insert_tenant(tx, ctx, &tenant)?;
+        let (user_id, user_name) = repo::ensure_user(tx, ctx, &input.admin_email, &input.admin_name, new_id(), &now)?;
+        let admin = Member {
+            id: new_id(),
+            user_id,
+            email: input.admin_email.clone(),
+            name: user_name,
+            role: Role::Admin.as_str().to_owned(),
+            created_at: now.clone(),
+        };
+        repo::insert_membership(tx, ctx, &tenant.id, &admin)?;
+        let token_id = new_id();
+        repo::insert_token(
+            tx,
+            ctx,
+            &NewToken {
+                id: &token_id,
+                tenant_id: &tenant.id,
+                membership_id: &admin.id,
+                hash: &token_hash(&token),
+                created_at: &now,
+            },
+        )?;
+        let body = |token: serde_json::Value| {
+            json!({
+                "tenant": {"id": tenant.id, "slug": tenant.slug, "name": tenant.name, "created_at": tenant.created_at},
+                "admin": {"user_id": admin.user_id, "membership_id": admin.id},
+                "token": token,
+                "token_id": token_id,
+            })
+        };
+        Ok(Written {
+            sent: stored(201, &body(json!(token))),
+            // The token is shown once: a replay gets everything but the secret.
+            kept: stored(201, &body(serde_json::Value::Null)),
+        })
+    })
+}
+
+/// `GET /v1/{tenant}`: the caller's tenant.
+pub fn get<D: Database, C: Clock>(
+    app: &Identity<D, C>,
+    ctx: &RequestContext,
+) -> Result<ServiceResponse, Problem> {
+    let scope = ctx.scope()?;
+    let tenant = repo::tenant_by_id(&app.store, ctx, &scope.tenant_id.to_string())?
+        .ok_or_else(|| not_found("tenant"))?;
+    Ok(ServiceResponse::json(200, &tenant))
+}
+
+/// A response body for the idempotency record.
+pub fn stored(status: u16, body: &serde_json::Value) -> StoredResponse {
+    StoredResponse {
+        status,
+        body: body.to_string(),
+    }
+}

@@ -1,0 +1,522 @@
+//! Identity's handlers over a real (host) SQLite with the real migrations:
+//! tenants, members, tokens, resolution, idempotency and bad input.
+
+use std::time::Duration;
+
+use identity::app::Identity;
+use meridian_platform::db::Store;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::migrate::migrate;
+use meridian_platform::request_id::RequestId;
+use meridian_platform::tenancy::{Role, TenantScope};
+use meridian_platform::time::ManualClock;
+use meridian_platform::{Clock, Deadline, RequestContext, UnixMillis};
+use meridian_testing::{assert_embeds_every_migration, HostSqlite};
+use serde_json::{json, Value};
+
+const ADMIN_TOKEN: &str = "platform-admin-secret";
+
+struct Harness {
+    app: Identity<HostSqlite, &'static ManualClock>,
+}
+
+/// Who is calling, as the gateway would have resolved it.
+#[derive(Clone, Copy)]
+struct Caller {
+    tenant_id: &'static str,
+    user_id: &'static str,
+    role: Role,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new(
+            UnixMillis::from_millis(1_700_000_000_000),
+        )));
+        let store = Store::new(HostSqlite::in_memory(), clock);
+        let h = Self {
+            app: Identity {
+                store,
+                admin_token: ADMIN_TOKEN.into(),
+            },
+        };
+        migrate(&h.app.store, &h.ctx(None), identity::migrations::ALL).unwrap();
+        h
+    }
+
+    fn ctx(&self, caller: Option<Caller>) -> RequestContext {
+        let now = self.app.store.clock().now();
+        let ctx = RequestContext::new(
+            RequestId::parse("t").unwrap(),
+            Deadline::after(now, Duration::from_secs(2)),
+            now,
+            "identity",
+        );
+        match caller {
+            Some(c) => ctx.with_tenant(TenantScope {
+                tenant_id: c.tenant_id.parse().unwrap(),
+                actor_id: c.user_id.parse().unwrap(),
+                role: c.role,
+            }),
+            None => ctx,
+        }
+    }
+
+    fn call(&self, caller: Option<Caller>, request: ServiceRequest) -> ServiceResponse {
+        identity::handle(&self.app, &self.ctx(caller), &request)
+    }
+
+    fn create_tenant(&self, slug: &str) -> (Caller, String) {
+        let r = self.call(
+            None,
+            ServiceRequest::new("POST", "/v1/tenants")
+                .with_header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+                .with_body(json!({"slug": slug, "name": "Maple Court", "admin_email": format!("admin@{slug}.org"), "admin_name": "Ada"}).to_string()),
+        );
+        assert_eq!(r.status, 201, "{}", r.json_body());
+        let b = r.json_body();
+        let caller = Caller {
+            tenant_id: leak(b["tenant"]["id"].as_str().unwrap()),
+            user_id: leak(b["admin"]["user_id"].as_str().unwrap()),
+            role: Role::Admin,
+        };
+        (caller, b["token"].as_str().unwrap().to_owned())
+    }
+
+    fn resolve(&self, slug: &str, token: &str) -> ServiceResponse {
+        self.call(
+            None,
+            ServiceRequest::new("GET", &format!("/internal/resolve?slug={slug}"))
+                .with_header("authorization", format!("Bearer {token}")),
+        )
+    }
+
+    fn count(&self, table: &str) -> i64 {
+        self.app
+            .store
+            .query(
+                &self.ctx(None),
+                &format!("SELECT COUNT(*) FROM {table}"),
+                &[],
+            )
+            .unwrap()[0]
+            .integer(0)
+            .unwrap()
+    }
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+fn code(r: &ServiceResponse) -> String {
+    r.json_body()["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn fields(r: &ServiceResponse) -> Vec<String> {
+    r.json_body()["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn every_migration_file_is_embedded() {
+    assert_embeds_every_migration("identity", identity::migrations::ALL);
+}
+
+#[test]
+fn creating_a_tenant_needs_the_platform_admin_token() {
+    let h = Harness::new();
+    let body = json!({"slug": "acme", "name": "A", "admin_email": "a@acme.org", "admin_name": "A"})
+        .to_string();
+    for auth in [
+        None,
+        Some("Bearer wrong"),
+        Some("Basic platform-admin-secret"),
+    ] {
+        let mut req = ServiceRequest::new("POST", "/v1/tenants").with_body(body.clone());
+        if let Some(a) = auth {
+            req = req.with_header("authorization", a);
+        }
+        let r = h.call(None, req);
+        assert_eq!(
+            (r.status, code(&r).as_str()),
+            (401, "unauthorized"),
+            "{auth:?}"
+        );
+    }
+    assert_eq!(h.count("tenants"), 0);
+}
+
+#[test]
+fn a_new_tenant_comes_with_an_admin_and_a_working_token() {
+    let h = Harness::new();
+    let (admin, token) = h.create_tenant("maple-court");
+    assert!(token.starts_with("mrd_"));
+    let r = h.resolve("maple-court", &token);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json_body(),
+        json!({"tenant_id": admin.tenant_id, "actor_id": admin.user_id, "role": "admin"})
+    );
+    let r = h.call(Some(admin), ServiceRequest::new("GET", "/v1/maple-court"));
+    assert_eq!(
+        (r.status, r.json_body()["slug"].as_str()),
+        (200, Some("maple-court"))
+    );
+    // Only the hash is stored.
+    let stored = h
+        .app
+        .store
+        .query(&h.ctx(None), "SELECT token_hash FROM api_tokens", &[])
+        .unwrap();
+    assert_ne!(stored[0].text(0).unwrap(), token);
+}
+
+#[test]
+fn resolution_distinguishes_unknown_tenants_bad_tokens_and_foreign_tokens() {
+    let h = Harness::new();
+    let (_, token_a) = h.create_tenant("alpha");
+    h.create_tenant("bravo");
+    assert_eq!(code(&h.resolve("nowhere", &token_a)), "tenant_not_found");
+    assert_eq!(h.resolve("nowhere", &token_a).status, 404);
+    assert_eq!(
+        code(&h.resolve("alpha", "mrd_not-a-real-token")),
+        "unauthorized"
+    );
+    let no_token = h.call(
+        None,
+        ServiceRequest::new("GET", "/internal/resolve?slug=alpha"),
+    );
+    assert_eq!(no_token.status, 401);
+    // A valid token of another tenant: not found, as if bravo did not exist.
+    let r = h.resolve("bravo", &token_a);
+    assert_eq!((r.status, code(&r).as_str()), (404, "tenant_not_found"));
+}
+
+#[test]
+fn tenant_input_is_validated_field_by_field_and_nothing_is_written() {
+    let h = Harness::new();
+    let post = |body: &str| {
+        h.call(
+            None,
+            ServiceRequest::new("POST", "/v1/tenants")
+                .with_header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+                .with_body(body.to_owned()),
+        )
+    };
+    let r = post(r#"{"slug":"Bad_Slug","name":"","admin_email":"nope","extra":1}"#);
+    assert_eq!((r.status, code(&r).as_str()), (422, "validation_failed"));
+    assert_eq!(
+        fields(&r),
+        ["slug", "name", "admin_email", "admin_name", "extra"]
+    );
+    let r = post(r#"{"slug":"tenants","name":"x","admin_email":"a@b.org","admin_name":"x"}"#);
+    assert_eq!(fields(&r), ["slug"]);
+    assert_eq!(post("{not json").status, 400);
+    assert_eq!(post("[]").status, 400);
+    assert_eq!(
+        post(&format!(r#"{{"slug":"{}"}}"#, "x".repeat(70_000))).status,
+        413
+    );
+    assert_eq!(h.count("tenants") + h.count("users"), 0);
+}
+
+#[test]
+fn a_taken_slug_is_a_conflict() {
+    let h = Harness::new();
+    h.create_tenant("acme");
+    let r = h.call(
+        None,
+        ServiceRequest::new("POST", "/v1/tenants")
+            .with_header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+            .with_body(r#"{"slug":"acme","name":"x","admin_email":"b@acme.org","admin_name":"x"}"#),
+    );
+    assert_eq!((r.status, code(&r).as_str()), (409, "conflict"));
+}
+
+fn add_member(h: &Harness, admin: Caller, email: &str, role: &str) -> ServiceResponse {
+    h.call(
+        Some(admin),
+        ServiceRequest::new("POST", "/v1/acme/members")
+            .with_body(json!({"email": email, "name": "Bo", "role": role}).to_string()),
+    )
+}
+
+#[test]
+fn admins_add_list_and_remove_members() {
+    let h = Harness::new();
+    let (admin, _) = h.create_tenant("acme");
+    let r = add_member(&h, admin, "Bo@Example.org", "manager");
+    assert_eq!(r.status, 201);
+    let member = r.json_body();
+    assert_eq!(
+        (member["email"].as_str(), member["role"].as_str()),
+        (Some("bo@example.org"), Some("manager"))
+    );
+    let r = h.call(Some(admin), ServiceRequest::new("GET", "/v1/acme/members"));
+    assert_eq!(r.json_body()["items"].as_array().unwrap().len(), 2);
+    assert_eq!(r.json_body()["next_cursor"], Value::Null);
+    let r = h.call(
+        Some(admin),
+        ServiceRequest::new(
+            "DELETE",
+            &format!("/v1/acme/members/{}", member["id"].as_str().unwrap()),
+        ),
+    );
+    assert_eq!(r.status, 204);
+    let r = h.call(Some(admin), ServiceRequest::new("GET", "/v1/acme/members"));
+    assert_eq!(r.json_body()["items"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn member_lists_page_without_gaps_or_duplicates() {
+    let h = Harness::new();
+    let (admin, _) = h.create_tenant("acme");
+    for i in 0..7 {
+        assert_eq!(
+            add_member(&h, admin, &format!("m{i}@acme.org"), "resident").status,
+            201
+        );
+    }
+    let (mut seen, mut cursor) = (Vec::new(), None::<String>);
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/v1/acme/members?limit=3&cursor={c}"),
+            None => "/v1/acme/members?limit=3".into(),
+        };
+        let b = h
+            .call(Some(admin), ServiceRequest::new("GET", &path))
+            .json_body();
+        seen.extend(
+            b["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["id"].as_str().unwrap().to_owned()),
+        );
+        match b["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((seen.len(), unique.len()), (8, 8));
+    assert_eq!(seen, unique, "pages come in creation order");
+    let r = h.call(
+        Some(admin),
+        ServiceRequest::new("GET", "/v1/acme/members?limit=0"),
+    );
+    assert_eq!(r.status, 400);
+}
+
+#[test]
+fn only_admins_manage_members() {
+    let h = Harness::new();
+    let (admin, _) = h.create_tenant("acme");
+    for role in [Role::Manager, Role::Resident] {
+        let caller = Caller { role, ..admin };
+        assert_eq!(
+            code(&h.call(Some(caller), ServiceRequest::new("GET", "/v1/acme/members"))),
+            "forbidden"
+        );
+        assert_eq!(add_member(&h, caller, "x@acme.org", "resident").status, 403);
+    }
+    assert_eq!(h.count("memberships"), 1);
+}
+
+#[test]
+fn member_input_errors_and_duplicates_are_refused() {
+    let h = Harness::new();
+    let (admin, _) = h.create_tenant("acme");
+    let r = add_member(&h, admin, "not-an-email", "owner");
+    assert_eq!(fields(&r), ["email", "role"]);
+    assert_eq!(add_member(&h, admin, "bo@acme.org", "resident").status, 201);
+    let r = add_member(&h, admin, "BO@acme.org", "manager");
+    assert_eq!((r.status, code(&r).as_str()), (409, "conflict"));
+}
+
+#[test]
+fn removing_a_member_stops_their_tokens_and_the_last_admin_stays() {
+    let h = Harness::new();
+    let (admin, admin_token) = h.create_tenant("acme");
+    let member = add_member(&h, admin, "bo@acme.org", "manager").json_body();
+    let bo = Caller {
+        tenant_id: admin.tenant_id,
+        user_id: leak(member["user_id"].as_str().unwrap()),
+        role: Role::Manager,
+    };
+    let token = h
+        .call(Some(bo), ServiceRequest::new("POST", "/v1/acme/tokens"))
+        .json_body()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(h.resolve("acme", &token).status, 200);
+    let path = format!("/v1/acme/members/{}", member["id"].as_str().unwrap());
+    assert_eq!(
+        h.call(Some(admin), ServiceRequest::new("DELETE", &path))
+            .status,
+        204
+    );
+    assert_eq!(h.resolve("acme", &token).status, 401);
+    assert_eq!(
+        h.call(Some(admin), ServiceRequest::new("DELETE", &path))
+            .status,
+        404
+    );
+    let admin_membership = h
+        .call(Some(admin), ServiceRequest::new("GET", "/v1/acme/members"))
+        .json_body()["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = h.call(
+        Some(admin),
+        ServiceRequest::new("DELETE", &format!("/v1/acme/members/{admin_membership}")),
+    );
+    assert_eq!((r.status, code(&r).as_str()), (409, "conflict"));
+    assert_eq!(h.resolve("acme", &admin_token).status, 200);
+}
+
+#[test]
+fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
+    let h = Harness::new();
+    let (admin, _) = h.create_tenant("acme");
+    let r = h.call(Some(admin), ServiceRequest::new("POST", "/v1/acme/tokens"));
+    assert_eq!(r.status, 201);
+    let (id, token) = (
+        r.json_body()["id"].as_str().unwrap().to_owned(),
+        r.json_body()["token"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(h.resolve("acme", &token).status, 200);
+    assert_eq!(
+        h.call(
+            Some(admin),
+            ServiceRequest::new("DELETE", &format!("/v1/acme/tokens/{id}"))
+        )
+        .status,
+        204
+    );
+    assert_eq!(h.resolve("acme", &token).status, 401);
+    let r = h.call(
+        Some(admin),
+        ServiceRequest::new("POST", "/v1/acme/tokens").with_body(r#"{"scope":"all"}"#),
+    );
+    assert_eq!(fields(&r), ["scope"]);
+}
+
+#[test]
+fn a_member_cannot_revoke_someone_elses_token() {
+    let h = Harness::new();
+    let (admin, _) = h.create_tenant("acme");
+    let admins_token_id = h
+        .call(Some(admin), ServiceRequest::new("POST", "/v1/acme/tokens"))
+        .json_body()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let member = add_member(&h, admin, "bo@acme.org", "resident").json_body();
+    let bo = Caller {
+        tenant_id: admin.tenant_id,
+        user_id: leak(member["user_id"].as_str().unwrap()),
+        role: Role::Resident,
+    };
+    let r = h.call(
+        Some(bo),
+        ServiceRequest::new("DELETE", &format!("/v1/acme/tokens/{admins_token_id}")),
+    );
+    assert_eq!(r.status, 404);
+}
+
+#[test]
+fn keyed_member_creation_happens_once_and_replays() {
+    let h = Harness::new();
+    let (admin, _) = h.create_tenant("acme");
+    let post = |body: &str| {
+        h.call(
+            Some(admin),
+            ServiceRequest::new("POST", "/v1/acme/members")
+                .with_header("idempotency-key", "add-bo")
+                .with_body(body.to_owned()),
+        )
+    };
+    let body = r#"{"email":"bo@acme.org","name":"Bo","role":"resident"}"#;
+    let first = post(body);
+    assert_eq!(first.status, 201);
+    let again = post(r#"{"role":"resident", "name":"Bo", "email":"bo@acme.org"}"#);
+    assert_eq!(
+        (again.status, again.header("idempotent-replayed")),
+        (201, Some("true"))
+    );
+    assert_eq!(again.json_body(), first.json_body());
+    assert_eq!(h.count("memberships"), 2);
+    let reused = post(r#"{"email":"cy@acme.org","name":"Cy","role":"resident"}"#);
+    assert_eq!(
+        (reused.status, code(&reused).as_str()),
+        (422, "idempotency_key_reused")
+    );
+    let bad = h.call(
+        Some(admin),
+        ServiceRequest::new("POST", "/v1/acme/members")
+            .with_header("idempotency-key", "has space")
+            .with_body(body),
+    );
+    assert_eq!(
+        (bad.status, code(&bad).as_str()),
+        (400, "invalid_idempotency_key")
+    );
+}
+
+#[test]
+fn a_replayed_token_creation_does_not_reveal_the_token_again() {
+    let h = Harness::new();
+    let (admin, _) = h.create_tenant("acme");
+    let post = || {
+        h.call(
+            Some(admin),
+            ServiceRequest::new("POST", "/v1/acme/tokens").with_header("idempotency-key", "tok-1"),
+        )
+    };
+    let first = post();
+    let again = post();
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(again.json_body()["id"], first.json_body()["id"]);
+    assert!(first.json_body()["token"].is_string());
+    assert_eq!(again.json_body()["token"], Value::Null);
+    assert_eq!(h.count("api_tokens"), 2);
+}
+
+#[test]
+fn an_expired_request_runs_no_statement() {
+    let h = Harness::new();
+    let (admin, _) = h.create_tenant("acme");
+    let now = h.app.store.clock().now();
+    let expired = RequestContext::new(
+        RequestId::parse("late").unwrap(),
+        Deadline::at(now),
+        now,
+        "identity",
+    )
+    .with_tenant(TenantScope {
+        tenant_id: admin.tenant_id.parse().unwrap(),
+        actor_id: admin.user_id.parse().unwrap(),
+        role: Role::Admin,
+    });
+    let r = identity::handle(
+        &h.app,
+        &expired,
+        &ServiceRequest::new("POST", "/v1/acme/tokens"),
+    );
+    assert_eq!((r.status, code(&r).as_str()), (504, "deadline_exceeded"));
+    assert_eq!(r.json_body()["hop"], "identity");
+    assert_eq!(h.count("api_tokens"), 1);
+}

@@ -1,0 +1,142 @@
+//! A write made exactly once for the caller: claim the key, do the work and
+//! complete the record in one transaction, or replay what was done before.
+
+use super::key::IdempotencyKey;
+use super::store::{
+    claim, complete, fingerprint, release, Claimed, IdempotencyError, Scope, StoredResponse,
+};
+use crate::context::RequestContext;
+use crate::db::{Database, Store};
+use crate::headers::IDEMPOTENT_REPLAYED;
+use crate::message::ServiceResponse;
+use crate::problem::Problem;
+use crate::time::Clock;
+
+/// What a write produced: the response to send, and the one to keep for
+/// replays — the same, unless the response holds a secret that must not be
+/// stored (a new API token is shown once; a replay says it was withheld).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// Sent to the client now.
+    pub sent: StoredResponse,
+    /// Kept in the idempotency record.
+    pub kept: StoredResponse,
+}
+
+impl Written {
+    /// A response that is sent and kept alike.
+    pub fn same(status: u16, body: &impl serde::Serialize) -> Self {
+        let response = StoredResponse {
+            status,
+            body: serde_json::to_string(body).unwrap_or_else(|_| "null".into()),
+        };
+        Self {
+            sent: response.clone(),
+            kept: response,
+        }
+    }
+}
+
+impl Written {
+    /// `204 No Content`, sent and kept.
+    pub fn no_content() -> Self {
+        let empty = StoredResponse {
+            status: 204,
+            body: String::new(),
+        };
+        Self {
+            sent: empty.clone(),
+            kept: empty,
+        }
+    }
+}
+
+/// How a write begins.
+#[derive(Debug)]
+pub enum Begun<'a> {
+    /// The same request was completed before: answer with this.
+    Replay(ServiceResponse),
+    /// Go ahead, then [`KeyedWrite::commit`] (or [`KeyedWrite::abandon`]).
+    Proceed(KeyedWrite<'a>),
+}
+
+/// A write under way, keyed or not.
+#[derive(Debug)]
+#[must_use = "a claimed key must be committed or abandoned"]
+pub struct KeyedWrite<'a> {
+    scope: Option<Scope<'a>>,
+}
+
+/// Starts a write in `operation` (method and route template) for the
+/// request's tenant and actor. Without a key the write simply proceeds.
+pub fn begin<'a, D: Database, C: Clock>(
+    store: &Store<D, C>,
+    ctx: &RequestContext,
+    key: Option<&'a IdempotencyKey>,
+    owner: (&'a str, &'a str),
+    operation: &'a str,
+    body: &[u8],
+) -> Result<Begun<'a>, Problem> {
+    let Some(key) = key else {
+        return Ok(Begun::Proceed(KeyedWrite { scope: None }));
+    };
+    let scope = Scope {
+        tenant: owner.0,
+        actor: owner.1,
+        operation,
+        key,
+    };
+    match claim(store, ctx, &scope, &fingerprint(body)) {
+        Ok(Claimed::Fresh) => Ok(Begun::Proceed(KeyedWrite { scope: Some(scope) })),
+        Ok(Claimed::Replay(stored)) => {
+            let mut response = into_response(stored);
+            response.set_header(IDEMPOTENT_REPLAYED, "true");
+            Ok(Begun::Replay(response))
+        }
+        Err(IdempotencyError::Db(e)) => Err(e.into()),
+        Err(other) => Err(other
+            .to_problem()
+            .expect("reused and in-progress map to problems")),
+    }
+}
+
+impl KeyedWrite<'_> {
+    /// Runs `work` and records its response in one transaction. On failure
+    /// the transaction rolls back and the key is released for a retry.
+    pub fn commit<D: Database, C: Clock>(
+        self,
+        store: &Store<D, C>,
+        ctx: &RequestContext,
+        work: impl FnOnce(&Store<D, C>) -> Result<Written, Problem>,
+    ) -> Result<ServiceResponse, Problem> {
+        let outcome = store.transaction(ctx, |tx| {
+            let written = work(tx)?;
+            if let Some(scope) = &self.scope {
+                complete(tx, ctx, scope, &written.kept)?;
+            }
+            Ok::<_, Problem>(written.sent)
+        });
+        match outcome {
+            Ok(sent) => Ok(into_response(sent)),
+            Err(problem) => {
+                self.abandon(store, ctx);
+                Err(problem)
+            }
+        }
+    }
+
+    /// Gives the key back without writing (the request failed before its write).
+    pub fn abandon<D: Database, C: Clock>(self, store: &Store<D, C>, ctx: &RequestContext) {
+        if let Some(scope) = &self.scope {
+            release(store, ctx, scope);
+        }
+    }
+}
+
+fn into_response(stored: StoredResponse) -> ServiceResponse {
+    if stored.status == 204 {
+        ServiceResponse::no_content()
+    } else {
+        ServiceResponse::raw_json(stored.status, stored.body.into_bytes())
+    }
+}
