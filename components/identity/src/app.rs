@@ -1,10 +1,8 @@
 //! Identity's collaborators, and helpers its handlers share.
 
 use meridian_platform::db::{Database, Store};
-use meridian_platform::headers;
-use meridian_platform::idempotency::IdempotencyKey;
 use meridian_platform::message::ServiceRequest;
-use meridian_platform::{Clock, ErrorCode, Problem};
+use meridian_platform::Clock;
 
 /// The identity service: its store and the platform admin's token.
 pub struct Identity<D, C> {
@@ -21,23 +19,9 @@ impl<D: Database, C: Clock> Identity<D, C> {
     }
 }
 
-/// The request's `Idempotency-Key`, if it sent one (400 if malformed).
-pub fn idempotency_key(request: &ServiceRequest) -> Result<Option<IdempotencyKey>, Problem> {
-    request
-        .header(headers::IDEMPOTENCY_KEY)
-        .map(IdempotencyKey::parse)
-        .transpose()
-        .map_err(|e| Problem::new(ErrorCode::InvalidIdempotencyKey, e.to_string()))
-}
-
 /// The token of an `Authorization: Bearer <token>` header.
 pub fn bearer(request: &ServiceRequest) -> Option<&str> {
     let (scheme, token) = request.header("authorization")?.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
-/// The 404 for a row that does not exist or belongs to another tenant.
-pub fn not_found(what: &str) -> Problem {
-    Problem::new(ErrorCode::NotFound, format!("no such {what}"))
 }

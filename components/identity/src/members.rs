@@ -10,7 +10,7 @@ use meridian_platform::validate::{normalize_email, JsonBody};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
-use crate::app::{idempotency_key, not_found, Identity};
+use crate::app::Identity;
 use crate::model::Member;
 use crate::repo;
 
@@ -56,7 +56,7 @@ pub fn create<D: Database, C: Clock>(
     let (Some(email), Some(name), Some(role)) = (email, name, role) else {
         unreachable!("finish() reports every missing field")
     };
-    let key = idempotency_key(request)?;
+    let key = request.idempotency_key()?;
     let owner = (tenant_id.as_str(), actor_id.as_str());
     let write = match idempotency::begin(
         &app.store,
@@ -100,8 +100,8 @@ pub fn delete<D: Database, C: Clock>(
     id: &str,
 ) -> Result<ServiceResponse, Problem> {
     let (tenant_id, actor_id) = admins_only(ctx)?;
-    let id = parse_id(id).ok_or_else(|| not_found("member"))?;
-    let key = idempotency_key(request)?;
+    let id = parse_id(id).ok_or_else(|| Problem::not_found("member"))?;
+    let key = request.idempotency_key()?;
     let owner = (tenant_id.as_str(), actor_id.as_str());
     let operation = format!("DELETE /members/{id}");
     let write = match idempotency::begin(
@@ -116,7 +116,8 @@ pub fn delete<D: Database, C: Clock>(
         Begun::Proceed(write) => write,
     };
     write.commit(&app.store, ctx, |tx| {
-        let member = repo::member(tx, ctx, &tenant_id, &id)?.ok_or_else(|| not_found("member"))?;
+        let member =
+            repo::member(tx, ctx, &tenant_id, &id)?.ok_or_else(|| Problem::not_found("member"))?;
         if member.role == Role::Admin.as_str() && repo::admin_count(tx, ctx, &tenant_id)? <= 1 {
             return Err(Problem::new(
                 ErrorCode::Conflict,

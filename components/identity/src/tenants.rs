@@ -10,7 +10,7 @@ use meridian_platform::validate::{normalize_email, JsonBody};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
-use crate::app::{bearer, idempotency_key, not_found, Identity};
+use crate::app::{bearer, Identity};
 use crate::model::{Member, Tenant};
 use crate::repo::{self, NewToken};
 
@@ -67,7 +67,7 @@ pub fn create<D: Database, C: Clock>(
         ));
     }
     let input = read_new_tenant(&request.body)?;
-    let key = idempotency_key(request)?;
+    let key = request.idempotency_key()?;
     let write = match idempotency::begin(
         &app.store,
         ctx,
@@ -140,7 +140,7 @@ pub fn get<D: Database, C: Clock>(
 ) -> Result<ServiceResponse, Problem> {
     let scope = ctx.scope()?;
     let tenant = repo::tenant_by_id(&app.store, ctx, &scope.tenant_id.to_string())?
-        .ok_or_else(|| not_found("tenant"))?;
+        .ok_or_else(|| Problem::not_found("tenant"))?;
     Ok(ServiceResponse::json(200, &tenant))
 }
 

@@ -10,7 +10,7 @@ use meridian_platform::validate::JsonBody;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
-use crate::app::{idempotency_key, not_found, Identity};
+use crate::app::Identity;
 use crate::repo::{self, NewToken};
 use crate::tenants::stored;
 
@@ -24,7 +24,7 @@ pub fn create<D: Database, C: Clock>(
     let (tenant_id, actor_id) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
     // No fields yet; an unknown one is refused rather than ignored.
     JsonBody::parse(&request.body)?.finish()?;
-    let key = idempotency_key(request)?;
+    let key = request.idempotency_key()?;
     let owner = (tenant_id.as_str(), actor_id.as_str());
     let write = match idempotency::begin(
         &app.store,
@@ -78,8 +78,8 @@ pub fn revoke<D: Database, C: Clock>(
     let scope = ctx.scope()?;
     let (tenant_id, actor_id) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
     let is_admin = scope.role == Role::Admin;
-    let id = parse_id(id).ok_or_else(|| not_found("token"))?;
-    let key = idempotency_key(request)?;
+    let id = parse_id(id).ok_or_else(|| Problem::not_found("token"))?;
+    let key = request.idempotency_key()?;
     let owner = (tenant_id.as_str(), actor_id.as_str());
     let operation = format!("DELETE /tokens/{id}");
     let write = match idempotency::begin(
@@ -96,7 +96,7 @@ pub fn revoke<D: Database, C: Clock>(
     write.commit(&app.store, ctx, |tx| {
         repo::token_owner_in_tenant(tx, ctx, &tenant_id, &id)?
             .filter(|user| is_admin || *user == actor_id)
-            .ok_or_else(|| not_found("token"))?;
+            .ok_or_else(|| Problem::not_found("token"))?;
         repo::revoke_token(tx, ctx, &tenant_id, &id, &app.timestamp())?;
         Ok(Written::no_content())
     })

@@ -207,6 +207,12 @@ impl Problem {
         .with_budget_ms(budget_ms)
     }
 
+    /// The 404 for a row that does not exist or belongs to another tenant
+    /// (the two are indistinguishable by design).
+    pub fn not_found(what: &str) -> Self {
+        Self::new(ErrorCode::NotFound, format!("no such {what}"))
+    }
+
     /// A `validation_failed` problem listing each bad field.
     pub fn validation(errors: Vec<FieldError>) -> Self {
         let detail = match errors.len() {
