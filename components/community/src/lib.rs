@@ -1,13 +1,24 @@
-//! Meridian's `community` service, private behind the gateway. This file is only
-//! the Spin entry point; requests pass the internal gate in
-//! `meridian_spin::service` before the route table in [`routes`].
+//! Meridian's `community` service, private behind the gateway: residents,
+//! complaints, announcements, and the notifications billing's events
+//! become. This file is the Spin entry point and the route table.
 // `deny`, not `forbid`: the SDK's export macro needs its own `allow`.
 #![deny(unsafe_code)]
 
+pub mod announcements;
+pub mod app;
+pub mod complaints;
 pub mod migrations;
-pub mod routes;
+pub mod model;
+pub mod notifications;
+pub mod repo;
+pub mod residents;
 
+use meridian_platform::db::Database;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
+
+use app::Community;
 
 /// The service's name, database and schema.
 pub const SPEC: ServiceSpec = ServiceSpec {
@@ -15,6 +26,43 @@ pub const SPEC: ServiceSpec = ServiceSpec {
     database: "community",
     migrations: migrations::ALL,
 };
+
+/// The route table: the public paths the gateway forwards, and the
+/// internal routes billing calls.
+pub fn handle<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> ServiceResponse {
+    let segments = request.segments();
+    let method = request.method.as_str();
+    let result = match (method, segments.as_slice()) {
+        ("GET", ["v1", _, "residents"]) => residents::list(app, ctx, request),
+        ("POST", ["v1", _, "residents"]) => residents::create(app, ctx, request),
+        ("GET", ["v1", _, "residents", id]) | ("GET", ["internal", "residents", id]) => {
+            residents::get(app, ctx, id)
+        }
+        ("PATCH", ["v1", _, "residents", id]) => residents::update(app, ctx, request, id),
+        ("DELETE", ["v1", _, "residents", id]) => residents::delete(app, ctx, request, id),
+        ("GET", ["v1", _, "residents", id, "notifications"]) => {
+            notifications::list(app, ctx, request, id)
+        }
+        ("GET", ["v1", _, "complaints"]) => complaints::list(app, ctx, request),
+        ("POST", ["v1", _, "complaints"]) => complaints::create(app, ctx, request),
+        ("GET", ["v1", _, "complaints", id]) => complaints::get(app, ctx, id),
+        ("PATCH", ["v1", _, "complaints", id]) => complaints::update(app, ctx, request, id),
+        ("GET", ["v1", _, "announcements"]) => announcements::list(app, ctx, request),
+        ("POST", ["v1", _, "announcements"]) => announcements::create(app, ctx, request),
+        ("POST", ["internal", "events"]) => notifications::consume(app, ctx, request),
+        (_, ["v1", _, "residents" | "complaints" | "announcements", ..]) => Err(Problem::new(
+            ErrorCode::InvalidRequest,
+            format!("{method} is not allowed on {}", request.path),
+        )
+        .with_status(405)),
+        _ => Err(Problem::new(ErrorCode::NotFound, "no such route")),
+    };
+    result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+}
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.
 // Wasm only: its export names are not valid symbols for a host cdylib.
@@ -25,10 +73,12 @@ mod entry {
     use spin_sdk::http::{Request, Response};
     use spin_sdk::http_component;
 
+    use crate::app::Community;
+
     #[http_component]
     async fn handle(request: Request) -> Response {
         service::serve(request, &crate::SPEC, |ctx, store, request| async move {
-            crate::routes::dispatch(&ctx, &store, &request)
+            crate::handle(&Community { store }, &ctx, &request)
         })
         .await
     }

@@ -1,6 +1,17 @@
-//! The `community` schema: `migrations/community/NNNN_*.sql`, embedded at build time.
+//! The community schema: `migrations/community/NNNN_*.sql`, embedded at build time.
 
 use meridian_platform::migrate::Migration;
 
 /// Every migration, in order.
-pub const ALL: &[Migration] = &[];
+pub const ALL: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_community.sql",
+        sql: include_str!("../../../migrations/community/0001_community.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_idempotency_records.sql",
+        sql: include_str!("../../../migrations/community/0002_idempotency_records.sql"),
+    },
+];

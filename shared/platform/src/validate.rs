@@ -11,6 +11,27 @@ use crate::problem::{ErrorCode, FieldError, Problem};
 /// Largest body an internal service reads (the gateway allows 1 MiB overall).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// What a `PATCH` says about one field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Patch<T> {
+    /// Absent: leave the field as it is.
+    Keep,
+    /// `null`: clear the (optional) field.
+    Clear,
+    /// A new value.
+    Set(T),
+}
+
+impl<T> Patch<T> {
+    /// The value for a create, where absent and `null` both mean none.
+    pub fn into_option(self) -> Option<T> {
+        match self {
+            Self::Set(v) => Some(v),
+            Self::Keep | Self::Clear => None,
+        }
+    }
+}
+
 /// A JSON object body being read field by field.
 #[derive(Debug)]
 pub struct JsonBody {
@@ -93,6 +114,55 @@ impl JsonBody {
             }
             Some(_) => {
                 self.error(field, "must be a string");
+                None
+            }
+        }
+    }
+
+    /// A field of a `PATCH`: absent keeps, `null` clears (only when
+    /// `nullable`), a string of `min..=max` characters replaces.
+    pub fn patch_text(
+        &mut self,
+        field: &str,
+        min: usize,
+        max: usize,
+        nullable: bool,
+    ) -> Option<Patch<String>> {
+        match self.object.get(field) {
+            None => {
+                self.read.insert(field.to_owned());
+                Some(Patch::Keep)
+            }
+            Some(Value::Null) if nullable => {
+                self.read.insert(field.to_owned());
+                Some(Patch::Clear)
+            }
+            Some(Value::Null) => {
+                self.read.insert(field.to_owned());
+                self.error(field, "cannot be null");
+                None
+            }
+            Some(_) => self
+                .optional_text(field, min, max)
+                .map(|v| v.map_or(Patch::Keep, Patch::Set)),
+        }
+    }
+
+    /// Whether the body has no fields at all.
+    pub fn is_empty(&self) -> bool {
+        self.object.is_empty()
+    }
+
+    /// A required JSON object, as is.
+    pub fn object(&mut self, field: &str) -> Option<Map<String, Value>> {
+        match self.take(field) {
+            Some(Value::Object(o)) => Some(o),
+            None => {
+                self.error(field, "is required");
+                None
+            }
+            Some(_) => {
+                self.error(field, "must be a JSON object");
                 None
             }
         }
@@ -222,6 +292,26 @@ mod tests {
             let mut b = JsonBody::parse(body.as_bytes()).unwrap();
             assert_eq!(b.integer("n", 1, 100), None, "{body}");
         }
+    }
+
+    #[test]
+    fn a_patch_tells_keep_clear_and_set_apart() {
+        let mut b = JsonBody::parse(br#"{"email":null,"name":"Bo","unit":null}"#).unwrap();
+        assert_eq!(b.patch_text("email", 1, 10, true), Some(Patch::Clear));
+        assert_eq!(
+            b.patch_text("name", 1, 10, false),
+            Some(Patch::Set("Bo".into()))
+        );
+        assert_eq!(b.patch_text("phone", 1, 10, true), Some(Patch::Keep));
+        assert_eq!(b.patch_text("unit", 1, 10, false), None);
+        assert_eq!(b.finish().unwrap_err().errors()[0].field, "unit");
+    }
+
+    #[test]
+    fn objects_are_taken_whole() {
+        let mut b = JsonBody::parse(br#"{"payload":{"a":1},"other":3}"#).unwrap();
+        assert_eq!(b.object("payload").unwrap()["a"], 1);
+        assert_eq!(b.object("other"), None);
     }
 
     #[test]

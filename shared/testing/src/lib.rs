@@ -116,3 +116,39 @@ pub fn assert_embeds_every_migration(
         );
     }
 }
+
+/// A manual clock at a fixed start that lives as long as the test.
+pub fn manual_clock() -> &'static meridian_platform::time::ManualClock {
+    Box::leak(Box::new(meridian_platform::time::ManualClock::new(
+        UnixMillis::from_millis(1_700_000_000_000),
+    )))
+}
+
+/// An in-memory store on a manual clock, migrated with `migrations`.
+pub fn migrated_store(
+    migrations: &[meridian_platform::migrate::Migration],
+) -> meridian_platform::db::Store<HostSqlite, &'static meridian_platform::time::ManualClock> {
+    use meridian_platform::Clock;
+    let clock = manual_clock();
+    let store = meridian_platform::db::Store::new(HostSqlite::in_memory(), clock);
+    let ctx = context_at(clock.now(), Duration::from_secs(5), "migrate");
+    meridian_platform::migrate::migrate(&store, &ctx, migrations).expect("migrations apply");
+    store
+}
+
+/// The context of a request the gateway resolved to `tenant`, `actor` and `role`.
+pub fn tenant_context(
+    now: UnixMillis,
+    hop: &'static str,
+    tenant: &str,
+    actor: &str,
+    role: meridian_platform::tenancy::Role,
+) -> RequestContext {
+    context_at(now, Duration::from_secs(2), hop).with_tenant(
+        meridian_platform::tenancy::TenantScope {
+            tenant_id: tenant.parse().expect("tenant uuid"),
+            actor_id: actor.parse().expect("actor uuid"),
+            role,
+        },
+    )
+}

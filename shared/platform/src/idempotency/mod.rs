@@ -10,4 +10,4 @@ pub use store::{
     claim, complete, fingerprint, release, Claimed, IdempotencyError, Scope, StoredResponse,
     RETENTION,
 };
-pub use write::{begin, Begun, KeyedWrite, Written};
+pub use write::{begin, write_once, Begun, KeyedWrite, Written};

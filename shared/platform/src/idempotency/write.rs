@@ -8,7 +8,7 @@ use super::store::{
 use crate::context::RequestContext;
 use crate::db::{Database, Store};
 use crate::headers::IDEMPOTENT_REPLAYED;
-use crate::message::ServiceResponse;
+use crate::message::{ServiceRequest, ServiceResponse};
 use crate::problem::Problem;
 use crate::time::Clock;
 
@@ -97,6 +97,32 @@ pub fn begin<'a, D: Database, C: Clock>(
         Err(other) => Err(other
             .to_problem()
             .expect("reused and in-progress map to problems")),
+    }
+}
+
+/// A tenant-scoped write with no work before its transaction: begins with
+/// the request's key (if any) under the caller's tenant and actor, replays
+/// or runs `work` and commits.
+pub fn write_once<D: Database, C: Clock>(
+    store: &Store<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+    operation: &str,
+    work: impl FnOnce(&Store<D, C>) -> Result<Written, Problem>,
+) -> Result<ServiceResponse, Problem> {
+    let scope = ctx.scope()?;
+    let (tenant, actor) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
+    let key = request.idempotency_key()?;
+    match begin(
+        store,
+        ctx,
+        key.as_ref(),
+        (&tenant, &actor),
+        operation,
+        &request.body,
+    )? {
+        Begun::Replay(response) => Ok(response),
+        Begun::Proceed(write) => write.commit(store, ctx, work),
     }
 }
 

@@ -1,0 +1,65 @@
+//! Announcements: `GET, POST /v1/{tenant}/announcements`. Members read;
+//! admins and managers publish.
+
+use meridian_platform::db::Database;
+use meridian_platform::idempotency::{write_once, Written};
+use meridian_platform::ids::new_id;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::page::PageRequest;
+use meridian_platform::validate::JsonBody;
+use meridian_platform::{Clock, Problem, RequestContext};
+use serde_json::json;
+
+use crate::app::{member, staff, Community};
+use crate::model::Announcement;
+use crate::repo;
+
+/// Lists announcements in publication order, a page at a time.
+pub fn list<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, _) = member(ctx)?;
+    let page = PageRequest::from_query(&request.query)?;
+    let rows = repo::list_announcements(
+        &app.store,
+        ctx,
+        &tenant,
+        page.after.as_deref(),
+        page.fetch_limit(),
+    )?;
+    let (items, next_cursor) = page.finish(rows, |a| a.id.clone());
+    Ok(ServiceResponse::json(
+        200,
+        &json!({"items": items, "next_cursor": next_cursor}),
+    ))
+}
+
+/// Publishes an announcement now, authored by the caller.
+pub fn create<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, scope) = staff(ctx)?;
+    let mut b = JsonBody::parse(&request.body)?;
+    let title = b.text("title", 1, 200);
+    let body = b.text("body", 1, 10_000);
+    b.finish()?;
+    let (Some(title), Some(body)) = (title, body) else {
+        unreachable!("finish() reports every invalid field")
+    };
+    let author_id = scope.actor_id.to_string();
+    write_once(&app.store, ctx, request, "POST /announcements", |tx| {
+        let announcement = Announcement {
+            id: new_id(),
+            title,
+            body,
+            author_id,
+            published_at: app.timestamp(),
+        };
+        repo::insert_announcement(tx, ctx, &tenant, &announcement)?;
+        Ok(Written::same(201, &announcement))
+    })
+}

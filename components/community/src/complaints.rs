@@ -1,0 +1,180 @@
+//! Complaints: `GET, POST /v1/{tenant}/complaints`, `GET, PATCH
+//! /v1/{tenant}/complaints/{id}`. Any member files; residents see their
+//! own; admins and managers see all and move them along.
+
+use meridian_platform::db::{Database, Store};
+use meridian_platform::idempotency::{write_once, Written};
+use meridian_platform::ids::{new_id, parse_id};
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::page::{query_param, PageRequest};
+use meridian_platform::problem::FieldError;
+use meridian_platform::tenancy::TenantScope;
+use meridian_platform::validate::JsonBody;
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use serde_json::json;
+
+use crate::app::{member, staff, Community};
+use crate::model::{Complaint, ComplaintStatus};
+use crate::repo::{self, ComplaintFilter};
+
+/// Whom a list or read is limited to: residents see what they filed.
+fn visible_to(scope: &TenantScope) -> Option<String> {
+    (!scope.role.is_staff()).then(|| scope.actor_id.to_string())
+}
+
+/// Lists complaints, optionally `?status=`, a page at a time.
+pub fn list<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, scope) = member(ctx)?;
+    let page = PageRequest::from_query(&request.query)?;
+    let status = query_param(&request.query, "status")
+        .map(|s| {
+            ComplaintStatus::parse(&s)
+                .map_err(|e| Problem::new(ErrorCode::InvalidRequest, format!("status {e}")))
+        })
+        .transpose()?;
+    let filed_by = visible_to(scope);
+    let filter = ComplaintFilter {
+        filed_by: filed_by.as_deref(),
+        status: status.map(ComplaintStatus::as_str),
+    };
+    let rows = repo::list_complaints(
+        &app.store,
+        ctx,
+        &tenant,
+        &filter,
+        page.after.as_deref(),
+        page.fetch_limit(),
+    )?;
+    let (items, next_cursor) = page.finish(rows, |c| c.id.clone());
+    Ok(ServiceResponse::json(
+        200,
+        &json!({"items": items, "next_cursor": next_cursor}),
+    ))
+}
+
+fn find<D: Database, C: Clock>(
+    db: &Store<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    scope: &TenantScope,
+    id: &str,
+) -> Result<Complaint, Problem> {
+    let id = parse_id(id).ok_or_else(|| Problem::not_found("complaint"))?;
+    let filed_by = visible_to(scope);
+    repo::complaint(db, ctx, tenant, &id)?
+        .filter(|c| filed_by.as_ref().is_none_or(|me| *me == c.filed_by))
+        .ok_or_else(|| Problem::not_found("complaint"))
+}
+
+/// One complaint.
+pub fn get<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    id: &str,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, scope) = member(ctx)?;
+    Ok(ServiceResponse::json(
+        200,
+        &find(&app.store, ctx, &tenant, scope, id)?,
+    ))
+}
+
+/// Files a complaint about a resident of the tenant (any member).
+pub fn create<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, scope) = member(ctx)?;
+    let mut b = JsonBody::parse(&request.body)?;
+    let resident_id = b.parsed("resident_id", |s| parse_id(s).ok_or("must be a UUID"));
+    let subject = b.text("subject", 1, 200);
+    let body = b.text("body", 1, 5_000);
+    b.finish()?;
+    let (Some(resident_id), Some(subject), Some(body)) = (resident_id, subject, body) else {
+        unreachable!("finish() reports every invalid field")
+    };
+    let filed_by = scope.actor_id.to_string();
+    write_once(&app.store, ctx, request, "POST /complaints", |tx| {
+        if repo::resident(tx, ctx, &tenant, &resident_id)?.is_none() {
+            return Err(Problem::validation(vec![FieldError::new(
+                "resident_id",
+                "no such resident",
+            )]));
+        }
+        let now = app.timestamp();
+        let complaint = Complaint {
+            id: new_id(),
+            resident_id,
+            subject,
+            body,
+            status: ComplaintStatus::Open.as_str().to_owned(),
+            filed_by,
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        repo::insert_complaint(tx, ctx, &tenant, &complaint)?;
+        Ok(Written::same(201, &complaint))
+    })
+}
+
+/// Moves a complaint one step along `open → in_progress → resolved →
+/// closed` (admins and managers); any other move is a 409.
+pub fn update<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+    id: &str,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, scope) = staff(ctx)?;
+    let mut b = JsonBody::parse(&request.body)?;
+    let to = b.parsed("status", ComplaintStatus::parse);
+    b.finish()?;
+    let Some(to) = to else {
+        unreachable!("finish() reports every invalid field")
+    };
+    let id = parse_id(id).ok_or_else(|| Problem::not_found("complaint"))?;
+    write_once(
+        &app.store,
+        ctx,
+        request,
+        &format!("PATCH /complaints/{id}"),
+        |tx| {
+            let mut complaint = find(tx, ctx, &tenant, scope, &id)?;
+            let from = ComplaintStatus::parse(&complaint.status)
+                .map_err(|_| Problem::new(ErrorCode::Internal, "stored status unknown"))?;
+            if !from.can_become(to) {
+                return Err(Problem::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "a complaint that is {} cannot become {}",
+                        from.as_str(),
+                        to.as_str()
+                    ),
+                ));
+            }
+            let now = app.timestamp();
+            // Guarded by the old status, so a concurrent change cannot be overwritten.
+            if !repo::set_complaint_status(
+                tx,
+                ctx,
+                &tenant,
+                &id,
+                (from.as_str(), to.as_str()),
+                &now,
+            )? {
+                return Err(Problem::new(
+                    ErrorCode::Conflict,
+                    "the complaint changed meanwhile",
+                ));
+            }
+            complaint.status = to.as_str().to_owned();
+            complaint.updated_at = now;
+            Ok(Written::same(200, &complaint))
+        },
+    )
+}

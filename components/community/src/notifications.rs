@@ -1,0 +1,89 @@
+//! Notifications: billing's events as they reach a resident. The consumer
+//! (`POST /internal/events`) is keyed by event id, so a repeated delivery
+//! changes nothing and still succeeds.
+
+use meridian_platform::db::Database;
+use meridian_platform::ids::parse_id;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::page::PageRequest;
+use meridian_platform::validate::JsonBody;
+use meridian_platform::{Clock, Problem, RequestContext};
+use serde_json::json;
+
+use crate::app::{member, Community};
+use crate::repo::{self, NewNotification};
+
+/// `GET /v1/{tenant}/residents/{id}/notifications` (any member).
+pub fn list<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+    resident_id: &str,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, _) = member(ctx)?;
+    let page = PageRequest::from_query(&request.query)?;
+    let resident = parse_id(resident_id)
+        .map(|id| repo::resident(&app.store, ctx, &tenant, &id))
+        .transpose()?
+        .flatten()
+        .ok_or_else(|| Problem::not_found("resident"))?;
+    let rows = repo::list_notifications(
+        &app.store,
+        ctx,
+        &tenant,
+        &resident.id,
+        page.after.as_deref(),
+        page.fetch_limit(),
+    )?;
+    let (items, next_cursor) = page.finish(rows, |n| n.event_id.clone());
+    Ok(ServiceResponse::json(
+        200,
+        &json!({"items": items, "next_cursor": next_cursor}),
+    ))
+}
+
+/// `POST /internal/events`: stores the event as a notification once.
+/// Answers 200 `{"event_id", "stored": true|false}` — a duplicate is a success.
+pub fn consume<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let uuid = |s: &str| parse_id(s).ok_or("must be a UUID");
+    let mut b = JsonBody::parse(&request.body)?;
+    let event_id = b.parsed("event_id", uuid);
+    let tenant_id = b.parsed("tenant_id", uuid);
+    let resident_id = b.parsed("resident_id", uuid);
+    let kind = b.text("type", 1, 100);
+    let payload = b.object("payload");
+    let created_at = b.text("created_at", 1, 40);
+    b.finish()?;
+    let (
+        Some(event_id),
+        Some(tenant_id),
+        Some(resident_id),
+        Some(kind),
+        Some(payload),
+        Some(created_at),
+    ) = (event_id, tenant_id, resident_id, kind, payload, created_at)
+    else {
+        unreachable!("finish() reports every invalid field")
+    };
+    let stored = repo::insert_notification(
+        &app.store,
+        ctx,
+        &NewNotification {
+            event_id: &event_id,
+            tenant_id: &tenant_id,
+            resident_id: &resident_id,
+            kind: &kind,
+            payload: &serde_json::Value::Object(payload).to_string(),
+            created_at: &created_at,
+            received_at: &app.timestamp(),
+        },
+    )?;
+    Ok(ServiceResponse::json(
+        200,
+        &json!({"event_id": event_id, "stored": stored}),
+    ))
+}

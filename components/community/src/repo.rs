@@ -1,0 +1,350 @@
+//! Community's SQL. Every function takes the request context first; the
+//! store checks the budget before each statement; every query filters by
+//! tenant.
+
+use meridian_platform::db::{Database, DbError, Row, Store, Value};
+use meridian_platform::{Clock, RequestContext};
+
+use crate::model::{Announcement, Complaint, Notification, Resident};
+
+/// Community's storage.
+pub type Db<D, C> = Store<D, C>;
+
+const RESIDENT_COLUMNS: &str = "id, name, unit, email, user_id, created_at, updated_at";
+
+fn resident_from(r: &Row) -> Result<Resident, DbError> {
+    Ok(Resident {
+        id: r.text(0)?.to_owned(),
+        name: r.text(1)?.to_owned(),
+        unit: r.text(2)?.to_owned(),
+        email: r.opt_text(3)?.map(str::to_owned),
+        user_id: r.opt_text(4)?.map(str::to_owned),
+        created_at: r.text(5)?.to_owned(),
+        updated_at: r.text(6)?.to_owned(),
+    })
+}
+
+/// A page of live residents after `after`, in creation order.
+pub fn list_residents<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Resident>, DbError> {
+    db.query(
+        ctx,
+        &format!(
+            "SELECT {RESIDENT_COLUMNS} FROM residents
+             WHERE tenant_id = ? AND deleted_at IS NULL AND id > ? ORDER BY id LIMIT ?"
+        ),
+        &[
+            tenant.into(),
+            after.unwrap_or("").into(),
+            Value::Integer(limit),
+        ],
+    )?
+    .iter()
+    .map(resident_from)
+    .collect()
+}
+
+/// A live resident of the tenant.
+pub fn resident<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    id: &str,
+) -> Result<Option<Resident>, DbError> {
+    db.query(
+        ctx,
+        &format!("SELECT {RESIDENT_COLUMNS} FROM residents WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL"),
+        &[tenant.into(), id.into()],
+    )?
+    .first()
+    .map(resident_from)
+    .transpose()
+}
+
+/// Inserts or rewrites a resident.
+pub fn save_resident<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    r: &Resident,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "INSERT INTO residents (id, tenant_id, name, unit, email, user_id, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, unit = excluded.unit, email = excluded.email,
+             user_id = excluded.user_id, updated_at = excluded.updated_at
+         WHERE residents.tenant_id = excluded.tenant_id",
+        &[
+            r.id.as_str().into(),
+            tenant.into(),
+            r.name.as_str().into(),
+            r.unit.as_str().into(),
+            r.email.clone().into(),
+            r.user_id.clone().into(),
+            r.created_at.as_str().into(),
+            r.updated_at.as_str().into(),
+        ],
+    )
+}
+
+/// Marks a resident removed.
+pub fn delete_resident<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    id: &str,
+    at: &str,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "UPDATE residents SET deleted_at = ? WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL",
+        &[at.into(), tenant.into(), id.into()],
+    )
+}
+
+const COMPLAINT_COLUMNS: &str =
+    "id, resident_id, subject, body, status, filed_by, created_at, updated_at";
+
+fn complaint_from(r: &Row) -> Result<Complaint, DbError> {
+    Ok(Complaint {
+        id: r.text(0)?.to_owned(),
+        resident_id: r.text(1)?.to_owned(),
+        subject: r.text(2)?.to_owned(),
+        body: r.text(3)?.to_owned(),
+        status: r.text(4)?.to_owned(),
+        filed_by: r.text(5)?.to_owned(),
+        created_at: r.text(6)?.to_owned(),
+        updated_at: r.text(7)?.to_owned(),
+    })
+}
+
+/// Which complaints a list shows.
+pub struct ComplaintFilter<'a> {
+    /// Only those filed by this user (residents see their own).
+    pub filed_by: Option<&'a str>,
+    /// Only those in this status.
+    pub status: Option<&'a str>,
+}
+
+/// A page of complaints after `after`, in creation order.
+pub fn list_complaints<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    filter: &ComplaintFilter<'_>,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Complaint>, DbError> {
+    db.query(
+        ctx,
+        &format!(
+            "SELECT {COMPLAINT_COLUMNS} FROM complaints
+             WHERE tenant_id = ? AND (? IS NULL OR filed_by = ?) AND (? IS NULL OR status = ?) AND id > ?
+             ORDER BY id LIMIT ?"
+        ),
+        &[
+            tenant.into(),
+            filter.filed_by.into(),
+            filter.filed_by.into(),
+            filter.status.into(),
+            filter.status.into(),
+            after.unwrap_or("").into(),
+            Value::Integer(limit),
+        ],
+    )?
+    .iter()
+    .map(complaint_from)
+    .collect()
+}
+
+/// A complaint of the tenant.
+pub fn complaint<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    id: &str,
+) -> Result<Option<Complaint>, DbError> {
+    db.query(
+        ctx,
+        &format!("SELECT {COMPLAINT_COLUMNS} FROM complaints WHERE tenant_id = ? AND id = ?"),
+        &[tenant.into(), id.into()],
+    )?
+    .first()
+    .map(complaint_from)
+    .transpose()
+}
+
+/// Inserts a complaint.
+pub fn insert_complaint<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    c: &Complaint,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "INSERT INTO complaints (id, tenant_id, resident_id, subject, body, status, filed_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        &[
+            c.id.as_str().into(),
+            tenant.into(),
+            c.resident_id.as_str().into(),
+            c.subject.as_str().into(),
+            c.body.as_str().into(),
+            c.status.as_str().into(),
+            c.filed_by.as_str().into(),
+            c.created_at.as_str().into(),
+            c.updated_at.as_str().into(),
+        ],
+    )
+}
+
+/// Moves a complaint from `from` to `to`; false if its status was no longer `from`.
+pub fn set_complaint_status<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    id: &str,
+    (from, to): (&str, &str),
+    at: &str,
+) -> Result<bool, DbError> {
+    let rows = db.query(
+        ctx,
+        "UPDATE complaints SET status = ?, updated_at = ? WHERE tenant_id = ? AND id = ? AND status = ? RETURNING id",
+        &[to.into(), at.into(), tenant.into(), id.into(), from.into()],
+    )?;
+    Ok(!rows.is_empty())
+}
+
+fn announcement_from(r: &Row) -> Result<Announcement, DbError> {
+    Ok(Announcement {
+        id: r.text(0)?.to_owned(),
+        title: r.text(1)?.to_owned(),
+        body: r.text(2)?.to_owned(),
+        author_id: r.text(3)?.to_owned(),
+        published_at: r.text(4)?.to_owned(),
+    })
+}
+
+/// A page of announcements after `after`, in publication order.
+pub fn list_announcements<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Announcement>, DbError> {
+    db.query(
+        ctx,
+        "SELECT id, title, body, author_id, published_at FROM announcements
+         WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?",
+        &[
+            tenant.into(),
+            after.unwrap_or("").into(),
+            Value::Integer(limit),
+        ],
+    )?
+    .iter()
+    .map(announcement_from)
+    .collect()
+}
+
+/// Inserts an announcement.
+pub fn insert_announcement<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    a: &Announcement,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "INSERT INTO announcements (id, tenant_id, title, body, author_id, published_at) VALUES (?, ?, ?, ?, ?, ?)",
+        &[
+            a.id.as_str().into(),
+            tenant.into(),
+            a.title.as_str().into(),
+            a.body.as_str().into(),
+            a.author_id.as_str().into(),
+            a.published_at.as_str().into(),
+        ],
+    )
+}
+
+/// A delivered event to store.
+pub struct NewNotification<'a> {
+    /// Event UUID (primary key).
+    pub event_id: &'a str,
+    /// Tenant UUID.
+    pub tenant_id: &'a str,
+    /// Resident UUID.
+    pub resident_id: &'a str,
+    /// Event type.
+    pub kind: &'a str,
+    /// JSON payload.
+    pub payload: &'a str,
+    /// When the event happened.
+    pub created_at: &'a str,
+    /// When it arrived here.
+    pub received_at: &'a str,
+}
+
+/// Stores a notification unless its event is already stored; true if stored now.
+pub fn insert_notification<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    n: &NewNotification<'_>,
+) -> Result<bool, DbError> {
+    let rows = db.query(
+        ctx,
+        "INSERT INTO notifications (event_id, tenant_id, resident_id, type, payload, created_at, received_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
+        &[
+            n.event_id.into(),
+            n.tenant_id.into(),
+            n.resident_id.into(),
+            n.kind.into(),
+            n.payload.into(),
+            n.created_at.into(),
+            n.received_at.into(),
+        ],
+    )?;
+    Ok(!rows.is_empty())
+}
+
+/// A page of a resident's notifications after `after`, in event order.
+pub fn list_notifications<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    resident: &str,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Notification>, DbError> {
+    db.query(
+        ctx,
+        "SELECT event_id, type, payload, created_at FROM notifications
+         WHERE tenant_id = ? AND resident_id = ? AND event_id > ? ORDER BY event_id LIMIT ?",
+        &[
+            tenant.into(),
+            resident.into(),
+            after.unwrap_or("").into(),
+            Value::Integer(limit),
+        ],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(Notification {
+            event_id: r.text(0)?.to_owned(),
+            kind: r.text(1)?.to_owned(),
+            payload: serde_json::from_str(r.text(2)?).unwrap_or(serde_json::Value::Null),
+            created_at: r.text(3)?.to_owned(),
+        })
+    })
+    .collect()
+}

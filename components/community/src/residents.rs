@@ -1,0 +1,188 @@
+//! Residents: `GET, POST /v1/{tenant}/residents`, `GET, PATCH, DELETE
+//! /v1/{tenant}/residents/{id}`, and the internal read billing uses.
+
+use meridian_platform::db::Database;
+use meridian_platform::idempotency::{write_once, Written};
+use meridian_platform::ids::{new_id, parse_id};
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::page::PageRequest;
+use meridian_platform::validate::{normalize_email, JsonBody, Patch};
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use serde_json::json;
+
+use crate::app::{member, staff, Community};
+use crate::model::Resident;
+use crate::repo;
+
+fn user_id(raw: &str) -> Result<String, &'static str> {
+    parse_id(raw).ok_or("must be a UUID")
+}
+
+/// Lists live residents, a page at a time (any member).
+pub fn list<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, _) = member(ctx)?;
+    let page = PageRequest::from_query(&request.query)?;
+    let rows = repo::list_residents(
+        &app.store,
+        ctx,
+        &tenant,
+        page.after.as_deref(),
+        page.fetch_limit(),
+    )?;
+    let (items, next_cursor) = page.finish(rows, |r| r.id.clone());
+    Ok(ServiceResponse::json(
+        200,
+        &json!({"items": items, "next_cursor": next_cursor}),
+    ))
+}
+
+/// One resident (any member; also the internal read billing makes).
+pub fn get<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    id: &str,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, _) = member(ctx)?;
+    let resident = parse_id(id)
+        .map(|id| repo::resident(&app.store, ctx, &tenant, &id))
+        .transpose()?
+        .flatten()
+        .ok_or_else(|| Problem::not_found("resident"))?;
+    Ok(ServiceResponse::json(200, &resident))
+}
+
+/// Adds a resident (admins and managers).
+pub fn create<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, _) = staff(ctx)?;
+    let mut b = JsonBody::parse(&request.body)?;
+    let name = b.text("name", 1, 200);
+    let unit = b.text("unit", 1, 50);
+    let email = b.patch_text("email", 1, 254, true);
+    let user = b.patch_text("user_id", 1, 64, true);
+    let email = email.and_then(|p| checked(&mut b, "email", p, normalize_email));
+    let user = user.and_then(|p| checked(&mut b, "user_id", p, user_id));
+    b.finish()?;
+    let (Some(name), Some(unit), Some(email), Some(user)) = (name, unit, email, user) else {
+        unreachable!("finish() reports every invalid field")
+    };
+    write_once(&app.store, ctx, request, "POST /residents", |tx| {
+        let now = app.timestamp();
+        let resident = Resident {
+            id: new_id(),
+            name,
+            unit,
+            email: email.into_option(),
+            user_id: user.into_option(),
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        repo::save_resident(tx, ctx, &tenant, &resident)?;
+        Ok(Written::same(201, &resident))
+    })
+}
+
+/// Changes some of a resident's fields (admins and managers). `email` and
+/// `user_id` may be cleared with `null`.
+pub fn update<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+    id: &str,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, _) = staff(ctx)?;
+    let id = parse_id(id).ok_or_else(|| Problem::not_found("resident"))?;
+    let mut b = JsonBody::parse(&request.body)?;
+    if b.is_empty() {
+        return Err(Problem::new(
+            ErrorCode::ValidationFailed,
+            "the patch changes nothing",
+        ));
+    }
+    let name = b.patch_text("name", 1, 200, false);
+    let unit = b.patch_text("unit", 1, 50, false);
+    let email = b.patch_text("email", 1, 254, true);
+    let user = b.patch_text("user_id", 1, 64, true);
+    let email = email.and_then(|p| checked(&mut b, "email", p, normalize_email));
+    let user = user.and_then(|p| checked(&mut b, "user_id", p, user_id));
+    b.finish()?;
+    let (Some(name), Some(unit), Some(email), Some(user)) = (name, unit, email, user) else {
+        unreachable!("finish() reports every invalid field")
+    };
+    write_once(
+        &app.store,
+        ctx,
+        request,
+        &format!("PATCH /residents/{id}"),
+        |tx| {
+            let mut r = repo::resident(tx, ctx, &tenant, &id)?
+                .ok_or_else(|| Problem::not_found("resident"))?;
+            if let Patch::Set(v) = name {
+                r.name = v;
+            }
+            if let Patch::Set(v) = unit {
+                r.unit = v;
+            }
+            apply(&mut r.email, email);
+            apply(&mut r.user_id, user);
+            r.updated_at = app.timestamp();
+            repo::save_resident(tx, ctx, &tenant, &r)?;
+            Ok(Written::same(200, &r))
+        },
+    )
+}
+
+fn checked(
+    b: &mut JsonBody,
+    field: &str,
+    patch: Patch<String>,
+    parse: impl FnOnce(&str) -> Result<String, &'static str>,
+) -> Option<Patch<String>> {
+    match patch {
+        Patch::Set(raw) => match parse(&raw) {
+            Ok(v) => Some(Patch::Set(v)),
+            Err(e) => {
+                b.error(field, e);
+                None
+            }
+        },
+        other => Some(other),
+    }
+}
+
+fn apply(slot: &mut Option<String>, patch: Patch<String>) {
+    match patch {
+        Patch::Keep => {}
+        Patch::Clear => *slot = None,
+        Patch::Set(v) => *slot = Some(v),
+    }
+}
+
+/// Removes a resident (admins and managers); it is "not found" from then on.
+pub fn delete<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+    id: &str,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, _) = staff(ctx)?;
+    let id = parse_id(id).ok_or_else(|| Problem::not_found("resident"))?;
+    write_once(
+        &app.store,
+        ctx,
+        request,
+        &format!("DELETE /residents/{id}"),
+        |tx| {
+            repo::resident(tx, ctx, &tenant, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
+            repo::delete_resident(tx, ctx, &tenant, &id, &app.timestamp())?;
+            Ok(Written::no_content())
+        },
+    )
+}
