@@ -1,7 +1,7 @@
 //! `GET, POST /v1/{tenant}/members` and `DELETE /v1/{tenant}/members/{id}` (admins).
 
 use meridian_platform::db::Database;
-use meridian_platform::idempotency::{self, Begun, Written};
+use meridian_platform::idempotency::{write_once, Written};
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::PageRequest;
@@ -14,9 +14,9 @@ use crate::app::Identity;
 use crate::model::Member;
 use crate::repo;
 
-fn admins_only(ctx: &RequestContext) -> Result<(String, String), Problem> {
+fn admins_only(ctx: &RequestContext) -> Result<String, Problem> {
     let scope = ctx.require(|r| r == Role::Admin, "admins")?;
-    Ok((scope.tenant_id.to_string(), scope.actor_id.to_string()))
+    Ok(scope.tenant_id.to_string())
 }
 
 /// Lists the tenant's members, a page at a time.
@@ -25,7 +25,7 @@ pub fn list<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant_id, _) = admins_only(ctx)?;
+    let tenant_id = admins_only(ctx)?;
     let page = PageRequest::from_query(&request.query)?;
     let rows = repo::list_members(
         &app.store,
@@ -47,7 +47,7 @@ pub fn create<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant_id, actor_id) = admins_only(ctx)?;
+    let tenant_id = admins_only(ctx)?;
     let mut b = JsonBody::parse(&request.body)?;
     let email = b.parsed("email", normalize_email);
     let name = b.text("name", 1, 200);
@@ -56,20 +56,7 @@ pub fn create<D: Database, C: Clock>(
     let (Some(email), Some(name), Some(role)) = (email, name, role) else {
         unreachable!("finish() reports every missing field")
     };
-    let key = request.idempotency_key()?;
-    let owner = (tenant_id.as_str(), actor_id.as_str());
-    let write = match idempotency::begin(
-        &app.store,
-        ctx,
-        key.as_ref(),
-        owner,
-        "POST /members",
-        &request.body,
-    )? {
-        Begun::Replay(response) => return Ok(response),
-        Begun::Proceed(write) => write,
-    };
-    write.commit(&app.store, ctx, |tx| {
+    write_once(&app.store, ctx, request, "POST /members", |tx| {
         let now = app.timestamp();
         let (user_id, user_name) = repo::ensure_user(tx, ctx, &email, &name, new_id(), &now)?;
         if repo::membership_of(tx, ctx, &tenant_id, &user_id)?.is_some() {
@@ -99,32 +86,24 @@ pub fn delete<D: Database, C: Clock>(
     request: &ServiceRequest,
     id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant_id, actor_id) = admins_only(ctx)?;
+    let tenant_id = admins_only(ctx)?;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("member"))?;
-    let key = request.idempotency_key()?;
-    let owner = (tenant_id.as_str(), actor_id.as_str());
-    let operation = format!("DELETE /members/{id}");
-    let write = match idempotency::begin(
+    write_once(
         &app.store,
         ctx,
-        key.as_ref(),
-        owner,
-        &operation,
-        &request.body,
-    )? {
-        Begun::Replay(response) => return Ok(response),
-        Begun::Proceed(write) => write,
-    };
-    write.commit(&app.store, ctx, |tx| {
-        let member =
-            repo::member(tx, ctx, &tenant_id, &id)?.ok_or_else(|| Problem::not_found("member"))?;
-        if member.role == Role::Admin.as_str() && repo::admin_count(tx, ctx, &tenant_id)? <= 1 {
-            return Err(Problem::new(
-                ErrorCode::Conflict,
-                "a tenant must keep at least one admin",
-            ));
-        }
-        repo::delete_membership(tx, ctx, &tenant_id, &id)?;
-        Ok(Written::no_content())
-    })
+        request,
+        &format!("DELETE /members/{id}"),
+        |tx| {
+            let member = repo::member(tx, ctx, &tenant_id, &id)?
+                .ok_or_else(|| Problem::not_found("member"))?;
+            if member.role == Role::Admin.as_str() && repo::admin_count(tx, ctx, &tenant_id)? <= 1 {
+                return Err(Problem::new(
+                    ErrorCode::Conflict,
+                    "a tenant must keep at least one admin",
+                ));
+            }
+            repo::delete_membership(tx, ctx, &tenant_id, &id)?;
+            Ok(Written::no_content())
+        },
+    )
 }

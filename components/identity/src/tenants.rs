@@ -79,10 +79,7 @@ pub fn create<D: Database, C: Clock>(
         Begun::Replay(response) => return Ok(response),
         Begun::Proceed(write) => write,
     };
-    let token = generate_token().map_err(|e| {
-        eprintln!("identity: no randomness for a token: {e}");
-        Problem::new(ErrorCode::Internal, "could not create a token")
-    })?;
+    let token = new_token()?;
     write.commit(&app.store, ctx, |tx| {
         if repo::tenant_by_slug(tx, ctx, input.slug.as_str())?.is_some() {
             return Err(Problem::new(ErrorCode::Conflict, "that slug is taken"));
@@ -150,4 +147,12 @@ pub fn stored(status: u16, body: &serde_json::Value) -> StoredResponse {
         status,
         body: body.to_string(),
     }
+}
+
+/// A new API token (500 if the host has no randomness to give).
+pub fn new_token() -> Result<String, Problem> {
+    generate_token().map_err(|e| {
+        eprintln!("identity: no randomness for a token: {e}");
+        Problem::new(ErrorCode::Internal, "could not create a token")
+    })
 }

@@ -1,10 +1,10 @@
 //! `POST /v1/{tenant}/tokens` and `DELETE /v1/{tenant}/tokens/{id}`.
 
 use meridian_platform::db::Database;
-use meridian_platform::idempotency::{self, Begun, Written};
+use meridian_platform::idempotency::{write_once, Written};
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::secrets::{generate_token, token_hash};
+use meridian_platform::secrets::token_hash;
 use meridian_platform::tenancy::Role;
 use meridian_platform::validate::JsonBody;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::app::Identity;
 use crate::repo::{self, NewToken};
-use crate::tenants::stored;
+use crate::tenants::{new_token, stored};
 
 /// A new token for the caller, shown once.
 pub fn create<D: Database, C: Clock>(
@@ -24,24 +24,8 @@ pub fn create<D: Database, C: Clock>(
     let (tenant_id, actor_id) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
     // No fields yet; an unknown one is refused rather than ignored.
     JsonBody::parse(&request.body)?.finish()?;
-    let key = request.idempotency_key()?;
-    let owner = (tenant_id.as_str(), actor_id.as_str());
-    let write = match idempotency::begin(
-        &app.store,
-        ctx,
-        key.as_ref(),
-        owner,
-        "POST /tokens",
-        &request.body,
-    )? {
-        Begun::Replay(response) => return Ok(response),
-        Begun::Proceed(write) => write,
-    };
-    let token = generate_token().map_err(|e| {
-        eprintln!("identity: no randomness for a token: {e}");
-        Problem::new(ErrorCode::Internal, "could not create a token")
-    })?;
-    write.commit(&app.store, ctx, |tx| {
+    write_once(&app.store, ctx, request, "POST /tokens", |tx| {
+        let token = new_token()?;
         let membership_id =
             repo::membership_of(tx, ctx, &tenant_id, &actor_id)?.ok_or_else(|| {
                 Problem::new(ErrorCode::Unauthorized, "the caller is no longer a member")
@@ -79,25 +63,17 @@ pub fn revoke<D: Database, C: Clock>(
     let (tenant_id, actor_id) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
     let is_admin = scope.role == Role::Admin;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("token"))?;
-    let key = request.idempotency_key()?;
-    let owner = (tenant_id.as_str(), actor_id.as_str());
-    let operation = format!("DELETE /tokens/{id}");
-    let write = match idempotency::begin(
+    write_once(
         &app.store,
         ctx,
-        key.as_ref(),
-        owner,
-        &operation,
-        &request.body,
-    )? {
-        Begun::Replay(response) => return Ok(response),
-        Begun::Proceed(write) => write,
-    };
-    write.commit(&app.store, ctx, |tx| {
-        repo::token_owner_in_tenant(tx, ctx, &tenant_id, &id)?
-            .filter(|user| is_admin || *user == actor_id)
-            .ok_or_else(|| Problem::not_found("token"))?;
-        repo::revoke_token(tx, ctx, &tenant_id, &id, &app.timestamp())?;
-        Ok(Written::no_content())
-    })
+        request,
+        &format!("DELETE /tokens/{id}"),
+        |tx| {
+            repo::token_owner_in_tenant(tx, ctx, &tenant_id, &id)?
+                .filter(|user| is_admin || *user == actor_id)
+                .ok_or_else(|| Problem::not_found("token"))?;
+            repo::revoke_token(tx, ctx, &tenant_id, &id, &app.timestamp())?;
+            Ok(Written::no_content())
+        },
+    )
 }
