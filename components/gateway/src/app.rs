@@ -10,6 +10,7 @@ use meridian_platform::idempotency::IdempotencyKey;
 use meridian_platform::request_id::RequestId;
 use meridian_platform::retry::{Jitter, Sleeper};
 use meridian_platform::time::duration_ms;
+use meridian_platform::upstream::Upstream;
 use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, UnixMillis};
 
 use crate::config::GatewayConfig;
@@ -23,19 +24,13 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// The least budget worth forwarding a request with.
 pub const MIN_UPSTREAM_BUDGET: Duration = Duration::from_millis(2);
 
-/// The gateway with its collaborators: an HTTP client, a clock, a sleeper
-/// for backoff and a jitter source. Spin supplies real ones; tests fakes.
+/// The gateway with its collaborators: the upstream caller (HTTP client,
+/// clock, backoff sleeper and jitter). Spin supplies real ones; tests fakes.
 pub struct Gateway<H, C, S, J> {
     /// Settings.
     pub config: GatewayConfig,
-    /// Outbound HTTP under the budget.
-    pub http: H,
-    /// Wall clock.
-    pub clock: C,
-    /// Backoff sleeper.
-    pub sleeper: S,
-    /// Backoff jitter.
-    pub jitter: J,
+    /// Calls to the services.
+    pub upstream: Upstream<H, C, S, J>,
 }
 
 /// What one request learned on the way, reported in headers.
@@ -79,7 +74,7 @@ impl EdgeBudget {
 impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J> {
     /// Answers one public request.
     pub async fn handle(&self, request: EdgeRequest) -> EdgeResponse {
-        let started = self.clock.now();
+        let started = self.upstream.clock.now();
         let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
         let mut trace = Trace::default();
         let mut response = match self
@@ -93,7 +88,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         if let Some(attempts) = trace.attempts {
             response.set_header(headers::ATTEMPTS, attempts.to_string());
         }
-        let total = self.clock.now().since(started);
+        let total = self.upstream.clock.now().since(started);
         response.set_header(headers::SERVER_TIMING, trace.timing.header_value(total));
         response
     }
@@ -140,7 +135,10 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             started,
             "gateway",
         );
-        if ctx.ensure(self.clock.now(), MIN_UPSTREAM_BUDGET).is_err() {
+        if ctx
+            .ensure(self.upstream.clock.now(), MIN_UPSTREAM_BUDGET)
+            .is_err()
+        {
             return Err(budget.exceeded().into());
         }
         if request.body.len() > MAX_BODY_BYTES {

@@ -7,7 +7,6 @@
 pub mod app;
 pub mod config;
 pub mod edge;
-pub mod forward;
 pub mod proxy;
 pub mod ready;
 pub mod resolve;
@@ -19,6 +18,7 @@ pub mod timing;
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod entry {
+    use meridian_platform::upstream::Upstream;
     use meridian_platform::SystemClock;
     use meridian_spin::{convert, vars, PollSleeper, RandomJitter, SpinHttp};
     use spin_sdk::http::{Request, Response};
@@ -37,10 +37,12 @@ mod entry {
                 community_url: vars::service_url("community_url", "http://community.spin.internal"),
                 billing_url: vars::service_url("billing_url", "http://billing.spin.internal"),
             },
-            http: SpinHttp::new(vars::internal_token()),
-            clock: SystemClock,
-            sleeper: PollSleeper,
-            jitter: RandomJitter,
+            upstream: Upstream {
+                http: SpinHttp::new(vars::internal_token()),
+                clock: SystemClock,
+                sleeper: PollSleeper,
+                jitter: RandomJitter,
+            },
         };
         let request = convert::service_request(request);
         let EdgeResponse {

@@ -44,7 +44,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         outbound.headers = forwardable_headers(request, with_credentials);
 
         let policy = forwarding_policy(&request.method, key);
-        let call = self.call(ctx, &policy, outbound).await;
+        let call = self.upstream.call(ctx, &policy, outbound).await;
         trace.timing.record(service.name(), call.took);
         trace.attempts = Some(call.attempts);
 

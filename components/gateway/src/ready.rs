@@ -22,6 +22,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             let url = format!("{}/health", self.config.base_url(service));
             // Health probes are reads: safe to repeat.
             let call = self
+                .upstream
                 .call(
                     ctx,
                     &RetryPolicy::standard(),
@@ -51,7 +52,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             ));
         }
         if ctx
-            .ensure(self.clock.now(), std::time::Duration::ZERO)
+            .ensure(self.upstream.clock.now(), std::time::Duration::ZERO)
             .is_err()
         {
             return Err(budget.exceeded().into());

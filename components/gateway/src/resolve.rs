@@ -47,7 +47,10 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         )
         .with_header("authorization", authorization);
         // Resolution is a read: safe to repeat within the budget.
-        let call = self.call(ctx, &RetryPolicy::standard(), request).await;
+        let call = self
+            .upstream
+            .call(ctx, &RetryPolicy::standard(), request)
+            .await;
         trace.timing.record("resolve", call.took);
 
         let response = match call.response {

@@ -15,6 +15,7 @@ use meridian_platform::http::{
 };
 use meridian_platform::retry::{Jitter, Sleeper};
 use meridian_platform::time::ManualClock;
+use meridian_platform::upstream::Upstream;
 use meridian_platform::{Clock, RequestContext, UnixMillis};
 use serde_json::Value;
 
@@ -195,14 +196,16 @@ impl Harness {
                 community_url: "http://community.test".into(),
                 billing_url: "http://billing.test".into(),
             },
-            http: FakeUpstream {
+            upstream: Upstream {
+                http: FakeUpstream {
+                    clock,
+                    script: RefCell::new(script),
+                    seen: RefCell::default(),
+                },
                 clock,
-                script: RefCell::new(script),
-                seen: RefCell::default(),
+                sleeper: ClockSleeper(clock),
+                jitter: NoJitter,
             },
-            clock,
-            sleeper: ClockSleeper(clock),
-            jitter: NoJitter,
         };
         Self { clock, gateway }
     }
@@ -235,7 +238,7 @@ impl Harness {
     }
 
     fn seen(&self) -> Vec<Seen> {
-        self.gateway.http.seen.borrow().clone()
+        self.gateway.upstream.http.seen.borrow().clone()
     }
 
     fn elapsed(&self) -> Duration {

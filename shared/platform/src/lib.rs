@@ -24,6 +24,7 @@ pub mod retry;
 pub mod secrets;
 pub mod tenancy;
 pub mod time;
+pub mod upstream;
 pub mod validate;
 
 pub use context::RequestContext;

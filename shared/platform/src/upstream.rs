@@ -1,14 +1,26 @@
-//! One upstream call under a retry policy the caller chose.
+//! Calls to other services: the HTTP client with the clock, sleeper and
+//! jitter its retry loop needs, so that a call site only says which policy.
 
 use std::time::Duration;
 
-use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
-use meridian_platform::retry::{self, Jitter, RetryPolicy, Sleeper};
-use meridian_platform::{Clock, RequestContext};
+use crate::context::RequestContext;
+use crate::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
+use crate::retry::{self, Jitter, RetryPolicy, Sleeper};
+use crate::time::Clock;
 
-use crate::app::Gateway;
+/// Everything needed to call another service under the budget.
+pub struct Upstream<H, C, S, J> {
+    /// Outbound HTTP (raced against the budget).
+    pub http: H,
+    /// Wall clock.
+    pub clock: C,
+    /// Backoff sleeper.
+    pub sleeper: S,
+    /// Backoff jitter.
+    pub jitter: J,
+}
 
-/// The outcome of an upstream call.
+/// The outcome of a call.
 #[derive(Debug)]
 pub struct Call {
     /// The last attempt's result.
@@ -19,9 +31,10 @@ pub struct Call {
     pub took: Duration,
 }
 
-impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J> {
+impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Upstream<H, C, S, J> {
     /// Sends `request` under `ctx`'s budget, repeating transient failures
-    /// only as far as `policy` allows.
+    /// only as far as `policy` allows. The policy is the caller's statement
+    /// of whether the call is safe to repeat.
     pub async fn call(
         &self,
         ctx: &RequestContext,
