@@ -1,13 +1,27 @@
-//! Meridian's `billing` service, private behind the gateway. This file is only
-//! the Spin entry point; requests pass the internal gate in
-//! `meridian_spin::service` before the route table in [`routes`].
+//! Meridian's `billing` service, private behind the gateway: invoices and
+//! payments made exactly once for the caller, with a transactional outbox
+//! whose events reach community. This file is the Spin entry point and the
+//! route table.
 // `deny`, not `forbid`: the SDK's export macro needs its own `allow`.
 #![deny(unsafe_code)]
 
+pub mod app;
+pub mod invoices;
 pub mod migrations;
-pub mod routes;
+pub mod model;
+pub mod money;
+pub mod outbox;
+pub mod payments;
+pub mod repo;
 
+use meridian_platform::db::Database;
+use meridian_platform::http::HttpClient;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::retry::{Jitter, Sleeper};
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
+
+use app::Billing;
 
 /// The service's name, database and schema.
 pub const SPEC: ServiceSpec = ServiceSpec {
@@ -16,19 +30,62 @@ pub const SPEC: ServiceSpec = ServiceSpec {
     migrations: migrations::ALL,
 };
 
+/// The route table: the public paths the gateway forwards, and the relay.
+pub async fn handle<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone>(
+    app: &Billing<D, C, H, S, J>,
+    ctx: &RequestContext,
+    request: &ServiceRequest,
+) -> ServiceResponse {
+    let segments = request.segments();
+    let method = request.method.as_str();
+    let result = match (method, segments.as_slice()) {
+        ("GET", ["v1", _, "invoices"]) => app.list_invoices(ctx, request),
+        ("POST", ["v1", _, "invoices"]) => app.create_invoice(ctx, request).await,
+        ("GET", ["v1", _, "invoices", id]) => app.get_invoice(ctx, id),
+        ("PATCH", ["v1", _, "invoices", id]) => app.void_invoice(ctx, request, id),
+        ("GET", ["v1", _, "invoices", id, "payments"]) => app.list_payments(ctx, request, id),
+        ("POST", ["v1", _, "invoices", id, "payments"]) => {
+            app.create_payment(ctx, request, id).await
+        }
+        ("POST", ["internal", "outbox", "relay"]) => app.relay(ctx, request).await,
+        (_, ["v1", _, "invoices", ..]) => Err(Problem::new(
+            ErrorCode::InvalidRequest,
+            format!("{method} is not allowed on {}", request.path),
+        )
+        .with_status(405)),
+        _ => Err(Problem::new(ErrorCode::NotFound, "no such route")),
+    };
+    result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+}
+
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.
 // Wasm only: its export names are not valid symbols for a host cdylib.
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod entry {
-    use meridian_spin::service;
+    use meridian_platform::upstream::Upstream;
+    use meridian_platform::SystemClock;
+    use meridian_spin::{service, vars, PollSleeper, RandomJitter, SpinHttp};
     use spin_sdk::http::{Request, Response};
     use spin_sdk::http_component;
+
+    use crate::app::Billing;
 
     #[http_component]
     async fn handle(request: Request) -> Response {
         service::serve(request, &crate::SPEC, |ctx, store, request| async move {
-            crate::routes::dispatch(&ctx, &store, &request)
+            let app = Billing {
+                store,
+                upstream: Upstream {
+                    http: SpinHttp::new(vars::internal_token()),
+                    clock: SystemClock,
+                    sleeper: PollSleeper,
+                    jitter: RandomJitter,
+                },
+                community_url: vars::service_url("community_url", "http://community.spin.internal"),
+                admin_token: vars::get("admin_token").unwrap_or_default(),
+            };
+            crate::handle(&app, &ctx, &request).await
         })
         .await
     }

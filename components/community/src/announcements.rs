@@ -10,7 +10,7 @@ use meridian_platform::validate::JsonBody;
 use meridian_platform::{Clock, Problem, RequestContext};
 use serde_json::json;
 
-use crate::app::{member, staff, Community};
+use crate::app::Community;
 use crate::model::Announcement;
 use crate::repo;
 
@@ -20,7 +20,7 @@ pub fn list<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = member(ctx)?;
+    let (tenant, _) = ctx.member()?;
     let page = PageRequest::from_query(&request.query)?;
     let rows = repo::list_announcements(
         &app.store,
@@ -42,7 +42,7 @@ pub fn create<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = staff(ctx)?;
+    let (tenant, scope) = ctx.staff()?;
     let mut b = JsonBody::parse(&request.body)?;
     let title = b.text("title", 1, 200);
     let body = b.text("body", 1, 10_000);

@@ -13,7 +13,7 @@ use meridian_platform::validate::JsonBody;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
-use crate::app::{member, staff, Community};
+use crate::app::Community;
 use crate::model::{Complaint, ComplaintStatus};
 use crate::repo::{self, ComplaintFilter};
 
@@ -28,7 +28,7 @@ pub fn list<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = member(ctx)?;
+    let (tenant, scope) = ctx.member()?;
     let page = PageRequest::from_query(&request.query)?;
     let status = query_param(&request.query, "status")
         .map(|s| {
@@ -76,7 +76,7 @@ pub fn get<D: Database, C: Clock>(
     ctx: &RequestContext,
     id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = member(ctx)?;
+    let (tenant, scope) = ctx.member()?;
     Ok(ServiceResponse::json(
         200,
         &find(&app.store, ctx, &tenant, scope, id)?,
@@ -89,7 +89,7 @@ pub fn create<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = member(ctx)?;
+    let (tenant, scope) = ctx.member()?;
     let mut b = JsonBody::parse(&request.body)?;
     let resident_id = b.parsed("resident_id", |s| parse_id(s).ok_or("must be a UUID"));
     let subject = b.text("subject", 1, 200);
@@ -130,7 +130,7 @@ pub fn update<D: Database, C: Clock>(
     request: &ServiceRequest,
     id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = staff(ctx)?;
+    let (tenant, scope) = ctx.staff()?;
     let mut b = JsonBody::parse(&request.body)?;
     let to = b.parsed("status", ComplaintStatus::parse);
     b.finish()?;

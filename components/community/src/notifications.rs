@@ -10,7 +10,7 @@ use meridian_platform::validate::JsonBody;
 use meridian_platform::{Clock, Problem, RequestContext};
 use serde_json::json;
 
-use crate::app::{member, Community};
+use crate::app::Community;
 use crate::repo::{self, NewNotification};
 
 /// `GET /v1/{tenant}/residents/{id}/notifications` (any member).
@@ -20,7 +20,7 @@ pub fn list<D: Database, C: Clock>(
     request: &ServiceRequest,
     resident_id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = member(ctx)?;
+    let (tenant, _) = ctx.member()?;
     let page = PageRequest::from_query(&request.query)?;
     let resident = parse_id(resident_id)
         .map(|id| repo::resident(&app.store, ctx, &tenant, &id))

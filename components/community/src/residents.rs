@@ -10,7 +10,7 @@ use meridian_platform::validate::{normalize_email, JsonBody, Patch};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
-use crate::app::{member, staff, Community};
+use crate::app::Community;
 use crate::model::Resident;
 use crate::repo;
 
@@ -24,7 +24,7 @@ pub fn list<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = member(ctx)?;
+    let (tenant, _) = ctx.member()?;
     let page = PageRequest::from_query(&request.query)?;
     let rows = repo::list_residents(
         &app.store,
@@ -46,7 +46,7 @@ pub fn get<D: Database, C: Clock>(
     ctx: &RequestContext,
     id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = member(ctx)?;
+    let (tenant, _) = ctx.member()?;
     let resident = parse_id(id)
         .map(|id| repo::resident(&app.store, ctx, &tenant, &id))
         .transpose()?
@@ -61,7 +61,7 @@ pub fn create<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = staff(ctx)?;
+    let (tenant, _) = ctx.staff()?;
     let mut b = JsonBody::parse(&request.body)?;
     let name = b.text("name", 1, 200);
     let unit = b.text("unit", 1, 50);
@@ -97,7 +97,7 @@ pub fn update<D: Database, C: Clock>(
     request: &ServiceRequest,
     id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = staff(ctx)?;
+    let (tenant, _) = ctx.staff()?;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("resident"))?;
     let mut b = JsonBody::parse(&request.body)?;
     if b.is_empty() {
@@ -172,7 +172,7 @@ pub fn delete<D: Database, C: Clock>(
     request: &ServiceRequest,
     id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = staff(ctx)?;
+    let (tenant, _) = ctx.staff()?;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("resident"))?;
     write_once(
         &app.store,

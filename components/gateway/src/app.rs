@@ -6,15 +6,15 @@ use std::time::Duration;
 use meridian_platform::budget::edge_reserve;
 use meridian_platform::headers;
 use meridian_platform::http::HttpClient;
-use meridian_platform::idempotency::IdempotencyKey;
 use meridian_platform::request_id::RequestId;
-use meridian_platform::retry::{Jitter, Sleeper};
+use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::time::duration_ms;
 use meridian_platform::upstream::Upstream;
 use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, UnixMillis};
 
 use crate::config::GatewayConfig;
 use crate::edge::{EdgeRequest, EdgeResponse};
+use crate::proxy::forwarding_policy;
 use crate::routes::{route, Route, Service};
 use crate::timing::ServerTiming;
 
@@ -116,7 +116,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
                 response.set_header("allow", allow);
                 return Err(Refusal::Upstream(response));
             }
-            Route::Ready | Route::CreateTenant | Route::Tenant { .. } => {}
+            Route::Ready | Route::CreateTenant | Route::Relay | Route::Tenant { .. } => {}
         }
 
         // The budget starts before any routing work that costs time.
@@ -148,11 +148,8 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             )
             .into());
         }
-        let key = request
-            .header(headers::IDEMPOTENCY_KEY)
-            .map(IdempotencyKey::parse)
-            .transpose()
-            .map_err(|e| Problem::new(ErrorCode::InvalidIdempotencyKey, e.to_string()))?;
+        // Reads, and writes the owner can deduplicate by key, may be repeated.
+        let policy = forwarding_policy(&request.method, request.idempotency_key()?.as_ref());
 
         match route {
             Route::Ready => self.ready(&ctx, budget, trace).await,
@@ -161,19 +158,30 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
                     &ctx,
                     Service::Identity,
                     request,
-                    key.as_ref(),
+                    &policy,
                     true,
                     budget,
                     trace,
                 )
                 .await
             }
+            Route::Relay => {
+                let relay = EdgeRequest {
+                    path: "/internal/outbox/relay".into(),
+                    query: String::new(),
+                    ..request.clone()
+                };
+                // Delivery is keyed by event id, so a relay run is safe to repeat.
+                let policy = RetryPolicy::standard();
+                self.forward(&ctx, Service::Billing, &relay, &policy, true, budget, trace)
+                    .await
+            }
             Route::Tenant { slug, service } => {
                 let scope = self
                     .resolve(&ctx, &slug, request.header("authorization"), budget, trace)
                     .await?;
                 let ctx = ctx.with_tenant(scope);
-                self.forward(&ctx, service, request, key.as_ref(), false, budget, trace)
+                self.forward(&ctx, service, request, &policy, false, budget, trace)
                     .await
             }
             Route::Health | Route::NotFound | Route::MethodNotAllowed { .. } => {

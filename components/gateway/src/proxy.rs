@@ -22,14 +22,14 @@ pub fn forwarding_policy(method: &str, key: Option<&IdempotencyKey>) -> RetryPol
 
 impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J> {
     /// Forwards `request` to `service` with the gateway's headers, under the
-    /// budget, and passes the answer back.
+    /// budget and the caller's retry policy, and passes the answer back.
     #[allow(clippy::too_many_arguments)]
     pub async fn forward(
         &self,
         ctx: &RequestContext,
         service: Service,
         request: &EdgeRequest,
-        key: Option<&IdempotencyKey>,
+        policy: &RetryPolicy,
         with_credentials: bool,
         budget: EdgeBudget,
         trace: &mut Trace,
@@ -43,8 +43,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             OutboundRequest::new(&request.method, url).with_body(request.body.clone());
         outbound.headers = forwardable_headers(request, with_credentials);
 
-        let policy = forwarding_policy(&request.method, key);
-        let call = self.upstream.call(ctx, &policy, outbound).await;
+        let call = self.upstream.call(ctx, policy, outbound).await;
         trace.timing.record(service.name(), call.took);
         trace.attempts = Some(call.attempts);
 

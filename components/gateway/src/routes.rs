@@ -34,6 +34,8 @@ pub enum Route {
     Ready,
     /// `POST /v1/tenants`: platform admin creates a tenant.
     CreateTenant,
+    /// `POST /ops/outbox/relay`: a scheduler asks billing to deliver pending events.
+    Relay,
     /// `/v1/{slug}/...`: tenant-scoped, owned by `service`.
     Tenant {
         /// The tenant slug as written in the path.
@@ -57,6 +59,7 @@ pub fn route(method: &str, path: &str) -> Route {
         ["healthz"] => only(method, "GET", Route::Health),
         ["readyz"] => only(method, "GET", Route::Ready),
         ["v1", "tenants"] => only(method, "POST", Route::CreateTenant),
+        ["ops", "outbox", "relay"] => only(method, "POST", Route::Relay),
         ["v1", slug, rest @ ..] if !slug.is_empty() => match owner(rest) {
             Some(service) => Route::Tenant {
                 slug: (*slug).to_owned(),
@@ -103,6 +106,7 @@ mod tests {
         assert_eq!(route("GET", "/healthz"), Route::Health);
         assert_eq!(route("GET", "/readyz"), Route::Ready);
         assert_eq!(route("POST", "/v1/tenants"), Route::CreateTenant);
+        assert_eq!(route("POST", "/ops/outbox/relay"), Route::Relay);
         assert_eq!(
             route("GET", "/v1/tenants"),
             Route::MethodNotAllowed { allow: "POST" }

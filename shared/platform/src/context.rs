@@ -115,6 +115,18 @@ impl RequestContext {
         }
     }
 
+    /// Any member of the tenant: `(tenant id, scope)`.
+    pub fn member(&self) -> Result<(String, &TenantScope), Problem> {
+        let scope = self.scope()?;
+        Ok((scope.tenant_id.to_string(), scope))
+    }
+
+    /// Admins and managers only: `(tenant id, scope)`; others get a 403.
+    pub fn staff(&self) -> Result<(String, &TenantScope), Problem> {
+        let scope = self.require(Role::is_staff, "admins and managers")?;
+        Ok((scope.tenant_id.to_string(), scope))
+    }
+
     /// Time left at `now`.
     pub fn remaining(&self, now: UnixMillis) -> Duration {
         self.deadline.remaining(now)

@@ -128,8 +128,15 @@ pub fn manual_clock() -> &'static meridian_platform::time::ManualClock {
 pub fn migrated_store(
     migrations: &[meridian_platform::migrate::Migration],
 ) -> meridian_platform::db::Store<HostSqlite, &'static meridian_platform::time::ManualClock> {
+    migrated_store_on(manual_clock(), migrations)
+}
+
+/// An in-memory store on `clock`, migrated with `migrations`.
+pub fn migrated_store_on(
+    clock: &'static meridian_platform::time::ManualClock,
+    migrations: &[meridian_platform::migrate::Migration],
+) -> meridian_platform::db::Store<HostSqlite, &'static meridian_platform::time::ManualClock> {
     use meridian_platform::Clock;
-    let clock = manual_clock();
     let store = meridian_platform::db::Store::new(HostSqlite::in_memory(), clock);
     let ctx = context_at(clock.now(), Duration::from_secs(5), "migrate");
     meridian_platform::migrate::migrate(&store, &ctx, migrations).expect("migrations apply");

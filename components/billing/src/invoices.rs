@@ -1,0 +1,258 @@
+//! Invoices: `GET, POST /v1/{tenant}/invoices`, `GET, PATCH
+//! /v1/{tenant}/invoices/{id}`. Creating one is a single budget: check the
+//! resident at community, write invoice + idempotency record + outbox event
+//! in one transaction, then deliver the event if time allows.
+
+use meridian_platform::db::Database;
+use meridian_platform::http::{HttpClient, OutboundRequest, SendError};
+use meridian_platform::idempotency::{self, write_once, Begun, Written};
+use meridian_platform::ids::{new_id, parse_id};
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::page::{query_param, PageRequest};
+use meridian_platform::problem::FieldError;
+use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
+use meridian_platform::validate::JsonBody;
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use serde_json::json;
+
+use crate::app::Billing;
+use crate::model::{Invoice, OutboxEvent};
+use crate::money::{currency, due_date, MAX_AMOUNT_CENTS};
+use crate::repo::{self, InvoiceFilter};
+
+/// A validated invoice request.
+struct NewInvoice {
+    resident_id: String,
+    amount_cents: i64,
+    currency: String,
+    description: String,
+    due_date: String,
+}
+
+fn read_new_invoice(body: &[u8]) -> Result<NewInvoice, Problem> {
+    let mut b = JsonBody::parse(body)?;
+    let resident_id = b.parsed("resident_id", |s| parse_id(s).ok_or("must be a UUID"));
+    let amount_cents = b.integer("amount_cents", 1, MAX_AMOUNT_CENTS);
+    let currency = b.parsed("currency", currency);
+    let description = b.text("description", 1, 500);
+    let due_date = b.parsed("due_date", due_date);
+    b.finish()?;
+    match (resident_id, amount_cents, currency, description, due_date) {
+        (
+            Some(resident_id),
+            Some(amount_cents),
+            Some(currency),
+            Some(description),
+            Some(due_date),
+        ) => Ok(NewInvoice {
+            resident_id,
+            amount_cents,
+            currency,
+            description,
+            due_date,
+        }),
+        _ => unreachable!("finish() reports every invalid field"),
+    }
+}
+
+impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billing<D, C, H, S, J> {
+    /// Lists invoices, optionally `?status=` and `?resident_id=`.
+    pub fn list_invoices(
+        &self,
+        ctx: &RequestContext,
+        request: &ServiceRequest,
+    ) -> Result<ServiceResponse, Problem> {
+        let (tenant, _) = ctx.member()?;
+        let page = PageRequest::from_query(&request.query)?;
+        let invalid =
+            |what: &str| Problem::new(ErrorCode::InvalidRequest, format!("{what} is not valid"));
+        let filter = InvoiceFilter {
+            status: query_param(&request.query, "status")
+                .map(|s| {
+                    matches!(s.as_str(), "open" | "paid" | "void")
+                        .then_some(s)
+                        .ok_or_else(|| invalid("status"))
+                })
+                .transpose()?,
+            resident_id: query_param(&request.query, "resident_id")
+                .map(|s| parse_id(&s).ok_or_else(|| invalid("resident_id")))
+                .transpose()?,
+        };
+        let rows = repo::list_invoices(
+            &self.store,
+            ctx,
+            &tenant,
+            &filter,
+            page.after.as_deref(),
+            page.fetch_limit(),
+        )?;
+        let (items, next_cursor) = page.finish(rows, |i| i.id.clone());
+        Ok(ServiceResponse::json(
+            200,
+            &json!({"items": items, "next_cursor": next_cursor}),
+        ))
+    }
+
+    /// One invoice.
+    pub fn get_invoice(&self, ctx: &RequestContext, id: &str) -> Result<ServiceResponse, Problem> {
+        let (tenant, _) = ctx.member()?;
+        Ok(ServiceResponse::json(
+            200,
+            &self.find_invoice(ctx, &tenant, id)?,
+        ))
+    }
+
+    pub(crate) fn find_invoice(
+        &self,
+        ctx: &RequestContext,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Invoice, Problem> {
+        let id = parse_id(id).ok_or_else(|| Problem::not_found("invoice"))?;
+        repo::invoice(&self.store, ctx, tenant, &id)?.ok_or_else(|| Problem::not_found("invoice"))
+    }
+
+    /// Creates an invoice (admins and managers).
+    pub async fn create_invoice(
+        &self,
+        ctx: &RequestContext,
+        request: &ServiceRequest,
+    ) -> Result<ServiceResponse, Problem> {
+        let (tenant, scope) = ctx.staff()?;
+        let actor = scope.actor_id.to_string();
+        let input = read_new_invoice(&request.body)?;
+        let key = request.idempotency_key()?;
+        // The claim comes first, so a concurrent duplicate is refused at
+        // once instead of racing through the resident check.
+        let write = match idempotency::begin(
+            &self.store,
+            ctx,
+            key.as_ref(),
+            (&tenant, &actor),
+            "POST /invoices",
+            &request.body,
+        )? {
+            Begun::Replay(response) => return Ok(response),
+            Begun::Proceed(write) => write,
+        };
+        if let Err(problem) = self.check_resident(ctx, &input.resident_id).await {
+            write.abandon(&self.store, ctx);
+            return Err(problem);
+        }
+        let now = self.timestamp();
+        let invoice = Invoice {
+            id: new_id(),
+            resident_id: input.resident_id,
+            amount_cents: input.amount_cents,
+            currency: input.currency,
+            description: input.description,
+            due_date: input.due_date,
+            status: "open".into(),
+            balance_cents: input.amount_cents,
+            created_at: now.clone(),
+        };
+        let event = OutboxEvent {
+            event_id: new_id(),
+            tenant_id: tenant.clone(),
+            resident_id: invoice.resident_id.clone(),
+            kind: "invoice.created".into(),
+            payload: json!({
+                "invoice_id": invoice.id, "amount_cents": invoice.amount_cents, "currency": invoice.currency,
+                "description": invoice.description, "due_date": invoice.due_date,
+            }),
+            created_at: now,
+        };
+        let response = write.commit(&self.store, ctx, |tx| {
+            repo::insert_invoice(tx, ctx, &tenant, &actor, &invoice)?;
+            repo::enqueue(tx, ctx, &event)?;
+            Ok(Written::same(201, &invoice))
+        })?;
+        self.deliver_inline(ctx, vec![event]).await;
+        Ok(response)
+    }
+
+    /// Asks community whether the resident exists, under the same budget.
+    async fn check_resident(&self, ctx: &RequestContext, resident_id: &str) -> Result<(), Problem> {
+        let url = format!("{}/internal/residents/{resident_id}", self.community_url);
+        // A read: safe to repeat while the budget lasts.
+        let call = self
+            .upstream
+            .call(
+                ctx,
+                &RetryPolicy::standard(),
+                OutboundRequest::new("GET", url),
+            )
+            .await;
+        match call.response {
+            Ok(r) if r.status == 200 => Ok(()),
+            Ok(r) if r.status == 404 => Err(Problem::validation(vec![FieldError::new(
+                "resident_id",
+                "no such resident",
+            )])),
+            Ok(r) if r.problem_code().as_deref() == Some("deadline_exceeded") => {
+                Err(ctx.spent().to_problem())
+            }
+            Ok(r) => {
+                eprintln!(
+                    "billing: community answered {} to a resident check",
+                    r.status
+                );
+                Err(Problem::new(
+                    ErrorCode::UpstreamUnavailable,
+                    "the community service could not check the resident",
+                ))
+            }
+            Err(SendError::Deadline) => Err(ctx.spent().to_problem()),
+            Err(e) => {
+                eprintln!("billing: community unreachable: {e}");
+                Err(Problem::new(
+                    ErrorCode::UpstreamUnavailable,
+                    "the community service could not be reached",
+                ))
+            }
+        }
+    }
+
+    /// `PATCH /invoices/{id}` with `{"status": "void"}`: voids an open
+    /// invoice that has no payments (admins and managers).
+    pub fn void_invoice(
+        &self,
+        ctx: &RequestContext,
+        request: &ServiceRequest,
+        id: &str,
+    ) -> Result<ServiceResponse, Problem> {
+        let (tenant, _) = ctx.staff()?;
+        let mut b = JsonBody::parse(&request.body)?;
+        let status = b.parsed("status", |s| {
+            if s == "void" {
+                Ok(())
+            } else {
+                Err("can only be set to void")
+            }
+        });
+        b.finish()?;
+        status.expect("finish() reports an invalid status");
+        let id = parse_id(id).ok_or_else(|| Problem::not_found("invoice"))?;
+        write_once(
+            &self.store,
+            ctx,
+            request,
+            &format!("PATCH /invoices/{id}"),
+            |tx| {
+                let mut invoice = repo::invoice(tx, ctx, &tenant, &id)?
+                    .ok_or_else(|| Problem::not_found("invoice"))?;
+                if !repo::void_invoice(tx, ctx, &tenant, &id, &self.timestamp())? {
+                    return Err(Problem::new(
+                        ErrorCode::Conflict,
+                        format!(
+                            "an invoice that is {} or has payments cannot be voided",
+                            invoice.status
+                        ),
+                    ));
+                }
+                invoice.status = "void".into();
+                Ok(Written::same(200, &invoice))
+            },
+        )
+    }
+}

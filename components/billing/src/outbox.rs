@@ -1,0 +1,165 @@
+//! Delivering outbox events to community: inline after a write when the
+//! budget allows, and by the relay for whatever is left. Delivery is a
+//! retry-safe POST keyed by the event id, so delivering twice (inline and
+//! relay, or relay twice) still leaves one notification.
+
+use std::time::Duration;
+
+use meridian_platform::db::Database;
+use meridian_platform::http::{HttpClient, OutboundRequest};
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
+use meridian_platform::secrets::constant_time_eq;
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use serde::Serialize;
+
+use crate::app::Billing;
+use crate::model::OutboxEvent;
+use crate::repo;
+
+/// Inline delivery is optional: it runs only with at least this much budget left.
+pub const INLINE_DELIVERY_BUDGET: Duration = Duration::from_millis(50);
+
+/// The least budget worth starting one delivery with.
+pub const MIN_DELIVERY_BUDGET: Duration = Duration::from_millis(10);
+
+/// Events one relay run looks at.
+pub const RELAY_BATCH: i64 = 100;
+
+/// What a delivery run achieved.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct DeliveryReport {
+    /// Events the consumer acknowledged.
+    pub delivered: u32,
+    /// Events whose delivery failed this time (they stay pending).
+    pub failed: u32,
+    /// Events not attempted for lack of budget.
+    pub skipped: u32,
+}
+
+/// Backoff before the next relay attempt of an event: doubling from 1 s, at most 256 s.
+pub fn redelivery_delay(attempts: i64) -> Duration {
+    Duration::from_secs(1u64 << attempts.clamp(0, 8) as u32).min(Duration::from_secs(300))
+}
+
+impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billing<D, C, H, S, J> {
+    /// Delivers `events` in order while the budget allows.
+    pub async fn deliver(
+        &self,
+        ctx: &RequestContext,
+        events: &[(OutboxEvent, i64)],
+    ) -> DeliveryReport {
+        let mut report = DeliveryReport::default();
+        for (event, attempts) in events {
+            if ctx
+                .ensure(self.store.clock().now(), MIN_DELIVERY_BUDGET)
+                .is_err()
+            {
+                report.skipped += 1;
+                continue;
+            }
+            let request =
+                OutboundRequest::new("POST", format!("{}/internal/events", self.community_url))
+                    .with_header("content-type", "application/json")
+                    .with_body(serde_json::to_vec(event).unwrap_or_default());
+            // Safe to repeat: the consumer keys notifications by event id.
+            let call = self
+                .upstream
+                .call(ctx, &RetryPolicy::standard(), request)
+                .await;
+            let outcome = match &call.response {
+                Ok(r) if r.status == 200 => Ok(()),
+                Ok(r) => Err(format!("community answered {}", r.status)),
+                Err(e) => Err(e.to_string()),
+            };
+            let recorded = match outcome {
+                Ok(()) => {
+                    report.delivered += 1;
+                    repo::mark_delivered(&self.store, ctx, &event.event_id, &self.timestamp())
+                }
+                Err(error) => {
+                    report.failed += 1;
+                    eprintln!(
+                        "billing: delivering event {} failed: {error}",
+                        event.event_id
+                    );
+                    let next = self
+                        .store
+                        .clock()
+                        .now()
+                        .plus(redelivery_delay(*attempts))
+                        .as_millis();
+                    repo::mark_failed(&self.store, ctx, &event.event_id, &error, next)
+                }
+            };
+            if let Err(e) = recorded {
+                // The event stays pending; the relay delivers it again and
+                // the consumer ignores the duplicate.
+                eprintln!(
+                    "billing: could not record delivery of {}: {e}",
+                    event.event_id
+                );
+            }
+        }
+        report
+    }
+
+    /// After a write: delivers the events it created, if the budget has
+    /// room for an optional step. Whatever is not delivered is the relay's.
+    pub async fn deliver_inline(&self, ctx: &RequestContext, events: Vec<OutboxEvent>) {
+        if ctx
+            .ensure(self.store.clock().now(), INLINE_DELIVERY_BUDGET)
+            .is_err()
+        {
+            return;
+        }
+        let events: Vec<(OutboxEvent, i64)> = events.into_iter().map(|e| (e, 0)).collect();
+        self.deliver(ctx, &events).await;
+    }
+
+    /// `POST /internal/outbox/relay`: delivers due events, oldest first,
+    /// while the budget lasts. Called by a scheduler through the gateway
+    /// (`POST /ops/outbox/relay` with the platform admin token).
+    pub async fn relay(
+        &self,
+        ctx: &RequestContext,
+        request: &ServiceRequest,
+    ) -> Result<ServiceResponse, Problem> {
+        let bearer = request
+            .header("authorization")
+            .and_then(|a| a.strip_prefix("Bearer "))
+            .map(str::trim);
+        if self.admin_token.is_empty()
+            || !bearer.is_some_and(|t| constant_time_eq(t, &self.admin_token))
+        {
+            return Err(Problem::new(
+                ErrorCode::Unauthorized,
+                "the relay needs the platform admin token",
+            ));
+        }
+        let now = self.store.clock().now().as_millis();
+        let due = repo::due_events(&self.store, ctx, now, RELAY_BATCH)?;
+        let report = self.deliver(ctx, &due).await;
+        let pending = repo::pending_count(&self.store, ctx)?;
+        Ok(ServiceResponse::json(
+            200,
+            &serde_json::json!({
+                "delivered": report.delivered, "failed": report.failed,
+                "skipped": report.skipped, "pending": pending,
+            }),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redelivery_backs_off_to_a_ceiling() {
+        assert_eq!(redelivery_delay(0), Duration::from_secs(1));
+        assert_eq!(redelivery_delay(3), Duration::from_secs(8));
+        assert_eq!(redelivery_delay(20), Duration::from_secs(256));
+        assert_eq!(redelivery_delay(-1), Duration::from_secs(1));
+    }
+}

@@ -1,0 +1,139 @@
+//! Payments: `POST, GET /v1/{tenant}/invoices/{id}/payments`. A payment
+//! lowers the balance atomically, marks the invoice paid at zero, and emits
+//! `payment.received` in the same transaction.
+
+use meridian_platform::db::Database;
+use meridian_platform::http::HttpClient;
+use meridian_platform::idempotency::{write_once, Written};
+use meridian_platform::ids::new_id;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::page::PageRequest;
+use meridian_platform::problem::FieldError;
+use meridian_platform::retry::{Jitter, Sleeper};
+use meridian_platform::validate::JsonBody;
+use meridian_platform::{Clock, Problem, RequestContext};
+use serde_json::json;
+
+use crate::app::Billing;
+use crate::model::{OutboxEvent, Payment};
+use crate::money::{payment_method, MAX_AMOUNT_CENTS};
+use crate::repo::{self, NewPayment};
+
+impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billing<D, C, H, S, J> {
+    /// Records a payment (admins and managers). Overpaying, or paying a
+    /// void or paid invoice, is a 422.
+    pub async fn create_payment(
+        &self,
+        ctx: &RequestContext,
+        request: &ServiceRequest,
+        invoice_id: &str,
+    ) -> Result<ServiceResponse, Problem> {
+        let (tenant, scope) = ctx.staff()?;
+        let actor = scope.actor_id.to_string();
+        let invoice = self.find_invoice(ctx, &tenant, invoice_id)?;
+        let mut b = JsonBody::parse(&request.body)?;
+        let amount = b.integer("amount_cents", 1, MAX_AMOUNT_CENTS);
+        let method = b.parsed("method", payment_method);
+        b.finish()?;
+        let (Some(amount), Some(method)) = (amount, method) else {
+            unreachable!("finish() reports every invalid field")
+        };
+        let mut emitted = None;
+        let response = write_once(
+            &self.store,
+            ctx,
+            request,
+            &format!("POST /invoices/{}/payments", invoice.id),
+            |tx| {
+                let now = self.timestamp();
+                let Some((balance, status)) =
+                    repo::apply_payment(tx, ctx, &tenant, &invoice.id, amount, &now)?
+                else {
+                    // Re-read inside the transaction for an exact reason.
+                    let current = repo::invoice(tx, ctx, &tenant, &invoice.id)?
+                        .ok_or_else(|| Problem::not_found("invoice"))?;
+                    let message = match current.status.as_str() {
+                        "void" => "the invoice is void".to_owned(),
+                        "paid" => "the invoice is already paid".to_owned(),
+                        _ => format!(
+                            "exceeds the balance of {} {}",
+                            current.balance_cents, current.currency
+                        ),
+                    };
+                    return Err(Problem::validation(vec![FieldError::new(
+                        "amount_cents",
+                        message,
+                    )]));
+                };
+                let payment = Payment {
+                    id: new_id(),
+                    invoice_id: invoice.id.clone(),
+                    amount_cents: amount,
+                    currency: invoice.currency.clone(),
+                    method: method.clone(),
+                    created_at: now.clone(),
+                    balance_cents: balance,
+                    invoice_status: status,
+                };
+                repo::insert_payment(
+                    tx,
+                    ctx,
+                    &tenant,
+                    &NewPayment {
+                        id: &payment.id,
+                        invoice_id: &payment.invoice_id,
+                        amount_cents: amount,
+                        method: &method,
+                        created_by: &actor,
+                        created_at: &now,
+                    },
+                )?;
+                let event = OutboxEvent {
+                    event_id: new_id(),
+                    tenant_id: tenant.clone(),
+                    resident_id: invoice.resident_id.clone(),
+                    kind: "payment.received".into(),
+                    payload: json!({
+                        "payment_id": payment.id, "invoice_id": payment.invoice_id, "amount_cents": amount,
+                        "currency": payment.currency, "balance_cents": payment.balance_cents,
+                        "invoice_status": payment.invoice_status,
+                    }),
+                    created_at: now,
+                };
+                repo::enqueue(tx, ctx, &event)?;
+                emitted = Some(event);
+                Ok(Written::same(201, &payment))
+            },
+        )?;
+        if let Some(event) = emitted {
+            self.deliver_inline(ctx, vec![event]).await;
+        }
+        Ok(response)
+    }
+
+    /// An invoice's payments, a page at a time (any member).
+    pub fn list_payments(
+        &self,
+        ctx: &RequestContext,
+        request: &ServiceRequest,
+        invoice_id: &str,
+    ) -> Result<ServiceResponse, Problem> {
+        let (tenant, _) = ctx.member()?;
+        let invoice = self.find_invoice(ctx, &tenant, invoice_id)?;
+        let page = PageRequest::from_query(&request.query)?;
+        let rows = repo::list_payments(
+            &self.store,
+            ctx,
+            &tenant,
+            &invoice.id,
+            page.after.as_deref(),
+            page.fetch_limit(),
+        )?;
+        let (items, next_cursor) =
+            page.finish(rows, |p| p["id"].as_str().unwrap_or_default().to_owned());
+        Ok(ServiceResponse::json(
+            200,
+            &json!({"items": items, "next_cursor": next_cursor}),
+        ))
+    }
+}

@@ -1,0 +1,334 @@
+//! Billing's SQL. Every function takes the request context first; the store
+//! checks the budget before each statement; every query filters by tenant
+//! (the relay's outbox scan is the one cross-tenant read, by design).
+
+use meridian_platform::db::{Database, DbError, Row, Store, Value};
+use meridian_platform::{Clock, RequestContext};
+
+use crate::model::{Invoice, OutboxEvent};
+
+/// Billing's storage.
+pub type Db<D, C> = Store<D, C>;
+
+const INVOICE_COLUMNS: &str = "id, resident_id, amount_cents, currency, description, due_date, status, balance_cents, created_at";
+
+fn invoice_from(r: &Row) -> Result<Invoice, DbError> {
+    Ok(Invoice {
+        id: r.text(0)?.to_owned(),
+        resident_id: r.text(1)?.to_owned(),
+        amount_cents: r.integer(2)?,
+        currency: r.text(3)?.to_owned(),
+        description: r.text(4)?.to_owned(),
+        due_date: r.text(5)?.to_owned(),
+        status: r.text(6)?.to_owned(),
+        balance_cents: r.integer(7)?,
+        created_at: r.text(8)?.to_owned(),
+    })
+}
+
+/// Which invoices a list shows.
+#[derive(Debug, Default)]
+pub struct InvoiceFilter {
+    /// Only this status.
+    pub status: Option<String>,
+    /// Only this resident's.
+    pub resident_id: Option<String>,
+}
+
+/// A page of invoices after `after`, in creation order.
+pub fn list_invoices<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    filter: &InvoiceFilter,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Invoice>, DbError> {
+    db.query(
+        ctx,
+        &format!(
+            "SELECT {INVOICE_COLUMNS} FROM invoices
+             WHERE tenant_id = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR resident_id = ?) AND id > ?
+             ORDER BY id LIMIT ?"
+        ),
+        &[
+            tenant.into(),
+            filter.status.clone().into(),
+            filter.status.clone().into(),
+            filter.resident_id.clone().into(),
+            filter.resident_id.clone().into(),
+            after.unwrap_or("").into(),
+            Value::Integer(limit),
+        ],
+    )?
+    .iter()
+    .map(invoice_from)
+    .collect()
+}
+
+/// An invoice of the tenant.
+pub fn invoice<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    id: &str,
+) -> Result<Option<Invoice>, DbError> {
+    db.query(
+        ctx,
+        &format!("SELECT {INVOICE_COLUMNS} FROM invoices WHERE tenant_id = ? AND id = ?"),
+        &[tenant.into(), id.into()],
+    )?
+    .first()
+    .map(invoice_from)
+    .transpose()
+}
+
+/// Inserts an invoice.
+pub fn insert_invoice<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    created_by: &str,
+    i: &Invoice,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "INSERT INTO invoices (id, tenant_id, resident_id, amount_cents, currency, description, due_date, status,
+                               balance_cents, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        &[
+            i.id.as_str().into(),
+            tenant.into(),
+            i.resident_id.as_str().into(),
+            Value::Integer(i.amount_cents),
+            i.currency.as_str().into(),
+            i.description.as_str().into(),
+            i.due_date.as_str().into(),
+            i.status.as_str().into(),
+            Value::Integer(i.balance_cents),
+            created_by.into(),
+            i.created_at.as_str().into(),
+            i.created_at.as_str().into(),
+        ],
+    )
+}
+
+/// Lowers an open invoice's balance by `amount`, marking it paid at zero.
+/// Returns the new `(balance, status)`, or `None` if the invoice was not
+/// open or its balance was smaller than `amount` (checked in the statement
+/// itself, so concurrent payments cannot overdraw it).
+pub fn apply_payment<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    invoice_id: &str,
+    amount: i64,
+    at: &str,
+) -> Result<Option<(i64, String)>, DbError> {
+    let rows = db.query(
+        ctx,
+        "UPDATE invoices
+         SET balance_cents = balance_cents - ?1,
+             status = CASE WHEN balance_cents - ?1 = 0 THEN 'paid' ELSE status END,
+             updated_at = ?2
+         WHERE tenant_id = ?3 AND id = ?4 AND status = 'open' AND balance_cents >= ?1
+         RETURNING balance_cents, status",
+        &[
+            Value::Integer(amount),
+            at.into(),
+            tenant.into(),
+            invoice_id.into(),
+        ],
+    )?;
+    rows.first()
+        .map(|r| Ok((r.integer(0)?, r.text(1)?.to_owned())))
+        .transpose()
+}
+
+/// Voids an open invoice with no payments; false if it was not open or had payments.
+pub fn void_invoice<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    invoice_id: &str,
+    at: &str,
+) -> Result<bool, DbError> {
+    let rows = db.query(
+        ctx,
+        "UPDATE invoices SET status = 'void', updated_at = ?
+         WHERE tenant_id = ? AND id = ? AND status = 'open' AND balance_cents = amount_cents
+         RETURNING id",
+        &[at.into(), tenant.into(), invoice_id.into()],
+    )?;
+    Ok(!rows.is_empty())
+}
+
+/// A payment row to insert.
+pub struct NewPayment<'a> {
+    /// UUID.
+    pub id: &'a str,
+    /// Invoice UUID.
+    pub invoice_id: &'a str,
+    /// Minor units.
+    pub amount_cents: i64,
+    /// How it was paid.
+    pub method: &'a str,
+    /// The user recording it.
+    pub created_by: &'a str,
+    /// RFC 3339.
+    pub created_at: &'a str,
+}
+
+/// Inserts a payment.
+pub fn insert_payment<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    p: &NewPayment<'_>,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "INSERT INTO payments (id, tenant_id, invoice_id, amount_cents, method, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        &[
+            p.id.into(),
+            tenant.into(),
+            p.invoice_id.into(),
+            Value::Integer(p.amount_cents),
+            p.method.into(),
+            p.created_by.into(),
+            p.created_at.into(),
+        ],
+    )
+}
+
+/// A page of an invoice's payments: `(id, amount, method, created_at)`.
+pub fn list_payments<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    invoice_id: &str,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<serde_json::Value>, DbError> {
+    db.query(
+        ctx,
+        "SELECT id, amount_cents, method, created_at FROM payments
+         WHERE tenant_id = ? AND invoice_id = ? AND id > ? ORDER BY id LIMIT ?",
+        &[
+            tenant.into(),
+            invoice_id.into(),
+            after.unwrap_or("").into(),
+            Value::Integer(limit),
+        ],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(serde_json::json!({
+            "id": r.text(0)?, "invoice_id": invoice_id, "amount_cents": r.integer(1)?,
+            "method": r.text(2)?, "created_at": r.text(3)?,
+        }))
+    })
+    .collect()
+}
+
+/// Writes an event to the outbox (inside the business transaction).
+pub fn enqueue<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    e: &OutboxEvent,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "INSERT INTO outbox_events (id, tenant_id, type, resident_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        &[
+            e.event_id.as_str().into(),
+            e.tenant_id.as_str().into(),
+            e.kind.as_str().into(),
+            e.resident_id.as_str().into(),
+            e.payload.to_string().into(),
+            e.created_at.as_str().into(),
+        ],
+    )
+}
+
+fn event_from(r: &Row) -> Result<OutboxEvent, DbError> {
+    Ok(OutboxEvent {
+        event_id: r.text(0)?.to_owned(),
+        tenant_id: r.text(1)?.to_owned(),
+        kind: r.text(2)?.to_owned(),
+        resident_id: r.text(3)?.to_owned(),
+        payload: serde_json::from_str(r.text(4)?).map_err(|e| DbError::Decode(e.to_string()))?,
+        created_at: r.text(5)?.to_owned(),
+    })
+}
+
+/// Undelivered events due for an attempt at `now_ms`, oldest first, with
+/// their attempt counts.
+pub fn due_events<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    now_ms: u64,
+    limit: i64,
+) -> Result<Vec<(OutboxEvent, i64)>, DbError> {
+    db.query(
+        ctx,
+        "SELECT id, tenant_id, type, resident_id, payload, created_at, attempts FROM outbox_events
+         WHERE delivered_at IS NULL AND next_attempt_at_ms <= ? ORDER BY id LIMIT ?",
+        &[
+            Value::Integer(i64::try_from(now_ms).unwrap_or(i64::MAX)),
+            Value::Integer(limit),
+        ],
+    )?
+    .iter()
+    .map(|r| Ok((event_from(r)?, r.integer(6)?)))
+    .collect()
+}
+
+/// How many events are still undelivered.
+pub fn pending_count<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+) -> Result<i64, DbError> {
+    db.query(
+        ctx,
+        "SELECT COUNT(*) FROM outbox_events WHERE delivered_at IS NULL",
+        &[],
+    )?
+    .first()
+    .map_or(Ok(0), |r| r.integer(0))
+}
+
+/// Records a delivered event.
+pub fn mark_delivered<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    event_id: &str,
+    at: &str,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "UPDATE outbox_events SET delivered_at = COALESCE(delivered_at, ?), attempts = attempts + 1, last_error = NULL
+         WHERE id = ?",
+        &[at.into(), event_id.into()],
+    )
+}
+
+/// Records a failed attempt and when to try next.
+pub fn mark_failed<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    event_id: &str,
+    error: &str,
+    next_attempt_at_ms: u64,
+) -> Result<(), DbError> {
+    db.execute(
+        ctx,
+        "UPDATE outbox_events SET attempts = attempts + 1, last_error = ?, next_attempt_at_ms = ?
+         WHERE id = ? AND delivered_at IS NULL",
+        &[
+            error.into(),
+            Value::Integer(i64::try_from(next_attempt_at_ms).unwrap_or(i64::MAX)),
+            event_id.into(),
+        ],
+    )
+}

@@ -1,0 +1,646 @@
+//! Billing over a real (host) SQLite, with community running in-process
+//! behind the real internal gate: invoices, payments, idempotency, the
+//! outbox, inline delivery and the relay.
+
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
+
+use billing::app::Billing;
+use community::app::Community;
+use futures::executor::block_on;
+use meridian_platform::admission::InternalGate;
+use meridian_platform::http::{
+    internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
+};
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::retry::{Jitter, Sleeper};
+use meridian_platform::tenancy::Role;
+use meridian_platform::time::ManualClock;
+use meridian_platform::upstream::Upstream;
+use meridian_platform::{Clock, Deadline, RequestContext};
+use meridian_testing::{
+    assert_embeds_every_migration, context_at, manual_clock, migrated_store_on, tenant_context,
+    HostSqlite,
+};
+use serde_json::{json, Value};
+
+const TENANT: &str = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
+const OTHER_TENANT: &str = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6b02";
+const MANAGER: &str = "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02";
+const RESIDENT_USER: &str = "9a1c2f4e-2222-4a55-9d3c-2f0c3b1f6a03";
+const TOKEN: &str = "internal";
+
+/// Community in-process, reached through its real internal gate.
+struct InProcessCommunity {
+    app: Community<HostSqlite, &'static ManualClock>,
+    clock: &'static ManualClock,
+    /// Fail requests whose path starts with this, as if community were down.
+    down: RefCell<Option<&'static str>>,
+    calls: Cell<u32>,
+}
+
+impl HttpClient for InProcessCommunity {
+    async fn send(
+        &self,
+        ctx: &RequestContext,
+        request: OutboundRequest,
+    ) -> Result<OutboundResponse, SendError> {
+        self.calls.set(self.calls.get() + 1);
+        let path = split_url(&request.url).unwrap().path_and_query.to_owned();
+        if self
+            .down
+            .borrow()
+            .is_some_and(|prefix| path.starts_with(prefix))
+        {
+            self.clock.advance(Duration::from_millis(1));
+            return Err(SendError::Connect("connection refused".into()));
+        }
+        let mut inbound =
+            ServiceRequest::new(&request.method, &path).with_body(request.body.clone());
+        inbound.headers = request.headers.clone();
+        for (name, value) in internal_headers(ctx, self.clock.now(), TOKEN) {
+            inbound.headers.push((name.to_owned(), value));
+        }
+        let gate = InternalGate {
+            expected_token: TOKEN,
+            hop: "community",
+            skew_threshold: Duration::from_millis(250),
+        };
+        let response = match gate.admit(|n| inbound.header(n), self.clock.now()) {
+            Ok(admitted) => community::handle(&self.app, &admitted.ctx, &inbound),
+            Err(problem) => ServiceResponse::problem_for("x", problem),
+        };
+        self.clock.advance(Duration::from_millis(2));
+        Ok(OutboundResponse {
+            status: response.status,
+            headers: response.headers,
+            body: response.body,
+        })
+    }
+}
+
+struct ClockSleeper(&'static ManualClock);
+impl Sleeper for ClockSleeper {
+    async fn sleep(&self, d: Duration) {
+        self.0.advance(d);
+    }
+}
+
+#[derive(Clone)]
+struct NoJitter;
+impl Jitter for NoJitter {
+    fn next_u64(&mut self) -> u64 {
+        0
+    }
+}
+
+type App = Billing<HostSqlite, &'static ManualClock, InProcessCommunity, ClockSleeper, NoJitter>;
+
+struct Harness {
+    app: App,
+    clock: &'static ManualClock,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let clock = manual_clock();
+        let community = InProcessCommunity {
+            app: Community {
+                store: migrated_store_on(clock, community::migrations::ALL),
+            },
+            clock,
+            down: RefCell::new(None),
+            calls: Cell::new(0),
+        };
+        let app = Billing {
+            store: migrated_store_on(clock, billing::migrations::ALL),
+            upstream: Upstream {
+                http: community,
+                clock,
+                sleeper: ClockSleeper(clock),
+                jitter: NoJitter,
+            },
+            community_url: "http://community.test".into(),
+            admin_token: "admin-secret".into(),
+        };
+        Self { app, clock }
+    }
+
+    fn community(&self) -> &InProcessCommunity {
+        &self.app.upstream.http
+    }
+
+    fn ctx(&self, tenant: &str, actor: &str, role: Role) -> RequestContext {
+        tenant_context(self.clock.now(), "billing", tenant, actor, role)
+    }
+
+    fn send(&self, ctx: &RequestContext, request: ServiceRequest) -> ServiceResponse {
+        block_on(billing::handle(&self.app, ctx, &request))
+    }
+
+    fn manager(&self, request: ServiceRequest) -> ServiceResponse {
+        self.send(&self.ctx(TENANT, MANAGER, Role::Manager), request)
+    }
+
+    fn new_resident(&self) -> String {
+        let ctx = tenant_context(
+            self.clock.now(),
+            "community",
+            TENANT,
+            MANAGER,
+            Role::Manager,
+        );
+        let r = community::handle(
+            &self.community().app,
+            &ctx,
+            &ServiceRequest::new("POST", "/v1/a/residents")
+                .with_body(r#"{"name":"Ada","unit":"4B"}"#),
+        );
+        r.json_body()["id"].as_str().unwrap().to_owned()
+    }
+
+    fn notifications(&self, resident: &str) -> Vec<Value> {
+        let ctx = tenant_context(
+            self.clock.now(),
+            "community",
+            TENANT,
+            MANAGER,
+            Role::Manager,
+        );
+        let r = community::handle(
+            &self.community().app,
+            &ctx,
+            &ServiceRequest::new("GET", &format!("/v1/a/residents/{resident}/notifications")),
+        );
+        r.json_body()["items"].as_array().unwrap().clone()
+    }
+
+    fn count(&self, sql: &str) -> i64 {
+        let ctx = context_at(self.clock.now(), Duration::from_secs(1), "test");
+        self.app.store.query(&ctx, sql, &[]).unwrap()[0]
+            .integer(0)
+            .unwrap()
+    }
+
+    fn relay(&self, token: &str) -> ServiceResponse {
+        let ctx = context_at(self.clock.now(), Duration::from_secs(2), "billing");
+        self.send(
+            &ctx,
+            ServiceRequest::new("POST", "/internal/outbox/relay")
+                .with_header("authorization", format!("Bearer {token}")),
+        )
+    }
+}
+
+fn invoice_body(resident: &str, amount: i64) -> Value {
+    json!({"resident_id": resident, "amount_cents": amount, "currency": "EUR", "description": "Service charge Q4", "due_date": "2026-12-31"})
+}
+
+fn post(path: &str, body: &Value) -> ServiceRequest {
+    ServiceRequest::new("POST", path).with_body(body.to_string())
+}
+
+fn code(r: &ServiceResponse) -> String {
+    r.json_body()["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn fields(r: &ServiceResponse) -> Vec<String> {
+    r.json_body()["errors"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| e["field"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_migration_file_is_embedded() {
+    assert_embeds_every_migration("billing", billing::migrations::ALL);
+}
+
+#[test]
+fn an_invoice_is_written_with_its_event_and_the_event_delivered_inline() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    let r = h.manager(post("/v1/a/invoices", &invoice_body(&resident, 12_500)));
+    assert_eq!(r.status, 201, "{}", r.json_body());
+    let invoice = r.json_body();
+    assert_eq!(
+        (
+            invoice["status"].as_str(),
+            invoice["balance_cents"].as_i64()
+        ),
+        (Some("open"), Some(12_500))
+    );
+    assert_eq!(
+        h.count("SELECT COUNT(*) FROM outbox_events WHERE delivered_at IS NOT NULL"),
+        1
+    );
+    let notes = h.notifications(&resident);
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0]["type"], "invoice.created");
+    assert_eq!(notes[0]["payload"]["invoice_id"], invoice["id"]);
+    let got = h.send(
+        &h.ctx(TENANT, RESIDENT_USER, Role::Resident),
+        ServiceRequest::new(
+            "GET",
+            &format!("/v1/a/invoices/{}", invoice["id"].as_str().unwrap()),
+        ),
+    );
+    assert_eq!(got.json_body(), invoice);
+}
+
+#[test]
+fn an_unknown_resident_is_a_422_and_nothing_is_written() {
+    let h = Harness::new();
+    let r = h.manager(post(
+        "/v1/a/invoices",
+        &invoice_body("0b6f1e3c-0000-4a55-9d3c-2f0c3b1f6a09", 100),
+    ));
+    assert_eq!(
+        (r.status, fields(&r)),
+        (422, vec!["resident_id".to_owned()])
+    );
+    assert_eq!(
+        h.count("SELECT COUNT(*) FROM invoices") + h.count("SELECT COUNT(*) FROM outbox_events"),
+        0
+    );
+}
+
+#[test]
+fn bad_amounts_currencies_and_dates_are_refused() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    for (amount, field) in [
+        (json!(-5), "amount_cents"),
+        (json!(0), "amount_cents"),
+        (json!(100_000_000_001i64), "amount_cents"),
+        (json!(12.5), "amount_cents"),
+        (json!("100"), "amount_cents"),
+    ] {
+        let mut body = invoice_body(&resident, 1);
+        body["amount_cents"] = amount;
+        assert_eq!(fields(&h.manager(post("/v1/a/invoices", &body))), [field]);
+    }
+    let mut body = invoice_body(&resident, 100);
+    body["currency"] = json!("EURO");
+    body["due_date"] = json!("2026-02-30");
+    body["discount"] = json!(5);
+    assert_eq!(
+        fields(&h.manager(post("/v1/a/invoices", &body))),
+        ["currency", "due_date", "discount"]
+    );
+    assert_eq!(h.count("SELECT COUNT(*) FROM invoices"), 0);
+    assert_eq!(
+        h.community().calls.get(),
+        0,
+        "invalid input never reaches community"
+    );
+}
+
+#[test]
+fn payments_lower_the_balance_until_the_invoice_is_paid() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    let id = h
+        .manager(post("/v1/a/invoices", &invoice_body(&resident, 10_000)))
+        .json_body()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pay = |amount: i64| {
+        h.manager(post(
+            &format!("/v1/a/invoices/{id}/payments"),
+            &json!({"amount_cents": amount, "method": "card"}),
+        ))
+    };
+    let r = pay(4_000);
+    assert_eq!(r.status, 201);
+    assert_eq!(
+        (
+            r.json_body()["balance_cents"].as_i64(),
+            r.json_body()["invoice_status"].as_str()
+        ),
+        (Some(6_000), Some("open"))
+    );
+    let r = pay(6_001);
+    assert_eq!(
+        (r.status, fields(&r)),
+        (422, vec!["amount_cents".to_owned()])
+    );
+    assert!(r.json_body()["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("6000"));
+    let r = pay(6_000);
+    assert_eq!(
+        (
+            r.json_body()["balance_cents"].as_i64(),
+            r.json_body()["invoice_status"].as_str()
+        ),
+        (Some(0), Some("paid"))
+    );
+    let r = pay(1);
+    assert_eq!(r.status, 422);
+    assert!(r.json_body()["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("already paid"));
+    let invoice = h
+        .manager(ServiceRequest::new("GET", &format!("/v1/a/invoices/{id}")))
+        .json_body();
+    assert_eq!(
+        (
+            invoice["status"].as_str(),
+            invoice["balance_cents"].as_i64()
+        ),
+        (Some("paid"), Some(0))
+    );
+    let kinds: Vec<String> = h
+        .notifications(&resident)
+        .iter()
+        .map(|n| n["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["invoice.created", "payment.received", "payment.received"]
+    );
+    assert_eq!(
+        h.manager(ServiceRequest::new(
+            "GET",
+            &format!("/v1/a/invoices/{id}/payments")
+        ))
+        .json_body()["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn a_void_invoice_cannot_be_paid() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    let id = h
+        .manager(post("/v1/a/invoices", &invoice_body(&resident, 500)))
+        .json_body()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = h.manager(
+        ServiceRequest::new("PATCH", &format!("/v1/a/invoices/{id}"))
+            .with_body(r#"{"status":"void"}"#),
+    );
+    assert_eq!(
+        (r.status, r.json_body()["status"].as_str()),
+        (200, Some("void"))
+    );
+    let r = h.manager(post(
+        &format!("/v1/a/invoices/{id}/payments"),
+        &json!({"amount_cents": 100, "method": "cash"}),
+    ));
+    assert_eq!(r.status, 422);
+    assert!(r.json_body()["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("void"));
+    let r = h.manager(
+        ServiceRequest::new("PATCH", &format!("/v1/a/invoices/{id}"))
+            .with_body(r#"{"status":"void"}"#),
+    );
+    assert_eq!((r.status, code(&r).as_str()), (409, "conflict"));
+}
+
+#[test]
+fn residents_read_but_do_not_bill_and_other_tenants_see_nothing() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    let id = h
+        .manager(post("/v1/a/invoices", &invoice_body(&resident, 500)))
+        .json_body()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let as_resident = h.ctx(TENANT, RESIDENT_USER, Role::Resident);
+    assert_eq!(
+        code(&h.send(
+            &as_resident,
+            post("/v1/a/invoices", &invoice_body(&resident, 1))
+        )),
+        "forbidden"
+    );
+    assert_eq!(
+        h.send(
+            &as_resident,
+            post(
+                &format!("/v1/a/invoices/{id}/payments"),
+                &json!({"amount_cents": 1, "method": "card"})
+            )
+        )
+        .status,
+        403
+    );
+    assert_eq!(
+        h.send(&as_resident, ServiceRequest::new("GET", "/v1/a/invoices"))
+            .json_body()["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let other = h.ctx(OTHER_TENANT, MANAGER, Role::Admin);
+    assert_eq!(
+        h.send(
+            &other,
+            ServiceRequest::new("GET", &format!("/v1/b/invoices/{id}"))
+        )
+        .status,
+        404
+    );
+    assert_eq!(
+        h.send(
+            &other,
+            post(
+                &format!("/v1/b/invoices/{id}/payments"),
+                &json!({"amount_cents": 1, "method": "card"})
+            )
+        )
+        .status,
+        404
+    );
+    assert_eq!(
+        h.send(&other, ServiceRequest::new("GET", "/v1/b/invoices"))
+            .json_body()["items"],
+        json!([])
+    );
+    // Another tenant cannot bill this tenant's resident either.
+    assert_eq!(
+        fields(&h.send(&other, post("/v1/b/invoices", &invoice_body(&resident, 1)))),
+        ["resident_id"]
+    );
+}
+
+#[test]
+fn a_keyed_invoice_is_created_once_replayed_and_guarded() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    let keyed =
+        |body: &Value, key: &str| post("/v1/a/invoices", body).with_header("idempotency-key", key);
+    let first = h.manager(keyed(&invoice_body(&resident, 700), "inv-1"));
+    let again = h.manager(keyed(&invoice_body(&resident, 700), "inv-1"));
+    assert_eq!(
+        (again.status, again.header("idempotent-replayed")),
+        (201, Some("true"))
+    );
+    assert_eq!(first.json_body(), again.json_body());
+    assert_eq!(h.count("SELECT COUNT(*) FROM invoices"), 1);
+    assert_eq!(h.notifications(&resident).len(), 1);
+    let reused = h.manager(keyed(&invoice_body(&resident, 701), "inv-1"));
+    assert_eq!(
+        (reused.status, code(&reused).as_str()),
+        (422, "idempotency_key_reused")
+    );
+    // A duplicate arriving while the first still holds the key: 409.
+    let key = meridian_platform::idempotency::IdempotencyKey::parse("inv-2").unwrap();
+    let ctx = h.ctx(TENANT, MANAGER, Role::Manager);
+    let body = invoice_body(&resident, 800).to_string();
+    meridian_platform::idempotency::begin(
+        &h.app.store,
+        &ctx,
+        Some(&key),
+        (TENANT, MANAGER),
+        "POST /invoices",
+        body.as_bytes(),
+    )
+    .unwrap();
+    let concurrent = h.manager(
+        post("/v1/a/invoices", &invoice_body(&resident, 800))
+            .with_header("idempotency-key", "inv-2"),
+    );
+    assert_eq!(
+        (concurrent.status, code(&concurrent).as_str()),
+        (409, "idempotency_key_in_progress")
+    );
+    assert_eq!(h.count("SELECT COUNT(*) FROM invoices"), 1);
+}
+
+#[test]
+fn when_community_is_down_nothing_is_written_and_the_key_can_be_retried() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    *h.community().down.borrow_mut() = Some("/");
+    let req = || {
+        post("/v1/a/invoices", &invoice_body(&resident, 900))
+            .with_header("idempotency-key", "inv-down")
+    };
+    let r = h.manager(req());
+    assert_eq!((r.status, code(&r).as_str()), (502, "upstream_unavailable"));
+    assert_eq!(
+        h.community().calls.get(),
+        3,
+        "the resident check is a read and was retried"
+    );
+    assert_eq!(h.count("SELECT COUNT(*) FROM invoices"), 0);
+    *h.community().down.borrow_mut() = None;
+    let r = h.manager(req());
+    assert_eq!((r.status, r.header("idempotent-replayed")), (201, None));
+}
+
+#[test]
+fn the_relay_delivers_what_inline_delivery_could_not_and_duplicates_change_nothing() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    *h.community().down.borrow_mut() = Some("/internal/events");
+    let r = h.manager(post("/v1/a/invoices", &invoice_body(&resident, 1_000)));
+    assert_eq!(r.status, 201, "the write does not depend on delivery");
+    assert_eq!(
+        h.count("SELECT COUNT(*) FROM outbox_events WHERE delivered_at IS NULL"),
+        1
+    );
+    assert_eq!(h.count("SELECT attempts FROM outbox_events"), 1);
+    assert!(h.notifications(&resident).is_empty());
+    *h.community().down.borrow_mut() = None;
+    // Not due yet: the failed attempt scheduled the next one a second later.
+    assert_eq!(h.relay("admin-secret").json_body()["delivered"], 0);
+    h.clock.advance(Duration::from_secs(2));
+    let r = h.relay("admin-secret");
+    assert_eq!(
+        (
+            r.status,
+            r.json_body()["delivered"].as_i64(),
+            r.json_body()["pending"].as_i64()
+        ),
+        (200, Some(1), Some(0))
+    );
+    assert_eq!(h.notifications(&resident).len(), 1);
+    // Deliver the same event again (as if the delivered mark had been lost).
+    let ctx = context_at(h.clock.now(), Duration::from_secs(1), "test");
+    h.app
+        .store
+        .execute(&ctx, "UPDATE outbox_events SET delivered_at = NULL", &[])
+        .unwrap();
+    assert_eq!(h.relay("admin-secret").json_body()["delivered"], 1);
+    assert_eq!(
+        h.notifications(&resident).len(),
+        1,
+        "one notification per event, however often delivered"
+    );
+    assert_eq!(h.relay("wrong").status, 401);
+}
+
+#[test]
+fn a_short_budget_skips_inline_delivery_but_keeps_the_event() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    let now = h.clock.now();
+    let short = RequestContext::new(
+        meridian_platform::request_id::RequestId::parse("short").unwrap(),
+        Deadline::after(now, Duration::from_millis(40)),
+        now,
+        "billing",
+    )
+    .with_tenant(*h.ctx(TENANT, MANAGER, Role::Manager).tenant().unwrap());
+    let r = h.send(
+        &short,
+        post("/v1/a/invoices", &invoice_body(&resident, 300)),
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(
+        h.count("SELECT COUNT(*) FROM outbox_events WHERE delivered_at IS NULL"),
+        1
+    );
+    assert_eq!(h.relay("admin-secret").json_body()["delivered"], 1);
+}
+
+#[test]
+fn an_expired_request_makes_no_call_and_writes_nothing() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    let now = h.clock.now();
+    let expired = RequestContext::new(
+        meridian_platform::request_id::RequestId::parse("late").unwrap(),
+        Deadline::at(now),
+        now,
+        "billing",
+    )
+    .with_tenant(*h.ctx(TENANT, MANAGER, Role::Manager).tenant().unwrap());
+    let before = h.community().calls.get();
+    let r = h.send(
+        &expired,
+        post("/v1/a/invoices", &invoice_body(&resident, 300))
+            .with_header("idempotency-key", "late-1"),
+    );
+    assert_eq!((r.status, code(&r).as_str()), (504, "deadline_exceeded"));
+    assert_eq!(h.community().calls.get(), before);
+    assert_eq!(
+        h.count("SELECT COUNT(*) FROM invoices")
+            + h.count("SELECT COUNT(*) FROM idempotency_records"),
+        0
+    );
+}
