@@ -3,6 +3,7 @@
 //! HTTP, and runs stand-in downstreams on 127.0.0.1.
 #![forbid(unsafe_code)]
 
+pub mod api;
 mod client;
 mod spin;
 mod standin;

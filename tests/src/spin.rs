@@ -58,8 +58,20 @@ impl SpinApp {
     /// command decides whether to run this suite at all, and a missing
     /// runtime must never look like a pass.
     pub fn start_with(options: SpinOptions) -> Self {
+        Self::start_in(tempfile::tempdir().expect("state directory"), options)
+    }
+
+    /// Stops the app and starts it again on the same databases with other
+    /// variables (e.g. to point a downstream at a failing stand-in and back).
+    pub fn restart_with(mut self, options: SpinOptions) -> Self {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let state = std::mem::replace(&mut self.state, tempfile::tempdir().expect("scratch"));
+        Self::start_in(state, options)
+    }
+
+    fn start_in(state: tempfile::TempDir, options: SpinOptions) -> Self {
         let spin = spin_binary().expect("the end-to-end suite needs `spin` on PATH or SPIN_BIN");
-        let state = tempfile::tempdir().expect("state directory");
         let runtime_config = write_runtime_config(state.path());
         let port = free_port();
         let mut command = Command::new(spin);
@@ -77,12 +89,8 @@ impl SpinApp {
             .env("SPIN_VARIABLE_ADMIN_TOKEN", ADMIN_TOKEN)
             .current_dir(state.path())
             .stdin(Stdio::null())
-            .stdout(Stdio::from(
-                std::fs::File::create(state.path().join("spin.out")).expect("log file"),
-            ))
-            .stderr(Stdio::from(
-                std::fs::File::create(state.path().join("spin.err")).expect("log file"),
-            ));
+            .stdout(Stdio::from(log_file(state.path(), "spin.out")))
+            .stderr(Stdio::from(log_file(state.path(), "spin.err")));
         for (name, value) in &options.variables {
             command.env(
                 format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),
@@ -158,6 +166,14 @@ fn write_runtime_config(dir: &Path) -> PathBuf {
     let path = dir.join("runtime-config.toml");
     std::fs::write(&path, config).expect("runtime config");
     path
+}
+
+fn log_file(dir: &Path, name: &str) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(name))
+        .expect("log file")
 }
 
 fn free_port() -> u16 {

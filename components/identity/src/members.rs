@@ -5,6 +5,7 @@ use meridian_platform::idempotency::{write_once, Written};
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::PageRequest;
+use meridian_platform::secrets::token_hash;
 use meridian_platform::tenancy::Role;
 use meridian_platform::validate::{normalize_email, JsonBody};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
@@ -12,7 +13,8 @@ use serde_json::json;
 
 use crate::app::Identity;
 use crate::model::Member;
-use crate::repo;
+use crate::repo::{self, NewToken};
+use crate::tenants::{new_token, stored};
 
 fn admins_only(ctx: &RequestContext) -> Result<String, Problem> {
     let scope = ctx.require(|r| r == Role::Admin, "admins")?;
@@ -41,7 +43,8 @@ pub fn list<D: Database, C: Clock>(
     ))
 }
 
-/// Adds a member (creating the user if the email is new).
+/// Adds a member (creating the user if the email is new). The answer
+/// carries the member's first API token, shown once.
 pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
@@ -74,7 +77,29 @@ pub fn create<D: Database, C: Clock>(
             created_at: now,
         };
         repo::insert_membership(tx, ctx, &tenant_id, &member)?;
-        Ok(Written::same(201, &member))
+        // The new member's first token, so they can sign in at all; shown
+        // once, like the admin's at tenant creation.
+        let token = new_token()?;
+        repo::insert_token(
+            tx,
+            ctx,
+            &NewToken {
+                id: &new_id(),
+                tenant_id: &tenant_id,
+                membership_id: &member.id,
+                hash: &token_hash(&token),
+                created_at: &member.created_at,
+            },
+        )?;
+        let body = |token: serde_json::Value| {
+            let mut body = json!(member);
+            body["token"] = token;
+            body
+        };
+        Ok(Written {
+            sent: stored(201, &body(json!(token))),
+            kept: stored(201, &body(serde_json::Value::Null)),
+        })
     })
 }
 

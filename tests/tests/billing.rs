@@ -1,0 +1,320 @@
+//! Billing through the gateway on a real `spin up`: invoices and payments,
+//! exactly-once writes, the outbox with inline delivery and the relay, and
+//! failure cases with nothing lost or duplicated.
+
+use std::time::Duration;
+
+use meridian_e2e::api::{add_resident, call, call_with, create_tenant, Tenant};
+use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+fn invoice(resident: &str, amount: i64) -> Value {
+    json!({"resident_id": resident, "amount_cents": amount, "currency": "EUR", "description": "Service charge", "due_date": "2026-12-31"})
+}
+
+fn notifications(client: &Client, tenant: &Tenant, resident: &str) -> Vec<Value> {
+    let r = call(
+        client,
+        &tenant.token,
+        "GET",
+        &tenant.path(&format!("/residents/{resident}/notifications")),
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["items"].as_array().unwrap().clone()
+}
+
+fn count_invoices(client: &Client, tenant: &Tenant) -> usize {
+    call(
+        client,
+        &tenant.token,
+        "GET",
+        &tenant.path("/invoices?limit=100"),
+        None,
+    )
+    .json()["items"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+#[test]
+fn an_invoice_and_its_payments_reach_the_resident_as_notifications() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let resident = add_resident(&client, &acme, "Ada");
+    let r = call(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/invoices"),
+        Some(&invoice(&resident, 10_000)),
+    );
+    assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    let pay = |amount: i64| {
+        call(
+            &client,
+            &acme.token,
+            "POST",
+            &acme.path(&format!("/invoices/{id}/payments")),
+            Some(&json!({"amount_cents": amount, "method": "card"})),
+        )
+    };
+    assert_eq!(pay(2_500).json()["balance_cents"], 7_500);
+    pay(7_501).assert_problem(422, "validation_failed");
+    let last = pay(7_500);
+    assert_eq!(
+        (
+            last.json()["balance_cents"].as_i64(),
+            last.json()["invoice_status"].as_str()
+        ),
+        (Some(0), Some("paid"))
+    );
+    pay(1).assert_problem(422, "validation_failed");
+    let got = call(
+        &client,
+        &acme.token,
+        "GET",
+        &acme.path(&format!("/invoices/{id}")),
+        None,
+    )
+    .json();
+    assert_eq!(
+        (got["status"].as_str(), got["balance_cents"].as_i64()),
+        (Some("paid"), Some(0))
+    );
+    let kinds: Vec<String> = notifications(&client, &acme, &resident)
+        .iter()
+        .map(|n| n["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["invoice.created", "payment.received", "payment.received"]
+    );
+}
+
+#[test]
+fn bad_invoices_are_refused_precisely_and_write_nothing() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let resident = add_resident(&client, &acme, "Ada");
+    let post = |body: &Value| {
+        call(
+            &client,
+            &acme.token,
+            "POST",
+            &acme.path("/invoices"),
+            Some(body),
+        )
+    };
+    post(&invoice("0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01", 100))
+        .assert_problem(422, "validation_failed");
+    for amount in [
+        json!(-100),
+        json!(0),
+        json!(1e15),
+        json!(100_000_000_001i64),
+    ] {
+        let mut body = invoice(&resident, 1);
+        body["amount_cents"] = amount;
+        let p = post(&body).assert_problem(422, "validation_failed");
+        assert_eq!(p["errors"][0]["field"], "amount_cents");
+    }
+    let mut body = invoice(&resident, 100);
+    body["currency"] = json!("XYZ");
+    assert_eq!(
+        post(&body).assert_problem(422, "validation_failed")["errors"][0]["field"],
+        "currency"
+    );
+    let huge = format!(r#"{{"description":"{}"}}"#, "x".repeat(2 * 1024 * 1024));
+    let r = client.send(
+        "POST",
+        &acme.path("/invoices"),
+        &[("authorization", &format!("Bearer {}", acme.token))],
+        Some(&huge),
+    );
+    r.assert_problem(413, "payload_too_large");
+    assert_eq!(count_invoices(&client, &acme), 0);
+}
+
+#[test]
+fn a_client_retrying_a_keyed_invoice_gets_one_invoice_and_one_notification() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let resident = add_resident(&client, &acme, "Ada");
+    let body = invoice(&resident, 4_200);
+    let mut ids = Vec::new();
+    for attempt in 0..5 {
+        let r = call_with(
+            &client,
+            &acme.token,
+            "POST",
+            &acme.path("/invoices"),
+            &[("idempotency-key", "invoice-q4-ada")],
+            Some(&body),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+        assert_eq!(r.header("idempotent-replayed").is_some(), attempt > 0);
+        ids.push(r.json()["id"].as_str().unwrap().to_owned());
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1);
+    assert_eq!(count_invoices(&client, &acme), 1);
+    assert_eq!(notifications(&client, &acme, &resident).len(), 1);
+    let mut other = body.clone();
+    other["amount_cents"] = json!(4_300);
+    call_with(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/invoices"),
+        &[("idempotency-key", "invoice-q4-ada")],
+        Some(&other),
+    )
+    .assert_problem(422, "idempotency_key_reused");
+}
+
+#[test]
+fn a_concurrent_duplicate_is_refused_while_the_first_is_in_progress() {
+    // A community stand-in that takes a second to confirm the resident.
+    let community = StandIn::start(|r| {
+        if r.url.starts_with("/internal/residents/") {
+            StandInReply::Hang(Duration::from_millis(1_200))
+        } else {
+            StandInReply::Json(200, r#"{"stored":true}"#.into())
+        }
+    });
+    let app = SpinApp::start();
+    let acme = create_tenant(&app.client(), "acme");
+    let resident = add_resident(&app.client(), &acme, "Ada");
+    let app = app.restart_with(SpinOptions::default().variable("community_url", community.url()));
+    let client = app.client();
+    let body = invoice(&resident, 999);
+    let first = {
+        let (client, acme, body) = (client.clone(), acme.clone(), body.clone());
+        std::thread::spawn(move || {
+            call_with(
+                &client,
+                &acme.token,
+                "POST",
+                &acme.path("/invoices"),
+                &[("idempotency-key", "dup-1")],
+                Some(&body),
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(400));
+    let second = call_with(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/invoices"),
+        &[("idempotency-key", "dup-1")],
+        Some(&body),
+    );
+    second.assert_problem(409, "idempotency_key_in_progress");
+    let first = first.join().unwrap();
+    assert_eq!(first.status, 201, "{}", first.body);
+    let third = call_with(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/invoices"),
+        &[("idempotency-key", "dup-1")],
+        Some(&body),
+    );
+    assert_eq!(
+        (third.status, third.header("idempotent-replayed")),
+        (201, Some("true"))
+    );
+}
+
+#[test]
+fn an_unkeyed_write_to_a_failing_service_fails_once_with_a_problem() {
+    let app = SpinApp::start();
+    let acme = create_tenant(&app.client(), "acme");
+    let resident = add_resident(&app.client(), &acme, "Ada");
+    let down =
+        StandIn::start(|_| StandInReply::Json(503, r#"{"code":"upstream_unavailable"}"#.into()));
+    let app = app.restart_with(SpinOptions::default().variable("billing_url", down.url()));
+    let r = call(
+        &app.client(),
+        &acme.token,
+        "POST",
+        &acme.path("/invoices"),
+        Some(&invoice(&resident, 100)),
+    );
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    assert_eq!(
+        down.received().len(),
+        1,
+        "an unkeyed write is never retried"
+    );
+}
+
+#[test]
+fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing() {
+    let app = SpinApp::start();
+    let acme = create_tenant(&app.client(), "acme");
+    let resident = add_resident(&app.client(), &acme, "Ada");
+
+    // Community stand-in: confirms residents, refuses events.
+    let flaky = StandIn::start(|r| {
+        if r.url.starts_with("/internal/residents/") {
+            StandInReply::Json(200, "{}".into())
+        } else {
+            StandInReply::Json(503, r#"{"code":"upstream_unavailable"}"#.into())
+        }
+    });
+    let app = app.restart_with(SpinOptions::default().variable("community_url", flaky.url()));
+    let r = call(
+        &app.client(),
+        &acme.token,
+        "POST",
+        &acme.path("/invoices"),
+        Some(&invoice(&resident, 5_000)),
+    );
+    assert_eq!(
+        r.status, 201,
+        "the invoice does not wait for delivery: {}",
+        r.body
+    );
+    assert!(
+        flaky.received().iter().any(|r| r.url == "/internal/events"),
+        "inline delivery was attempted"
+    );
+
+    // Back to the real community: nothing has reached the resident yet.
+    let app = app.restart_with(SpinOptions::default());
+    let client = app.client();
+    assert!(notifications(&client, &acme, &resident).is_empty());
+    let relay = |token: &str| {
+        client.send(
+            "POST",
+            "/ops/outbox/relay",
+            &[("authorization", &format!("Bearer {token}"))],
+            None,
+        )
+    };
+    relay("not-admin").assert_problem(401, "unauthorized");
+    // The failed attempt scheduled a retry about a second later.
+    std::thread::sleep(Duration::from_millis(1_100));
+    let r = relay(ADMIN_TOKEN);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (r.json()["delivered"].as_i64(), r.json()["pending"].as_i64()),
+        (Some(1), Some(0)),
+        "{}",
+        r.body
+    );
+    let r = relay(ADMIN_TOKEN);
+    assert_eq!(r.json()["delivered"], 0);
+    let notes = notifications(&client, &acme, &resident);
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0]["type"], "invoice.created");
+}

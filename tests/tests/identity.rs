@@ -1,0 +1,253 @@
+//! Identity through the gateway on a real `spin up`: tenants, members,
+//! tokens, one resolution per request, and no leaks across tenants.
+
+use meridian_e2e::api::{add_member, call, call_with, create_tenant};
+use meridian_e2e::{SpinApp, ADMIN_TOKEN};
+use serde_json::json;
+
+#[test]
+fn a_tenant_is_created_with_an_admin_whose_token_works() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let r = call(&client, &acme.token, "GET", &acme.path(""), None);
+    assert_eq!(r.status, 200, "{}\n{}", r.body, app.logs());
+    assert_eq!(r.json()["slug"], "acme");
+    assert_eq!(r.json()["id"], acme.id.as_str());
+    let timing = r.header("server-timing").unwrap_or_default();
+    assert!(
+        timing.contains("resolve;dur=") && timing.contains("identity;dur="),
+        "{timing}"
+    );
+}
+
+#[test]
+fn tenant_creation_needs_the_admin_token_and_valid_input() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let body =
+        json!({"slug": "acme", "name": "Acme", "admin_email": "a@acme.org", "admin_name": "A"});
+    call(&client, "not-the-admin", "POST", "/v1/tenants", Some(&body))
+        .assert_problem(401, "unauthorized");
+    let bad = json!({"slug": "No Way", "name": "", "admin_email": "nope", "admin_name": "A", "plan": "gold"});
+    let r = call(&client, ADMIN_TOKEN, "POST", "/v1/tenants", Some(&bad));
+    let problem = r.assert_problem(422, "validation_failed");
+    let fields: Vec<&str> = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["slug", "name", "admin_email", "plan"]);
+    let r = client.send(
+        "POST",
+        "/v1/tenants",
+        &[("authorization", &format!("Bearer {ADMIN_TOKEN}"))],
+        Some("{not json"),
+    );
+    r.assert_problem(400, "invalid_request");
+    create_tenant(&client, "acme");
+    call(&client, ADMIN_TOKEN, "POST", "/v1/tenants", Some(&body)).assert_problem(409, "conflict");
+}
+
+#[test]
+fn unknown_tenants_bad_tokens_and_missing_tokens_are_refused() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    call(&client, &acme.token, "GET", "/v1/nowhere", None).assert_problem(404, "tenant_not_found");
+    call(&client, "mrd_0000", "GET", &acme.path(""), None).assert_problem(401, "unauthorized");
+    client
+        .get(&acme.path(""))
+        .assert_problem(401, "unauthorized");
+}
+
+#[test]
+fn a_token_of_one_tenant_finds_nothing_in_another() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let a = create_tenant(&client, "alpha");
+    let b = create_tenant(&client, "bravo");
+    let some_id = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
+    let routes = [
+        ("GET", String::new()),
+        ("GET", "/members".into()),
+        ("POST", "/members".into()),
+        ("DELETE", format!("/members/{some_id}")),
+        ("POST", "/tokens".into()),
+        ("DELETE", format!("/tokens/{some_id}")),
+        ("GET", "/residents".into()),
+        ("POST", "/residents".into()),
+        ("GET", format!("/residents/{some_id}")),
+        ("PATCH", format!("/residents/{some_id}")),
+        ("DELETE", format!("/residents/{some_id}")),
+        ("GET", format!("/residents/{some_id}/notifications")),
+        ("GET", "/complaints".into()),
+        ("POST", "/complaints".into()),
+        ("GET", format!("/complaints/{some_id}")),
+        ("PATCH", format!("/complaints/{some_id}")),
+        ("GET", "/announcements".into()),
+        ("POST", "/announcements".into()),
+        ("GET", "/invoices".into()),
+        ("POST", "/invoices".into()),
+        ("GET", format!("/invoices/{some_id}")),
+        ("POST", format!("/invoices/{some_id}/payments")),
+    ];
+    for (method, rest) in routes {
+        let r = call(&client, &a.token, method, &b.path(&rest), Some(&json!({})));
+        assert_eq!(r.status, 404, "{method} {rest}: {}", r.body);
+        assert_eq!(r.json()["code"], "tenant_not_found", "{method} {rest}");
+    }
+    // And b's own admin still sees b.
+    assert_eq!(
+        call(&client, &b.token, "GET", &b.path(""), None).status,
+        200
+    );
+}
+
+#[test]
+fn admins_manage_members_and_others_may_not() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let (member, member_token) = add_member(&client, &acme, "bo@acme.org", "resident");
+    assert_eq!(member["role"], "resident");
+    let r = call(
+        &client,
+        &acme.token,
+        "GET",
+        &acme.path("/members?limit=1"),
+        None,
+    );
+    assert_eq!(r.json()["items"].as_array().unwrap().len(), 1);
+    let cursor = r.json()["next_cursor"]
+        .as_str()
+        .expect("a second page")
+        .to_owned();
+    let r = call(
+        &client,
+        &acme.token,
+        "GET",
+        &acme.path(&format!("/members?limit=1&cursor={cursor}")),
+        None,
+    );
+    assert_eq!(r.json()["items"][0]["email"], "bo@acme.org");
+    call(&client, &member_token, "GET", &acme.path("/members"), None)
+        .assert_problem(403, "forbidden");
+    let bad = json!({"email": "x", "name": "", "role": "owner", "age": 1});
+    let r = call(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/members"),
+        Some(&bad),
+    );
+    assert_eq!(
+        r.assert_problem(422, "validation_failed")["errors"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    let dup = json!({"email": "BO@acme.org", "name": "Bo", "role": "manager"});
+    call(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/members"),
+        Some(&dup),
+    )
+    .assert_problem(409, "conflict");
+}
+
+#[test]
+fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let (member, member_token) = add_member(&client, &acme, "bo@acme.org", "manager");
+    assert_eq!(
+        call(&client, &member_token, "GET", &acme.path(""), None).status,
+        200
+    );
+
+    // Revocation: a second token of the member's, revoked, stops at once.
+    let r = call(&client, &member_token, "POST", &acme.path("/tokens"), None);
+    assert_eq!(r.status, 201, "{}", r.body);
+    let (id, second) = (
+        r.json()["id"].as_str().unwrap().to_owned(),
+        r.json()["token"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(
+        call(&client, &second, "GET", &acme.path(""), None).status,
+        200
+    );
+    assert_eq!(
+        call(
+            &client,
+            &member_token,
+            "DELETE",
+            &acme.path(&format!("/tokens/{id}")),
+            None
+        )
+        .status,
+        204
+    );
+    call(&client, &second, "GET", &acme.path(""), None).assert_problem(401, "unauthorized");
+
+    // Removal: every token of the membership stops.
+    let path = acme.path(&format!("/members/{}", member["id"].as_str().unwrap()));
+    assert_eq!(
+        call(&client, &acme.token, "DELETE", &path, None).status,
+        204
+    );
+    call(&client, &member_token, "GET", &acme.path(""), None).assert_problem(401, "unauthorized");
+}
+
+#[test]
+fn keyed_member_creation_replays_and_refuses_a_different_body() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    let body = json!({"email": "cy@acme.org", "name": "Cy", "role": "resident"});
+    let first = call_with(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/members"),
+        &[("idempotency-key", "member-cy")],
+        Some(&body),
+    );
+    let again = call_with(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/members"),
+        &[("idempotency-key", "member-cy")],
+        Some(&body),
+    );
+    assert_eq!((first.status, again.status), (201, 201));
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(first.json()["id"], again.json()["id"]);
+    let other = json!({"email": "dee@acme.org", "name": "Dee", "role": "resident"});
+    call_with(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/members"),
+        &[("idempotency-key", "member-cy")],
+        Some(&other),
+    )
+    .assert_problem(422, "idempotency_key_reused");
+    call_with(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/members"),
+        &[("idempotency-key", "bad key")],
+        Some(&other),
+    )
+    .assert_problem(400, "invalid_idempotency_key");
+    let members = call(&client, &acme.token, "GET", &acme.path("/members"), None);
+    assert_eq!(members.json()["items"].as_array().unwrap().len(), 2);
+}
