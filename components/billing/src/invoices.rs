@@ -86,11 +86,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
             page.after.as_deref(),
             page.fetch_limit(),
         )?;
-        let (items, next_cursor) = page.finish(rows, |i| i.id.clone());
-        Ok(ServiceResponse::json(
-            200,
-            &json!({"items": items, "next_cursor": next_cursor}),
-        ))
+        Ok(page.respond(rows, |i| i.id.clone()))
     }
 
     /// One invoice.

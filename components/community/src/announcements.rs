@@ -8,7 +8,6 @@ use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::PageRequest;
 use meridian_platform::validate::JsonBody;
 use meridian_platform::{Clock, Problem, RequestContext};
-use serde_json::json;
 
 use crate::app::Community;
 use crate::model::Announcement;
@@ -29,11 +28,7 @@ pub fn list<D: Database, C: Clock>(
         page.after.as_deref(),
         page.fetch_limit(),
     )?;
-    let (items, next_cursor) = page.finish(rows, |a| a.id.clone());
-    Ok(ServiceResponse::json(
-        200,
-        &json!({"items": items, "next_cursor": next_cursor}),
-    ))
+    Ok(page.respond(rows, |a| a.id.clone()))
 }
 
 /// Publishes an announcement now, authored by the caller.

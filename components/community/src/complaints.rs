@@ -11,7 +11,6 @@ use meridian_platform::problem::FieldError;
 use meridian_platform::tenancy::TenantScope;
 use meridian_platform::validate::JsonBody;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
-use serde_json::json;
 
 use crate::app::Community;
 use crate::model::{Complaint, ComplaintStatus};
@@ -49,11 +48,7 @@ pub fn list<D: Database, C: Clock>(
         page.after.as_deref(),
         page.fetch_limit(),
     )?;
-    let (items, next_cursor) = page.finish(rows, |c| c.id.clone());
-    Ok(ServiceResponse::json(
-        200,
-        &json!({"items": items, "next_cursor": next_cursor}),
-    ))
+    Ok(page.respond(rows, |c| c.id.clone()))
 }
 
 fn find<D: Database, C: Clock>(

@@ -35,11 +35,7 @@ pub fn list<D: Database, C: Clock>(
         page.after.as_deref(),
         page.fetch_limit(),
     )?;
-    let (items, next_cursor) = page.finish(rows, |n| n.event_id.clone());
-    Ok(ServiceResponse::json(
-        200,
-        &json!({"items": items, "next_cursor": next_cursor}),
-    ))
+    Ok(page.respond(rows, |n| n.event_id.clone()))
 }
 
 /// `POST /internal/events`: stores the event as a notification once.

@@ -8,7 +8,6 @@ use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::PageRequest;
 use meridian_platform::validate::{normalize_email, JsonBody, Patch};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
-use serde_json::json;
 
 use crate::app::Community;
 use crate::model::Resident;
@@ -33,11 +32,7 @@ pub fn list<D: Database, C: Clock>(
         page.after.as_deref(),
         page.fetch_limit(),
     )?;
-    let (items, next_cursor) = page.finish(rows, |r| r.id.clone());
-    Ok(ServiceResponse::json(
-        200,
-        &json!({"items": items, "next_cursor": next_cursor}),
-    ))
+    Ok(page.respond(rows, |r| r.id.clone()))
 }
 
 /// One resident (any member; also the internal read billing makes).

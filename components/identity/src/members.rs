@@ -36,11 +36,7 @@ pub fn list<D: Database, C: Clock>(
         page.after.as_deref(),
         page.fetch_limit(),
     )?;
-    let (items, next_cursor) = page.finish(rows, |m| m.id.clone());
-    Ok(ServiceResponse::json(
-        200,
-        &json!({"items": items, "next_cursor": next_cursor}),
-    ))
+    Ok(page.respond(rows, |m| m.id.clone()))
 }
 
 /// Adds a member (creating the user if the email is new). The answer

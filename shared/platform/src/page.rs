@@ -1,5 +1,6 @@
 //! Cursor pagination: `?limit=` (1–100, default 20) and an opaque `?cursor=`.
 
+use crate::message::ServiceResponse;
 use crate::problem::{ErrorCode, Problem};
 
 /// Default page size.
@@ -62,6 +63,21 @@ impl PageRequest {
             None
         };
         (rows, next)
+    }
+}
+
+impl PageRequest {
+    /// The `200 {"items": [...], "next_cursor": ...}` answer for fetched rows.
+    pub fn respond<T: serde::Serialize>(
+        &self,
+        rows: Vec<T>,
+        key: impl Fn(&T) -> String,
+    ) -> ServiceResponse {
+        let (items, next_cursor) = self.finish(rows, key);
+        ServiceResponse::json(
+            200,
+            &serde_json::json!({"items": items, "next_cursor": next_cursor}),
+        )
     }
 }
 
