@@ -129,11 +129,6 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
             page.after.as_deref(),
             page.fetch_limit(),
         )?;
-        let (items, next_cursor) =
-            page.finish(rows, |p| p["id"].as_str().unwrap_or_default().to_owned());
-        Ok(ServiceResponse::json(
-            200,
-            &json!({"items": items, "next_cursor": next_cursor}),
-        ))
+        Ok(page.respond(rows, |p| p["id"].as_str().unwrap_or_default().to_owned()))
     }
 }
