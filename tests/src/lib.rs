@@ -9,5 +9,5 @@ mod spin;
 mod standin;
 
 pub use client::{Client, Reply};
-pub use spin::{spin_binary, SpinApp, SpinOptions, ADMIN_TOKEN, INTERNAL_TOKEN};
+pub use spin::{repo_root, spin_binary, SpinApp, SpinOptions, ADMIN_TOKEN, INTERNAL_TOKEN};
 pub use standin::{Received, StandIn, StandInReply};

@@ -1,0 +1,102 @@
+//! Latency benchmark against a real `spin up`: sequential requests over one
+//! keep-alive connection per route, recorded as percentiles in
+//! `target/bench/latency.json`. Run: `cargo run -p meridian-e2e --release --bin bench [requests]`.
+
+use std::time::{Duration, Instant};
+
+use meridian_e2e::api::{add_resident, call, create_tenant};
+use meridian_e2e::SpinApp;
+use serde_json::json;
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx].as_secs_f64() * 1_000.0
+}
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(300);
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "bench");
+    let resident = add_resident(&client, &acme, "Bench Resident");
+    let invoice = json!({"resident_id": resident, "amount_cents": 100, "currency": "EUR", "description": "bench", "due_date": "2026-12-31"});
+
+    type Probe<'a> = (&'static str, &'static str, Box<dyn Fn() -> u16 + 'a>);
+    let probes: Vec<Probe<'_>> = vec![
+        (
+            "GET /healthz",
+            "gateway only",
+            Box::new(|| client.get("/healthz").status),
+        ),
+        (
+            "GET /v1/{t}",
+            "gateway -> identity (resolve) -> identity",
+            Box::new(|| call(&client, &acme.token, "GET", &acme.path(""), None).status),
+        ),
+        (
+            "GET /v1/{t}/residents",
+            "gateway -> identity -> community",
+            Box::new(|| {
+                call(
+                    &client,
+                    &acme.token,
+                    "GET",
+                    &acme.path("/residents?limit=20"),
+                    None,
+                )
+                .status
+            }),
+        ),
+        (
+            "POST /v1/{t}/invoices",
+            "gateway -> identity -> billing -> community (check + inline event)",
+            Box::new(|| {
+                call(
+                    &client,
+                    &acme.token,
+                    "POST",
+                    &acme.path("/invoices"),
+                    Some(&invoice),
+                )
+                .status
+            }),
+        ),
+    ];
+
+    let mut results = Vec::new();
+    for (name, path, probe) in &probes {
+        for _ in 0..10 {
+            probe();
+        }
+        let mut times = Vec::with_capacity(n);
+        let started = Instant::now();
+        for _ in 0..n {
+            let t = Instant::now();
+            let status = probe();
+            assert!(status < 300, "{name} answered {status}");
+            times.push(t.elapsed());
+        }
+        let wall = started.elapsed();
+        times.sort();
+        let row = json!({
+            "route": name, "path": path, "requests": n,
+            "p50_ms": percentile(&times, 0.50), "p90_ms": percentile(&times, 0.90),
+            "p99_ms": percentile(&times, 0.99), "max_ms": percentile(&times, 1.0),
+            "req_per_s": n as f64 / wall.as_secs_f64(),
+        });
+        println!("{row}");
+        results.push(row);
+    }
+    let out = meridian_e2e::repo_root().join("target/bench");
+    std::fs::create_dir_all(&out).expect("bench dir");
+    let report = json!({"spin": meridian_e2e::spin_binary().map(|p| p.display().to_string()), "results": results});
+    std::fs::write(
+        out.join("latency.json"),
+        serde_json::to_string_pretty(&report).unwrap(),
+    )
+    .expect("write report");
+    println!("wrote {}", out.join("latency.json").display());
+}
