@@ -137,3 +137,26 @@ fn records_expire_after_the_retention_period() {
         Ok(Claimed::Fresh)
     );
 }
+
+#[test]
+fn expired_records_are_purged_when_new_keys_arrive() {
+    let s = store();
+    let ctx = ctx_of(&s, 1_000);
+    for i in 0..3 {
+        let k = key(&format!("old-{i}"));
+        claim(&s, &ctx, &scope(&k, "u1"), "fp").unwrap();
+        complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
+    }
+    s.clock().advance(Duration::from_secs(24 * 3600 + 1));
+    let k = key("new");
+    claim(&s, &ctx_of(&s, 1_000), &scope(&k, "u1"), "fp").unwrap();
+    let left = s
+        .query(
+            &ctx_of(&s, 1_000),
+            "SELECT idem_key FROM idempotency_records",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].text(0).unwrap(), "new");
+}

@@ -134,6 +134,13 @@ pub fn claim<D: Database, C: Clock>(
         let existing = rows.first().filter(|r| r.integer(5).is_ok_and(|exp| exp > now as i64));
         match existing {
             None => {
+                // Housekeeping on the write path, bounded: expired records go.
+                tx.execute(
+                    ctx,
+                    "DELETE FROM idempotency_records WHERE rowid IN
+                     (SELECT rowid FROM idempotency_records WHERE expires_at_ms <= ? LIMIT 50)",
+                    &[ms(now)],
+                )?;
                 let mut params = scope_params(scope);
                 params.extend([
                     fingerprint.into(),
