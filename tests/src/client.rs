@@ -94,7 +94,8 @@ impl Client {
         self.try_send("GET", path, &[], None)
     }
 
-    fn try_send(
+    /// Sends a request, reporting transport failures instead of panicking.
+    pub fn try_send(
         &self,
         method: &str,
         path: &str,

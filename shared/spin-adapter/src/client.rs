@@ -152,6 +152,15 @@ struct ResponseFuture {
     registration: Option<spin_executor::CancelOnDropToken>,
 }
 
+impl Drop for ResponseFuture {
+    fn drop(&mut self) {
+        // The pollable is a child of the pending response: it must go first,
+        // or the runtime traps with "resource has children" when the budget
+        // timer abandons the call.
+        self.registration = None;
+    }
+}
+
 impl ResponseFuture {
     fn new(pending: FutureIncomingResponse) -> Self {
         Self {
