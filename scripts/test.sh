@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Every `cargo test` run is also written here, to total the results at the end.
+results="$(mktemp)"
+trap 'rm -f "$results"' EXIT
+run_tests() { cargo test "$@" 2>&1 | tee -a "$results"; }
+
 step "toolchain: wasm32-wasip2 target, rustfmt, clippy"
 if command -v rustup >/dev/null 2>&1; then
   rustup target add wasm32-wasip2
@@ -23,7 +28,7 @@ step "clippy (wasm32-wasip2 components)"
 cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing -p meridian-spin -- -D warnings
 
 step "host tests: platform, handlers over fakes, migrations on host SQLite"
-cargo test --workspace --exclude meridian-e2e --locked
+run_tests --workspace --exclude meridian-e2e --locked
 
 step "build the four components for wasm32-wasip2"
 cargo build --target wasm32-wasip2 --release --locked -p gateway -p identity -p community -p billing
@@ -34,8 +39,11 @@ done
 spin_bin="${SPIN_BIN:-$(command -v spin || true)}"
 if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
   step "end-to-end suite against $("$spin_bin" --version)"
-  SPIN_BIN="$spin_bin" cargo test -p meridian-e2e --locked -- --test-threads=2
+  SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --locked -- --test-threads=2
 else
   echo
   echo "!!!!!!!! END-TO-END SUITE SKIPPED: no 'spin' on PATH and SPIN_BIN unset -- the app was NOT run; host tests only !!!!!!!!"
 fi
+
+# One closing line with the totals of every test that actually ran.
+awk '/^test result:/ { p += $4; f += $6 } END { printf "\ntests: %d passed, %d failed\n", p, f }' "$results"
