@@ -125,10 +125,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         ctx: &RequestContext,
         request: &ServiceRequest,
     ) -> Result<ServiceResponse, Problem> {
-        let bearer = request
-            .header("authorization")
-            .and_then(|a| a.strip_prefix("Bearer "))
-            .map(str::trim);
+        let bearer = request.bearer();
         if self.admin_token.is_empty()
             || !bearer.is_some_and(|t| constant_time_eq(t, &self.admin_token))
         {

@@ -1,6 +1,7 @@
 //! Tenant resolution: slug and bearer token to tenant, actor and role, in
 //! one retry-safe call to identity.
 
+use meridian_platform::headers;
 use meridian_platform::http::{HttpClient, OutboundRequest, SendError};
 use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
@@ -34,7 +35,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         let slug = TenantSlug::parse(slug)
             .map_err(|_| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
         let authorization = authorization
-            .filter(|a| bearer_token(a).is_some())
+            .filter(|a| headers::bearer_token(a).is_some())
             .ok_or_else(|| Problem::new(ErrorCode::Unauthorized, "a bearer token is required"))?;
 
         let request = OutboundRequest::new(
@@ -81,14 +82,6 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
     }
 }
 
-/// The token of an `Authorization: Bearer <token>` header.
-pub fn bearer_token(header: &str) -> Option<&str> {
-    let (scheme, token) = header.trim().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
-        .then_some(token)
-}
-
 fn parse_resolution(body: &[u8]) -> Option<TenantScope> {
     let r: Resolved = serde_json::from_slice(body).ok()?;
     Some(TenantScope {
@@ -101,16 +94,6 @@ fn parse_resolution(body: &[u8]) -> Option<TenantScope> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bearer_tokens_are_recognised() {
-        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
-        assert_eq!(bearer_token("bearer   abc "), Some("abc"));
-        assert_eq!(bearer_token("Basic abc"), None);
-        assert_eq!(bearer_token("Bearer "), None);
-        assert_eq!(bearer_token("Bearer a b"), None);
-        assert_eq!(bearer_token("abc"), None);
-    }
 
     #[test]
     fn a_resolution_needs_all_three_fields_well_formed() {

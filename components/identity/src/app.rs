@@ -1,7 +1,6 @@
 //! Identity's collaborators, and helpers its handlers share.
 
 use meridian_platform::db::{Database, Store};
-use meridian_platform::message::ServiceRequest;
 use meridian_platform::Clock;
 
 /// The identity service: its store and the platform admin's token.
@@ -17,11 +16,4 @@ impl<D: Database, C: Clock> Identity<D, C> {
     pub fn timestamp(&self) -> String {
         self.store.clock().now().to_rfc3339()
     }
-}
-
-/// The token of an `Authorization: Bearer <token>` header.
-pub fn bearer(request: &ServiceRequest) -> Option<&str> {
-    let (scheme, token) = request.header("authorization")?.trim().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }

@@ -10,7 +10,7 @@ use meridian_platform::secrets::{constant_time_eq, token_hash};
 use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
-use crate::app::{bearer, Identity};
+use crate::app::Identity;
 use crate::model::Resolution;
 use crate::repo;
 
@@ -37,7 +37,7 @@ pub fn resolve<D: Database, C: Clock>(
             "the bearer token is missing, unknown or revoked",
         )
     };
-    let token = bearer(request).ok_or_else(unauthorized)?;
+    let token = request.bearer().ok_or_else(unauthorized)?;
     let hash = token_hash(token);
     let owner = repo::token_owner(&app.store, ctx, &hash)?
         .filter(|o| constant_time_eq(&o.hash, &hash))

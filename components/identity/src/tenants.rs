@@ -10,7 +10,7 @@ use meridian_platform::validate::{normalize_email, JsonBody};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
-use crate::app::{bearer, Identity};
+use crate::app::Identity;
 use crate::model::{Member, Tenant};
 use crate::repo::{self, NewToken};
 
@@ -59,7 +59,9 @@ pub fn create<D: Database, C: Clock>(
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
     let authorised = !app.admin_token.is_empty()
-        && bearer(request).is_some_and(|t| constant_time_eq(t, &app.admin_token));
+        && request
+            .bearer()
+            .is_some_and(|t| constant_time_eq(t, &app.admin_token));
     if !authorised {
         return Err(Problem::new(
             ErrorCode::Unauthorized,

@@ -62,9 +62,27 @@ pub fn is_runtime_added(name: &str) -> bool {
     name.to_ascii_lowercase().starts_with("spin-")
 }
 
+/// The token of an `Authorization: Bearer <token>` header.
+pub fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
+        .then_some(token)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bearer_tokens_are_recognised() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer   abc "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer "), None);
+        assert_eq!(bearer_token("Bearer a b"), None);
+        assert_eq!(bearer_token("abc"), None);
+    }
 
     #[test]
     fn internal_headers_are_recognised_in_any_case() {

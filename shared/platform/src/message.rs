@@ -62,6 +62,11 @@ impl ServiceRequest {
             .map_err(|e| Problem::new(ErrorCode::InvalidIdempotencyKey, e.to_string()))
     }
 
+    /// The token of an `Authorization: Bearer <token>` header.
+    pub fn bearer(&self) -> Option<&str> {
+        self.header("authorization").and_then(headers::bearer_token)
+    }
+
     /// Path and query, rejoined.
     pub fn path_and_query(&self) -> String {
         if self.query.is_empty() {
