@@ -18,7 +18,7 @@ use meridian_platform::db::Database;
 use meridian_platform::http::HttpClient;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::retry::{Jitter, Sleeper};
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{Clock, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
 
 use app::Billing;
@@ -48,12 +48,8 @@ pub async fn handle<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter 
             app.create_payment(ctx, request, id).await
         }
         ("POST", ["internal", "outbox", "relay"]) => app.relay(ctx, request).await,
-        (_, ["v1", _, "invoices", ..]) => Err(Problem::new(
-            ErrorCode::InvalidRequest,
-            format!("{method} is not allowed on {}", request.path),
-        )
-        .with_status(405)),
-        _ => Err(Problem::new(ErrorCode::NotFound, "no such route")),
+        (_, ["v1", _, "invoices", ..]) => Err(Problem::method_not_allowed(method, &request.path)),
+        _ => Err(Problem::no_route()),
     };
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }

@@ -15,7 +15,7 @@ pub mod residents;
 
 use meridian_platform::db::Database;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{Clock, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
 
 use app::Community;
@@ -54,12 +54,10 @@ pub fn handle<D: Database, C: Clock>(
         ("GET", ["v1", _, "announcements"]) => announcements::list(app, ctx, request),
         ("POST", ["v1", _, "announcements"]) => announcements::create(app, ctx, request),
         ("POST", ["internal", "events"]) => notifications::consume(app, ctx, request),
-        (_, ["v1", _, "residents" | "complaints" | "announcements", ..]) => Err(Problem::new(
-            ErrorCode::InvalidRequest,
-            format!("{method} is not allowed on {}", request.path),
-        )
-        .with_status(405)),
-        _ => Err(Problem::new(ErrorCode::NotFound, "no such route")),
+        (_, ["v1", _, "residents" | "complaints" | "announcements", ..]) => {
+            Err(Problem::method_not_allowed(method, &request.path))
+        }
+        _ => Err(Problem::no_route()),
     };
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }

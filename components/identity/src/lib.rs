@@ -16,7 +16,7 @@ pub mod tokens;
 
 use meridian_platform::db::Database;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{Clock, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
 
 use app::Identity;
@@ -46,12 +46,10 @@ pub fn handle<D: Database, C: Clock>(
         ("DELETE", ["v1", _, "members", id]) => members::delete(app, ctx, request, id),
         ("POST", ["v1", _, "tokens"]) => tokens::create(app, ctx, request),
         ("DELETE", ["v1", _, "tokens", id]) => tokens::revoke(app, ctx, request, id),
-        (_, ["v1", _] | ["v1", _, "members" | "tokens", ..]) => Err(Problem::new(
-            ErrorCode::InvalidRequest,
-            format!("{method} is not allowed on {}", request.path),
-        )
-        .with_status(405)),
-        _ => Err(Problem::new(ErrorCode::NotFound, "no such route")),
+        (_, ["v1", _] | ["v1", _, "members" | "tokens", ..]) => {
+            Err(Problem::method_not_allowed(method, &request.path))
+        }
+        _ => Err(Problem::no_route()),
     };
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }

@@ -213,6 +213,20 @@ impl Problem {
         Self::new(ErrorCode::NotFound, format!("no such {what}"))
     }
 
+    /// The 405 for a known path and a method it does not take.
+    pub fn method_not_allowed(method: &str, path: &str) -> Self {
+        Self::new(
+            ErrorCode::InvalidRequest,
+            format!("{method} is not allowed on {path}"),
+        )
+        .with_status(405)
+    }
+
+    /// The 404 for a path no route serves.
+    pub fn no_route() -> Self {
+        Self::new(ErrorCode::NotFound, "no such route")
+    }
+
     /// A `validation_failed` problem listing each bad field.
     pub fn validation(errors: Vec<FieldError>) -> Self {
         let detail = match errors.len() {
