@@ -575,3 +575,34 @@ fn readyz_names_a_failing_service() {
     assert_eq!(r.status, 503);
     assert!(body(&r)["detail"].as_str().unwrap().contains("community"));
 }
+
+#[test]
+fn tenant_resolution_is_retried_within_the_same_budget() {
+    let h = Harness::new(vec![
+        (
+            "http://identity.test/internal/resolve",
+            vec![status(503), resolved("admin")],
+        ),
+        ("http://community.test", vec![ok("{}")]),
+    ]);
+    let r = h.send(
+        "GET",
+        "/v1/acme/residents",
+        &[AUTH, ("x-meridian-timeout-ms", "500")],
+    );
+    assert_eq!(r.status, 200);
+    let seen = h.seen();
+    assert_eq!(seen.len(), 3, "two resolution attempts, one forwarded call");
+    // The forwarded call spends what the resolution left, not a fresh budget.
+    let first_deadline = seen[0].internal("x-meridian-deadline").unwrap();
+    assert_eq!(
+        seen[2].internal("x-meridian-deadline"),
+        Some(first_deadline)
+    );
+    let left: u64 = seen[2]
+        .internal("x-meridian-budget-ms")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(left < 475, "budget left {left}");
+}
