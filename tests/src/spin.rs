@@ -29,9 +29,18 @@ pub fn spin_binary() -> Option<PathBuf> {
 pub struct SpinOptions {
     /// `(variable, value)` pairs, set as `SPIN_VARIABLE_<NAME>`.
     pub variables: Vec<(&'static str, String)>,
+    /// A different internal token for the gateway alone (a manifest copy is
+    /// used), to see the services' gate refuse it.
+    pub gateway_internal_token: Option<String>,
 }
 
 impl SpinOptions {
+    /// Gives the gateway an internal token the services do not share.
+    pub fn gateway_internal_token(mut self, token: &str) -> Self {
+        self.gateway_internal_token = Some(token.to_owned());
+        self
+    }
+
     /// Sets a Spin variable.
     pub fn variable(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.variables.push((name, value.into()));
@@ -74,11 +83,12 @@ impl SpinApp {
         let spin = spin_binary().expect("the end-to-end suite needs `spin` on PATH or SPIN_BIN");
         let runtime_config = write_runtime_config(state.path());
         let port = free_port();
+        let manifest = manifest_for(state.path(), &options);
         let mut command = Command::new(spin);
         command
             .arg("up")
             .arg("--from")
-            .arg(repo_root().join("spin.toml"))
+            .arg(manifest)
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--runtime-config-file")
@@ -152,6 +162,42 @@ pub fn repo_root() -> PathBuf {
         .parent()
         .expect("repo root")
         .to_path_buf()
+}
+
+/// The repository's manifest, or a copy with the gateway's internal token
+/// replaced (sources made absolute so the copy builds nothing and loads the
+/// same components).
+fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
+    let original = repo_root().join("spin.toml");
+    let Some(token) = &options.gateway_internal_token else {
+        return original;
+    };
+    let text = std::fs::read_to_string(&original).expect("spin.toml");
+    let target = repo_root().join("target");
+    let patched = text.replace(
+        "source = \"target/",
+        &format!("source = \"{}/", target.display()),
+    );
+    let mut out = String::new();
+    let mut in_gateway_vars = false;
+    for line in patched.lines() {
+        if line.starts_with('[') {
+            in_gateway_vars = line == "[component.gateway.variables]";
+        }
+        if in_gateway_vars && line.starts_with("internal_token") {
+            out.push_str(&format!("internal_token = {token:?}\n"));
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    assert!(
+        out.contains(&format!("internal_token = {token:?}")),
+        "the gateway's token was not replaced"
+    );
+    let path = dir.join("spin.toml");
+    std::fs::write(&path, out).expect("manifest copy");
+    path
 }
 
 fn write_runtime_config(dir: &Path) -> PathBuf {

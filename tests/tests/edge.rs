@@ -310,3 +310,23 @@ fn a_failing_write_without_a_key_is_sent_once() {
         "a keyed write may be replayed"
     );
 }
+
+#[test]
+fn services_refuse_a_caller_without_the_shared_internal_token() {
+    let app =
+        SpinApp::start_with(SpinOptions::default().gateway_internal_token("not-the-shared-token"));
+    let r = app.client().get("/readyz");
+    let body = r.assert_problem(503, "upstream_unavailable");
+    let detail = body["detail"].as_str().unwrap();
+    for service in ["identity", "community", "billing"] {
+        assert!(
+            detail.contains(&format!("{service} (status 401)")),
+            "{detail}"
+        );
+    }
+    // A tenant request stops at identity's gate: nothing is resolved.
+    let r = app
+        .client()
+        .send("GET", "/v1/acme", &[("authorization", "Bearer t")], None);
+    r.assert_problem(401, "unauthorized");
+}

@@ -52,3 +52,8 @@ pub fn service_request(request: Request) -> ServiceRequest {
         body: request.into_body(),
     }
 }
+
+/// The value of a request header as text, if present and valid UTF-8.
+pub fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
+    request.header(name).and_then(|v| v.as_str())
+}

@@ -2,11 +2,14 @@
 //! `billing`): token, deadline, budget — before any tenant-scoped work.
 
 use meridian_platform::admission::{Admitted, InternalGate};
+use meridian_platform::headers::REQUEST_ID;
+use meridian_platform::message::ServiceResponse;
 use meridian_platform::propagation::DEFAULT_SKEW_THRESHOLD;
+use meridian_platform::request_id::RequestId;
 use meridian_platform::{Clock, SystemClock};
 use spin_sdk::http::{Request, Response};
 
-use crate::{respond, vars};
+use crate::{convert, vars};
 
 /// Admits `request` to the service `hop`, or answers it with the refusal.
 /// Clock skew with the caller is logged.
@@ -17,8 +20,16 @@ pub fn admit(request: &Request, hop: &'static str) -> Result<Admitted, Response>
         hop,
         skew_threshold: DEFAULT_SKEW_THRESHOLD,
     };
-    let now = SystemClock.now();
-    match gate.admit(|name| respond::header(request, name), now) {
+    // Decided once, so a refusal's body and header name the same id.
+    let request_id = RequestId::from_header_or_new(convert::header(request, REQUEST_ID));
+    let header = |name: &str| {
+        if name == REQUEST_ID {
+            Some(request_id.as_str())
+        } else {
+            convert::header(request, name)
+        }
+    };
+    match gate.admit(header, SystemClock.now()) {
         Ok(admitted) => {
             if let Some(skew) = admitted.skew_ms {
                 eprintln!(
@@ -29,10 +40,13 @@ pub fn admit(request: &Request, hop: &'static str) -> Result<Admitted, Response>
             Ok(admitted)
         }
         Err(problem) => {
-            let request_id = meridian_platform::request_id::RequestId::from_header_or_new(
-                respond::header(request, meridian_platform::headers::REQUEST_ID),
-            );
-            Err(respond::problem(request_id.as_str(), problem))
+            let mut response = ServiceResponse::problem_for(request_id.as_str(), problem);
+            response.set_header(REQUEST_ID, request_id.as_str());
+            Err(convert::response(
+                response.status,
+                response.headers,
+                response.body,
+            ))
         }
     }
 }

@@ -8,7 +8,6 @@ pub mod client;
 pub mod convert;
 pub mod internal;
 pub mod jitter;
-pub mod respond;
 pub mod service;
 pub mod sqlite;
 pub mod timer;
@@ -16,4 +15,4 @@ pub mod vars;
 
 pub use client::SpinHttp;
 pub use jitter::RandomJitter;
-pub use timer::{sleep, sleep_within, PollSleeper};
+pub use timer::{sleep, PollSleeper};

@@ -7,7 +7,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use meridian_platform::retry::Sleeper;
-use meridian_platform::{Clock, Deadline, SystemClock};
 use spin_executor::CancelOnDropToken;
 use wasi::clocks::monotonic_clock;
 
@@ -48,12 +47,8 @@ pub fn sleep(d: Duration) -> Timer {
     Timer::after(d)
 }
 
-/// Waits `d`, but never past `deadline`.
-pub fn sleep_within(deadline: Deadline, d: Duration) -> Timer {
-    sleep(d.min(deadline.remaining(SystemClock.now())))
-}
-
-/// The backoff sleeper for retry loops (which bound each wait by the deadline).
+/// The backoff sleeper for retry loops. `retry::run` bounds every wait by
+/// the request deadline, so no backoff outlives the budget.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PollSleeper;
 
