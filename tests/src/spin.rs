@@ -80,10 +80,48 @@ impl SpinApp {
     }
 
     fn start_in(state: tempfile::TempDir, options: SpinOptions) -> Self {
-        let spin = spin_binary().expect("the end-to-end suite needs `spin` on PATH or SPIN_BIN");
         let runtime_config = write_runtime_config(state.path());
-        let port = free_port();
         let manifest = manifest_for(state.path(), &options);
+        let app = Self::launch(state, &options, &manifest, &runtime_config);
+        app.wait_until_up("/healthz", Some(200));
+        app
+    }
+
+    /// A second `spin up` serving only the community component, publicly,
+    /// on the same databases as `main`: the real community for a
+    /// fault-injecting proxy to forward to (it still demands the internal
+    /// token). Stopped when dropped.
+    pub fn community_beside(main: &SpinApp) -> Self {
+        let state = tempfile::tempdir().expect("state directory");
+        let wasm = repo_root().join("target/wasm32-wasip2/release/community.wasm");
+        let manifest = state.path().join("spin.toml");
+        std::fs::write(
+            &manifest,
+            format!(
+                "spin_manifest_version = 2\n\n[application]\nname = \"meridian-community-only\"\n\n\
+                 [variables]\ninternal_token = {{ required = true, secret = true }}\n\n\
+                 [[trigger.http]]\nroute = \"/...\"\ncomponent = \"community\"\n\n\
+                 [component.community]\nsource = {:?}\nsqlite_databases = [\"community\"]\n\n\
+                 [component.community.variables]\ninternal_token = \"{{{{ internal_token }}}}\"\n",
+                wasm.display().to_string()
+            ),
+        )
+        .expect("manifest");
+        let runtime_config = main.state.path().join("runtime-config.toml");
+        let app = Self::launch(state, &SpinOptions::default(), &manifest, &runtime_config);
+        // Any answer means it is up: without the internal token it refuses.
+        app.wait_until_up("/internal/events", None);
+        app
+    }
+
+    fn launch(
+        state: tempfile::TempDir,
+        options: &SpinOptions,
+        manifest: &Path,
+        runtime_config: &Path,
+    ) -> Self {
+        let spin = spin_binary().expect("the end-to-end suite needs `spin` on PATH or SPIN_BIN");
+        let port = free_port();
         let mut command = Command::new(spin);
         command
             .arg("up")
@@ -92,7 +130,7 @@ impl SpinApp {
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--runtime-config-file")
-            .arg(&runtime_config)
+            .arg(runtime_config)
             .arg("--state-dir")
             .arg(state.path().join("spin-state"))
             .env("SPIN_VARIABLE_INTERNAL_TOKEN", INTERNAL_TOKEN)
@@ -108,13 +146,11 @@ impl SpinApp {
             );
         }
         let child = command.spawn().expect("start spin up");
-        let app = Self {
+        Self {
             child,
             base_url: format!("http://127.0.0.1:{port}"),
             state,
-        };
-        app.wait_until_up();
-        app
+        }
     }
 
     /// The app's base URL, `http://127.0.0.1:<port>`.
@@ -134,12 +170,12 @@ impl SpinApp {
         format!("{}{}", read("spin.out"), read("spin.err"))
     }
 
-    fn wait_until_up(&self) {
+    fn wait_until_up(&self, path: &str, status: Option<u16>) {
         let client = self.client();
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(60) {
-            if let Ok(reply) = client.try_get("/healthz") {
-                if reply.status == 200 {
+            if let Ok(reply) = client.try_get(path) {
+                if status.is_none_or(|s| s == reply.status) {
                     return;
                 }
             }

@@ -37,6 +37,15 @@ pub enum StandInReply {
     Json(u16, String),
     /// No answer for this long (bounded), then a 200.
     Hang(Duration),
+    /// Forward the request to `to` (a base URL) and pass its answer back —
+    /// or, with `lose_answer`, answer 503 instead, as if the response were
+    /// lost on the way back after the work was done.
+    Forward {
+        /// Base URL of the real service.
+        to: String,
+        /// Replace the answer with a 503.
+        lose_answer: bool,
+    },
 }
 
 type Script = dyn Fn(&Received) -> StandInReply + Send + Sync;
@@ -124,6 +133,14 @@ fn answer(mut request: tiny_http::Request, received: &Mutex<Vec<Received>>, scri
             std::thread::sleep(d.min(Duration::from_secs(10)));
             (200, "{}".to_owned())
         }
+        StandInReply::Forward { to, lose_answer } => {
+            let forwarded = forward(&to, &seen);
+            if lose_answer {
+                (503, r#"{"code":"upstream_unavailable"}"#.to_owned())
+            } else {
+                forwarded
+            }
+        }
     };
     let header = tiny_http::Header::from_bytes("content-type", "application/json").expect("header");
     let _ = request.respond(
@@ -131,4 +148,29 @@ fn answer(mut request: tiny_http::Request, received: &Mutex<Vec<Received>>, scri
             .with_status_code(status)
             .with_header(header),
     );
+}
+
+/// Sends `request` on to `base` and returns its status and body.
+fn forward(base: &str, request: &Received) -> (u16, String) {
+    let mut outbound = ureq::request(&request.method, &format!("{base}{}", request.url));
+    for (name, value) in &request.headers {
+        if !matches!(
+            name.as_str(),
+            "host" | "content-length" | "connection" | "transfer-encoding"
+        ) {
+            outbound = outbound.set(name, value);
+        }
+    }
+    let result = if request.body.is_empty() {
+        outbound.call()
+    } else {
+        outbound.send_string(&request.body)
+    };
+    match result {
+        Ok(r) | Err(ureq::Error::Status(_, r)) => {
+            let status = r.status();
+            (status, r.into_string().unwrap_or_default())
+        }
+        Err(e) => (502, format!(r#"{{"error":{:?}}}"#, e.to_string())),
+    }
 }

@@ -318,3 +318,63 @@ fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing(
     assert_eq!(notes.len(), 1);
     assert_eq!(notes[0]["type"], "invoice.created");
 }
+
+#[test]
+fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
+    let app = SpinApp::start();
+    let acme = create_tenant(&app.client(), "acme");
+    let resident = add_resident(&app.client(), &acme, "Ada");
+
+    // The real community, public in a second app on the same databases,
+    // behind a proxy that delivers events but loses community's answer.
+    let community = SpinApp::community_beside(&app);
+    let target = community.url().to_owned();
+    let proxy = StandIn::start(move |r| StandInReply::Forward {
+        to: target.clone(),
+        lose_answer: r.url == "/internal/events",
+    });
+    let app = app.restart_with(SpinOptions::default().variable("community_url", proxy.url()));
+    let r = call(
+        &app.client(),
+        &acme.token,
+        "POST",
+        &acme.path("/invoices"),
+        Some(&invoice(&resident, 2_000)),
+    );
+    assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
+    let deliveries = proxy
+        .received()
+        .iter()
+        .filter(|r| r.url == "/internal/events")
+        .count();
+    assert!(
+        deliveries >= 2,
+        "inline delivery retried a lost acknowledgement ({deliveries})"
+    );
+
+    let app = app.restart_with(SpinOptions::default());
+    let client = app.client();
+    assert_eq!(
+        notifications(&client, &acme, &resident).len(),
+        1,
+        "every delivery reached community; one notification"
+    );
+    std::thread::sleep(Duration::from_millis(1_100));
+    let r = client.send(
+        "POST",
+        "/ops/outbox/relay",
+        &[("authorization", &format!("Bearer {ADMIN_TOKEN}"))],
+        None,
+    );
+    assert_eq!(
+        (r.json()["delivered"].as_i64(), r.json()["pending"].as_i64()),
+        (Some(1), Some(0)),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        notifications(&client, &acme, &resident).len(),
+        1,
+        "the relay's redelivery changed nothing"
+    );
+}
