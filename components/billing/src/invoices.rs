@@ -11,7 +11,7 @@ use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::{query_param, PageRequest};
 use meridian_platform::problem::FieldError;
 use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
-use meridian_platform::validate::JsonBody;
+use meridian_platform::validate::{incomplete, JsonBody};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
@@ -51,7 +51,7 @@ fn read_new_invoice(body: &[u8]) -> Result<NewInvoice, Problem> {
             description,
             due_date,
         }),
-        _ => unreachable!("finish() reports every invalid field"),
+        _ => Err(incomplete()),
     }
 }
 
@@ -227,7 +227,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
             }
         });
         b.finish()?;
-        status.expect("finish() reports an invalid status");
+        status.ok_or_else(incomplete)?;
         let id = parse_id(id).ok_or_else(|| Problem::not_found("invoice"))?;
         write_once(
             &self.store,

@@ -10,7 +10,7 @@ use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::PageRequest;
 use meridian_platform::problem::FieldError;
 use meridian_platform::retry::{Jitter, Sleeper};
-use meridian_platform::validate::JsonBody;
+use meridian_platform::validate::{incomplete, JsonBody};
 use meridian_platform::{Clock, Problem, RequestContext};
 use serde_json::json;
 
@@ -36,7 +36,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         let method = b.parsed("method", payment_method);
         b.finish()?;
         let (Some(amount), Some(method)) = (amount, method) else {
-            unreachable!("finish() reports every invalid field")
+            return Err(incomplete());
         };
         let mut emitted = None;
         let response = write_once(

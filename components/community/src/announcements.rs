@@ -6,7 +6,7 @@ use meridian_platform::idempotency::{write_once, Written};
 use meridian_platform::ids::new_id;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::PageRequest;
-use meridian_platform::validate::JsonBody;
+use meridian_platform::validate::{incomplete, JsonBody};
 use meridian_platform::{Clock, Problem, RequestContext};
 
 use crate::app::Community;
@@ -43,7 +43,7 @@ pub fn create<D: Database, C: Clock>(
     let body = b.text("body", 1, 10_000);
     b.finish()?;
     let (Some(title), Some(body)) = (title, body) else {
-        unreachable!("finish() reports every invalid field")
+        return Err(incomplete());
     };
     let author_id = scope.actor_id.to_string();
     write_once(&app.store, ctx, request, "POST /announcements", |tx| {

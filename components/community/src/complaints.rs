@@ -9,7 +9,7 @@ use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::{query_param, PageRequest};
 use meridian_platform::problem::FieldError;
 use meridian_platform::tenancy::TenantScope;
-use meridian_platform::validate::JsonBody;
+use meridian_platform::validate::{incomplete, JsonBody};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
 use crate::app::Community;
@@ -91,7 +91,7 @@ pub fn create<D: Database, C: Clock>(
     let body = b.text("body", 1, 5_000);
     b.finish()?;
     let (Some(resident_id), Some(subject), Some(body)) = (resident_id, subject, body) else {
-        unreachable!("finish() reports every invalid field")
+        return Err(incomplete());
     };
     let filed_by = scope.actor_id.to_string();
     write_once(&app.store, ctx, request, "POST /complaints", |tx| {
@@ -130,7 +130,7 @@ pub fn update<D: Database, C: Clock>(
     let to = b.parsed("status", ComplaintStatus::parse);
     b.finish()?;
     let Some(to) = to else {
-        unreachable!("finish() reports every invalid field")
+        return Err(incomplete());
     };
     let id = parse_id(id).ok_or_else(|| Problem::not_found("complaint"))?;
     write_once(

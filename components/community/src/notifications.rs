@@ -6,7 +6,7 @@ use meridian_platform::db::Database;
 use meridian_platform::ids::parse_id;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::PageRequest;
-use meridian_platform::validate::JsonBody;
+use meridian_platform::validate::{incomplete, JsonBody};
 use meridian_platform::{Clock, Problem, RequestContext};
 use serde_json::json;
 
@@ -63,7 +63,7 @@ pub fn consume<D: Database, C: Clock>(
         Some(created_at),
     ) = (event_id, tenant_id, resident_id, kind, payload, created_at)
     else {
-        unreachable!("finish() reports every invalid field")
+        return Err(incomplete());
     };
     let stored = repo::insert_notification(
         &app.store,

@@ -6,7 +6,7 @@ use meridian_platform::idempotency::{write_once, Written};
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::PageRequest;
-use meridian_platform::validate::{normalize_email, JsonBody, Patch};
+use meridian_platform::validate::{incomplete, normalize_email, JsonBody, Patch};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
 use crate::app::Community;
@@ -66,7 +66,7 @@ pub fn create<D: Database, C: Clock>(
     let user = user.and_then(|p| checked(&mut b, "user_id", p, user_id));
     b.finish()?;
     let (Some(name), Some(unit), Some(email), Some(user)) = (name, unit, email, user) else {
-        unreachable!("finish() reports every invalid field")
+        return Err(incomplete());
     };
     write_once(&app.store, ctx, request, "POST /residents", |tx| {
         let now = app.timestamp();
@@ -109,7 +109,7 @@ pub fn update<D: Database, C: Clock>(
     let user = user.and_then(|p| checked(&mut b, "user_id", p, user_id));
     b.finish()?;
     let (Some(name), Some(unit), Some(email), Some(user)) = (name, unit, email, user) else {
-        unreachable!("finish() reports every invalid field")
+        return Err(incomplete());
     };
     write_once(
         &app.store,

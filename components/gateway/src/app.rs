@@ -103,9 +103,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         let route = route(&request.method, &request.path);
         match route {
             Route::Health => return Ok(json(200, &serde_json::json!({"status": "ok"}))),
-            Route::NotFound => {
-                return Err(Problem::new(ErrorCode::NotFound, "no such route").into())
-            }
+            Route::NotFound => return Err(Problem::no_route().into()),
             Route::MethodNotAllowed { allow } => {
                 let problem = Problem::new(
                     ErrorCode::InvalidRequest,
@@ -184,8 +182,9 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
                 self.forward(&ctx, service, request, &policy, false, budget, trace)
                     .await
             }
+            // Answered before the budget was made.
             Route::Health | Route::NotFound | Route::MethodNotAllowed { .. } => {
-                unreachable!("answered above")
+                Err(Problem::no_route().into())
             }
         }
     }

@@ -7,7 +7,7 @@ use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::PageRequest;
 use meridian_platform::secrets::token_hash;
 use meridian_platform::tenancy::Role;
-use meridian_platform::validate::{normalize_email, JsonBody};
+use meridian_platform::validate::{incomplete, normalize_email, JsonBody};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
@@ -53,7 +53,7 @@ pub fn create<D: Database, C: Clock>(
     let role = b.parsed("role", |r| r.parse::<Role>());
     b.finish()?;
     let (Some(email), Some(name), Some(role)) = (email, name, role) else {
-        unreachable!("finish() reports every missing field")
+        return Err(incomplete());
     };
     write_once(&app.store, ctx, request, "POST /members", |tx| {
         let now = app.timestamp();

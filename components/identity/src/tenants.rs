@@ -6,7 +6,7 @@ use meridian_platform::ids::new_id;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};
 use meridian_platform::tenancy::{Role, TenantSlug};
-use meridian_platform::validate::{normalize_email, JsonBody};
+use meridian_platform::validate::{incomplete, normalize_email, JsonBody};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
@@ -48,7 +48,7 @@ fn read_new_tenant(body: &[u8]) -> Result<NewTenant, Problem> {
             admin_email,
             admin_name,
         }),
-        _ => unreachable!("finish() reports every missing field"),
+        _ => Err(incomplete()),
     }
 }
 
