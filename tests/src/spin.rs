@@ -189,6 +189,12 @@ impl Drop for SpinApp {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A trapped component answers a bare 500 that a test might not look
+        // at; no test may pass while one happened.
+        let logs = self.logs();
+        if !std::thread::panicking() && logs.contains("guest invocation failed") {
+            panic!("a component trapped during this test:\n{logs}");
+        }
     }
 }
 
