@@ -251,3 +251,22 @@ fn keyed_member_creation_replays_and_refuses_a_different_body() {
     let members = call(&client, &acme.token, "GET", &acme.path("/members"), None);
     assert_eq!(members.json()["items"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn an_oversized_body_is_refused_by_the_service_and_nothing_is_written() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let acme = create_tenant(&client, "acme");
+    // Under the gateway's 1 MiB, over the service's 64 KiB.
+    let body = json!({"email": "big@acme.org", "name": "x".repeat(100 * 1024), "role": "resident"});
+    call(
+        &client,
+        &acme.token,
+        "POST",
+        &acme.path("/members"),
+        Some(&body),
+    )
+    .assert_problem(413, "payload_too_large");
+    let members = call(&client, &acme.token, "GET", &acme.path("/members"), None);
+    assert_eq!(members.json()["items"].as_array().unwrap().len(), 1);
+}
