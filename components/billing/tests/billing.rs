@@ -644,3 +644,31 @@ fn an_expired_request_makes_no_call_and_writes_nothing() {
         0
     );
 }
+
+mod hostile_input {
+    use super::*;
+    use meridian_testing::hostile_body;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever the body, the answer is a success or a 4xx problem.
+        #[test]
+        fn writes_answer_any_body_with_a_4xx_or_success(
+            body in hostile_body(&["resident_id", "amount_cents", "currency", "description", "due_date", "method", "status"]),
+            route in prop::sample::select(vec![
+                ("POST", "/v1/a/invoices"), ("POST", "/v1/a/invoices/{id}/payments"), ("PATCH", "/v1/a/invoices/{id}"),
+            ]),
+        ) {
+            let h = Harness::new();
+            let resident = h.new_resident();
+            let invoice = h.manager(post("/v1/a/invoices", &invoice_body(&resident, 1_000))).json_body()["id"].as_str().unwrap().to_owned();
+            let r = h.manager(ServiceRequest::new(route.0, &route.1.replace("{id}", &invoice)).with_body(body));
+            prop_assert!(r.status < 500, "{} {} -> {}: {}", route.0, route.1, r.status, r.json_body());
+            if r.status >= 400 {
+                prop_assert_eq!(r.header("content-type"), Some("application/problem+json"));
+            }
+        }
+    }
+}

@@ -476,3 +476,32 @@ fn an_expired_request_touches_nothing() {
     assert_eq!((r.status, code(&r).as_str()), (504, "deadline_exceeded"));
     assert_eq!(h.count("residents"), 0);
 }
+
+mod hostile_input {
+    use super::*;
+    use meridian_testing::hostile_body;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever the body, the answer is a success or a 4xx problem:
+        /// never a 5xx, never a panic.
+        #[test]
+        fn writes_answer_any_body_with_a_4xx_or_success(
+            body in hostile_body(&["name", "unit", "email", "user_id", "resident_id", "subject", "body", "status", "title"]),
+            route in prop::sample::select(vec![
+                ("POST", "/v1/a/residents"), ("PATCH", "/v1/a/residents/{id}"), ("POST", "/v1/a/complaints"),
+                ("PATCH", "/v1/a/complaints/{id}"), ("POST", "/v1/a/announcements"), ("POST", "/internal/events"),
+            ]),
+        ) {
+            let h = Harness::new();
+            let resident = h.new_resident("Ada");
+            let r = h.admin(ServiceRequest::new(route.0, &route.1.replace("{id}", &resident)).with_body(body));
+            prop_assert!(r.status < 500, "{} {} -> {}: {}", route.0, route.1, r.status, r.json_body());
+            if r.status >= 400 {
+                prop_assert_eq!(r.header("content-type"), Some("application/problem+json"));
+            }
+        }
+    }
+}

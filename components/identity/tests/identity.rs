@@ -526,3 +526,32 @@ fn an_expired_request_runs_no_statement() {
     assert_eq!(r.json_body()["hop"], "identity");
     assert_eq!(h.count("api_tokens"), 1);
 }
+
+mod hostile_input {
+    use super::*;
+    use meridian_testing::hostile_body;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever the body, the answer is a success or a 4xx problem.
+        #[test]
+        fn writes_answer_any_body_with_a_4xx_or_success(
+            body in hostile_body(&["slug", "name", "admin_email", "admin_name", "email", "role"]),
+            path in prop::sample::select(vec!["/v1/tenants", "/v1/acme/members", "/v1/acme/tokens"]),
+        ) {
+            let h = Harness::new();
+            let (admin, _) = h.create_tenant("acme");
+            let request = ServiceRequest::new("POST", path)
+                .with_header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+                .with_body(body);
+            let caller = (path != "/v1/tenants").then_some(admin);
+            let r = h.call(caller, request);
+            prop_assert!(r.status < 500, "{path} -> {}: {}", r.status, r.json_body());
+            if r.status >= 400 {
+                prop_assert_eq!(r.header("content-type"), Some("application/problem+json"));
+            }
+        }
+    }
+}

@@ -159,3 +159,38 @@ pub fn tenant_context(
         },
     )
 }
+
+/// Bodies a hostile or careless client might send to a route that reads
+/// `fields`: random bytes, arbitrary JSON, and objects with the route's own
+/// field names holding values of every type.
+pub fn hostile_body(
+    fields: &'static [&'static str],
+) -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::from),
+        any::<i64>().prop_map(serde_json::Value::from),
+        any::<f64>().prop_map(|f| serde_json::json!(f)),
+        "\\PC{0,40}".prop_map(serde_json::Value::from),
+        "[0-9a-f-]{36}".prop_map(serde_json::Value::from),
+    ];
+    let value = leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    });
+    let field_object = prop::collection::vec((prop::sample::select(fields), value.clone()), 0..6)
+        .prop_map(|pairs| {
+            let object: serde_json::Map<String, serde_json::Value> =
+                pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+            serde_json::to_vec(&object).expect("serialise")
+        });
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..64),
+        value.prop_map(|v| serde_json::to_vec(&v).expect("serialise")),
+        field_object,
+    ]
+}
