@@ -37,7 +37,7 @@ pub async fn handle<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter 
     request: &ServiceRequest,
 ) -> ServiceResponse {
     let segments = request.segments();
-    let method = request.method.as_str();
+    let method = request.route_method();
     let result = match (method, segments.as_slice()) {
         ("GET", ["v1", _, "invoices"]) => app.list_invoices(ctx, request),
         ("POST", ["v1", _, "invoices"]) => app.create_invoice(ctx, request).await,

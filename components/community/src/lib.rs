@@ -35,7 +35,7 @@ pub fn handle<D: Database, C: Clock>(
     request: &ServiceRequest,
 ) -> ServiceResponse {
     let segments = request.segments();
-    let method = request.method.as_str();
+    let method = request.route_method();
     let result = match (method, segments.as_slice()) {
         ("GET", ["v1", _, "residents"]) => residents::list(app, ctx, request),
         ("POST", ["v1", _, "residents"]) => residents::create(app, ctx, request),

@@ -505,3 +505,11 @@ mod hostile_input {
         }
     }
 }
+
+#[test]
+fn head_is_served_like_get() {
+    let h = Harness::new();
+    h.new_resident("Ada");
+    let r = h.resident(ServiceRequest::new("HEAD", "/v1/a/residents"));
+    assert_eq!(r.status, 200);
+}

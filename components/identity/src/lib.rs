@@ -36,7 +36,7 @@ pub fn handle<D: Database, C: Clock>(
     request: &ServiceRequest,
 ) -> ServiceResponse {
     let segments = request.segments();
-    let method = request.method.as_str();
+    let method = request.route_method();
     let result = match (method, segments.as_slice()) {
         ("GET", ["internal", "resolve"]) => resolve::resolve(app, ctx, request),
         ("POST", ["v1", "tenants"]) => tenants::create(app, ctx, request),

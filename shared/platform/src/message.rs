@@ -76,6 +76,16 @@ impl ServiceRequest {
         }
     }
 
+    /// The method to route by: `HEAD` is served as `GET` (the runtime sends
+    /// no body for it).
+    pub fn route_method(&self) -> &str {
+        if self.method == "HEAD" {
+            "GET"
+        } else {
+            &self.method
+        }
+    }
+
     /// The path's segments, without the leading empty one.
     pub fn segments(&self) -> Vec<&str> {
         self.path.trim_start_matches('/').split('/').collect()
