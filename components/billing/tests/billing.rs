@@ -672,3 +672,43 @@ mod hostile_input {
         }
     }
 }
+
+#[test]
+fn the_relay_stops_within_its_budget_and_reports_what_is_left() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    *h.community().down.borrow_mut() = Some("/internal/events");
+    for amount in 1..=5 {
+        assert_eq!(
+            h.manager(post(
+                "/v1/a/invoices",
+                &invoice_body(&resident, amount * 100)
+            ))
+            .status,
+            201
+        );
+    }
+    *h.community().down.borrow_mut() = None;
+    h.clock.advance(Duration::from_secs(2));
+    // Each delivery takes ~2 ms of the fake's time; 15 ms fits a few, not all.
+    let now = h.clock.now();
+    let short = RequestContext::new(
+        meridian_platform::request_id::RequestId::parse("relay").unwrap(),
+        Deadline::after(now, Duration::from_millis(15)),
+        now,
+        "billing",
+    );
+    let r = h.send(
+        &short,
+        ServiceRequest::new("POST", "/internal/outbox/relay")
+            .with_header("authorization", "Bearer admin-secret"),
+    );
+    let b = r.json_body();
+    assert_eq!(r.status, 200, "{b}");
+    let delivered = b["delivered"].as_i64().unwrap();
+    assert!((1..5).contains(&delivered), "{b}");
+    assert_eq!(b["skipped"].as_i64().unwrap() + delivered, 5, "{b}");
+    assert_eq!(b["pending"].as_i64(), Some(5 - delivered));
+    assert_eq!(h.relay("admin-secret").json_body()["pending"], 0);
+    assert_eq!(h.notifications(&resident).len(), 5);
+}
