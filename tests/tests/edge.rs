@@ -330,3 +330,50 @@ fn services_refuse_a_caller_without_the_shared_internal_token() {
         .send("GET", "/v1/acme", &[("authorization", "Bearer t")], None);
     r.assert_problem(401, "unauthorized");
 }
+
+/// A downstream that sends its response head at once, then stalls midway
+/// through the body.
+fn stalling_body_server() -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        // One connection is all the test makes.
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"items\":[");
+            let _ = stream.flush();
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    });
+    (url, handle)
+}
+
+#[test]
+fn a_body_that_stalls_midway_still_gets_a_504_at_the_budget() {
+    let identity = identity_stand_in();
+    let (community, server) = stalling_body_server();
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("identity_url", identity.url())
+            .variable("community_url", community),
+    );
+    let r = app.client().send(
+        "GET",
+        "/v1/acme/residents",
+        &[
+            ("authorization", "Bearer tok"),
+            ("x-meridian-timeout-ms", "400"),
+        ],
+        None,
+    );
+    r.assert_problem(504, "deadline_exceeded");
+    assert!(
+        r.elapsed < Duration::from_millis(500),
+        "answered late: {:?}",
+        r.elapsed
+    );
+    drop(app); // fails the test if the abandoned body read trapped
+    server.join().unwrap();
+}
