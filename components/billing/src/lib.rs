@@ -62,27 +62,35 @@ mod entry {
     use meridian_platform::upstream::Upstream;
     use meridian_platform::SystemClock;
     use meridian_spin::{service, vars, PollSleeper, RandomJitter, SpinHttp};
-    use spin_sdk::http::{Request, Response};
+    use spin_sdk::http::{IncomingRequest, ResponseOutparam};
     use spin_sdk::http_component;
 
     use crate::app::Billing;
 
     #[http_component]
-    async fn handle(request: Request) -> Response {
-        service::serve(request, &crate::SPEC, |ctx, store, request| async move {
-            let app = Billing {
-                store,
-                upstream: Upstream {
-                    http: SpinHttp::new(vars::internal_token()),
-                    clock: SystemClock,
-                    sleeper: PollSleeper,
-                    jitter: RandomJitter,
-                },
-                community_url: vars::service_url("community_url", "http://community.spin.internal"),
-                admin_token: vars::get("admin_token").unwrap_or_default(),
-            };
-            crate::handle(&app, &ctx, &request).await
-        })
+    async fn handle(incoming: IncomingRequest, out: ResponseOutparam) {
+        service::run(
+            incoming,
+            out,
+            &crate::SPEC,
+            |ctx, store, request| async move {
+                let app = Billing {
+                    store,
+                    upstream: Upstream {
+                        http: SpinHttp::new(vars::internal_token()),
+                        clock: SystemClock,
+                        sleeper: PollSleeper,
+                        jitter: RandomJitter,
+                    },
+                    community_url: vars::service_url(
+                        "community_url",
+                        "http://community.spin.internal",
+                    ),
+                    admin_token: vars::get("admin_token").unwrap_or_default(),
+                };
+                crate::handle(&app, &ctx, &request).await
+            },
+        )
         .await
     }
 }

@@ -68,14 +68,14 @@ pub fn handle<D: Database, C: Clock>(
 #[allow(unsafe_code)]
 mod entry {
     use meridian_spin::service;
-    use spin_sdk::http::{Request, Response};
+    use spin_sdk::http::{IncomingRequest, ResponseOutparam};
     use spin_sdk::http_component;
 
     use crate::app::Community;
 
     #[http_component]
-    async fn handle(request: Request) -> Response {
-        service::serve(request, &crate::SPEC, |ctx, store, request| async move {
+    async fn handle(incoming: IncomingRequest, out: ResponseOutparam) {
+        service::run(incoming, out, &crate::SPEC, |ctx, store, request| async move {
             crate::handle(&Community { store }, &ctx, &request)
         })
         .await

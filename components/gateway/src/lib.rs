@@ -20,16 +20,15 @@ pub mod timing;
 mod entry {
     use meridian_platform::upstream::Upstream;
     use meridian_platform::SystemClock;
-    use meridian_spin::{convert, vars, PollSleeper, RandomJitter, SpinHttp};
-    use spin_sdk::http::{Request, Response};
+    use meridian_spin::{convert, service, vars, PollSleeper, RandomJitter, SpinHttp};
+    use spin_sdk::http::{IncomingRequest, ResponseOutparam};
     use spin_sdk::http_component;
 
     use crate::app::Gateway;
     use crate::config::GatewayConfig;
-    use crate::edge::EdgeResponse;
 
     #[http_component]
-    async fn handle(request: Request) -> Response {
+    async fn handle(incoming: IncomingRequest, out: ResponseOutparam) {
         let gateway = Gateway {
             config: GatewayConfig {
                 budget: vars::budget_config(),
@@ -44,12 +43,10 @@ mod entry {
                 jitter: RandomJitter,
             },
         };
-        let request = convert::service_request(request);
-        let EdgeResponse {
-            status,
-            headers,
-            body,
-        } = gateway.handle(request).await;
-        convert::response(status, headers, body)
+        let response = match convert::read_request(incoming).await {
+            Ok(request) => gateway.handle(request).await,
+            Err(problem) => service::unreadable(problem),
+        };
+        convert::send_response(out, response);
     }
 }

@@ -60,20 +60,25 @@ pub fn handle<D: Database, C: Clock>(
 #[allow(unsafe_code)]
 mod entry {
     use meridian_spin::{service, vars};
-    use spin_sdk::http::{Request, Response};
+    use spin_sdk::http::{IncomingRequest, ResponseOutparam};
     use spin_sdk::http_component;
 
     use crate::app::Identity;
 
     #[http_component]
-    async fn handle(request: Request) -> Response {
-        service::serve(request, &crate::SPEC, |ctx, store, request| async move {
-            let app = Identity {
-                store,
-                admin_token: vars::get("admin_token").unwrap_or_default(),
-            };
-            crate::handle(&app, &ctx, &request)
-        })
+    async fn handle(incoming: IncomingRequest, out: ResponseOutparam) {
+        service::run(
+            incoming,
+            out,
+            &crate::SPEC,
+            |ctx, store, request| async move {
+                let app = Identity {
+                    store,
+                    admin_token: vars::get("admin_token").unwrap_or_default(),
+                };
+                crate::handle(&app, &ctx, &request)
+            },
+        )
         .await
     }
 }

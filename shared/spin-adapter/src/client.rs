@@ -52,6 +52,13 @@ impl HttpClient for SpinHttp {
         let internal = internal_headers(ctx, now, &self.internal_token);
         let exchange = Box::pin(exchange(request, internal, remaining));
         match select(exchange, Box::pin(Timer::after(remaining))).await {
+            // A transport timeout set from the budget can fire a hair before
+            // the race timer: a failure once the budget is gone is the deadline.
+            Either::Left((Err(_), _))
+                if ctx.ensure(SystemClock.now(), MIN_CALL_BUDGET).is_err() =>
+            {
+                Err(SendError::Deadline)
+            }
             Either::Left((result, _)) => result,
             // Dropping the exchange drops the pending response, which
             // abandons the call.

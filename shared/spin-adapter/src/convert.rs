@@ -1,7 +1,11 @@
-//! Conversions between Spin's HTTP types and plain values.
+//! Between Spin's HTTP types and plain values: reading a request whole, and
+//! sending a response whole.
 
-use meridian_platform::message::ServiceRequest;
-use spin_sdk::http::{Method, Request, Response};
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::problem::{ErrorCode, Problem};
+use spin_sdk::http::{
+    Fields, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam,
+};
 
 /// The upper-case name of a method.
 pub fn method_name(method: &Method) -> String {
@@ -19,49 +23,99 @@ pub fn method_name(method: &Method) -> String {
     }
 }
 
-/// A request's headers as `(lowercase name, value)` pairs.
-pub fn header_list(request: &Request) -> Vec<(String, String)> {
-    request
+/// Reads a request whole; a body that breaks off is the client's problem.
+pub async fn read_request(request: IncomingRequest) -> Result<ServiceRequest, Problem> {
+    let method = method_name(&request.method());
+    let target = request.path_with_query().unwrap_or_else(|| "/".to_owned());
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let (path, query) = (path.to_owned(), query.to_owned());
+    let headers = request
         .headers()
+        .entries()
+        .into_iter()
         .map(|(n, v)| {
             (
                 n.to_ascii_lowercase(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                String::from_utf8_lossy(&v).into_owned(),
             )
         })
-        .collect()
+        .collect();
+    let body = request.into_body().await.map_err(|e| {
+        Problem::new(
+            ErrorCode::InvalidRequest,
+            format!("the request body could not be read: {e:?}"),
+        )
+    })?;
+    Ok(ServiceRequest {
+        method,
+        path,
+        query,
+        headers,
+        body,
+    })
 }
 
-/// A response from plain parts. The body is complete, so its length is
-/// sent: without it the runtime streams the body chunked, in a second write
-/// that can stall behind the client's delayed ACK (~40 ms).
-pub fn response(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> Response {
-    let mut builder = Response::builder();
-    builder.status(status);
-    for (name, value) in headers {
-        if !name.eq_ignore_ascii_case("content-length") {
-            builder.header(name, value);
-        }
-    }
+/// Bodies up to this size are written before the response is handed over.
+const WRITE_FIRST_LIMIT: usize = 512 * 1024;
+
+/// Sends a response whole. The body's length is sent, and a body that fits
+/// the runtime's buffer is written *before* the response is handed over, so
+/// head and body leave in one write: otherwise the body follows in a second
+/// write that can wait ~40 ms behind the client's delayed ACK (Spin's
+/// listener does not set TCP_NODELAY).
+pub fn send_response(out: ResponseOutparam, response: ServiceResponse) {
+    let ServiceResponse {
+        status,
+        headers,
+        body,
+    } = response;
+    let mut entries: Vec<(String, Vec<u8>)> = headers
+        .into_iter()
+        .filter(|(n, _)| !n.eq_ignore_ascii_case("content-length"))
+        .map(|(n, v)| (n, v.into_bytes()))
+        .collect();
     // 204 and 304 carry no body and, by RFC 9110, no length either.
     if !matches!(status, 204 | 304) {
-        builder.header("content-length", body.len().to_string());
+        entries.push(("content-length".into(), body.len().to_string().into_bytes()));
     }
-    builder.body(body).build()
+    let fields = Fields::from_list(&entries).unwrap_or_else(|e| {
+        eprintln!("dropping response headers the runtime refused: {e:?}");
+        Fields::new()
+    });
+    let outgoing = OutgoingResponse::new(fields);
+    let _ = outgoing.set_status_code(status);
+    let Ok(outgoing_body) = outgoing.body() else {
+        out.set(outgoing);
+        return;
+    };
+    if body.len() <= WRITE_FIRST_LIMIT {
+        write_all(&outgoing_body, &body);
+        let _ = OutgoingBody::finish(outgoing_body, None);
+        out.set(outgoing);
+    } else {
+        out.set(outgoing);
+        write_all(&outgoing_body, &body);
+        let _ = OutgoingBody::finish(outgoing_body, None);
+    }
 }
 
-/// A Spin request as a plain value.
-pub fn service_request(request: Request) -> ServiceRequest {
-    ServiceRequest {
-        method: method_name(request.method()),
-        path: request.path().to_owned(),
-        query: request.query().to_owned(),
-        headers: header_list(&request),
-        body: request.into_body(),
+fn write_all(body: &OutgoingBody, bytes: &[u8]) {
+    let Ok(stream) = body.write() else { return };
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // Ask how much the stream takes now, so each write is one chunk.
+        let budget = match stream.check_write() {
+            Ok(0) => {
+                stream.subscribe().block();
+                continue;
+            }
+            Ok(n) => usize::try_from(n).unwrap_or(usize::MAX).min(rest.len()),
+            Err(_) => return,
+        };
+        if stream.write(&rest[..budget]).is_err() {
+            return;
+        }
+        rest = &rest[budget..];
     }
-}
-
-/// The value of a request header as text, if present and valid UTF-8.
-pub fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
-    request.header(name).and_then(|v| v.as_str())
+    let _ = stream.blocking_flush();
 }

@@ -3,17 +3,16 @@
 
 use meridian_platform::admission::{Admitted, InternalGate};
 use meridian_platform::headers::REQUEST_ID;
-use meridian_platform::message::ServiceResponse;
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::propagation::DEFAULT_SKEW_THRESHOLD;
 use meridian_platform::request_id::RequestId;
 use meridian_platform::{Clock, SystemClock};
-use spin_sdk::http::{Request, Response};
 
-use crate::{convert, vars};
+use crate::vars;
 
 /// Admits `request` to the service `hop`, or answers it with the refusal.
 /// Clock skew with the caller is logged.
-pub fn admit(request: &Request, hop: &'static str) -> Result<Admitted, Response> {
+pub fn admit(request: &ServiceRequest, hop: &'static str) -> Result<Admitted, ServiceResponse> {
     let token = vars::internal_token();
     let gate = InternalGate {
         expected_token: &token,
@@ -21,12 +20,12 @@ pub fn admit(request: &Request, hop: &'static str) -> Result<Admitted, Response>
         skew_threshold: DEFAULT_SKEW_THRESHOLD,
     };
     // Decided once, so a refusal's body and header name the same id.
-    let request_id = RequestId::from_header_or_new(convert::header(request, REQUEST_ID));
+    let request_id = RequestId::from_header_or_new(request.header(REQUEST_ID));
     let header = |name: &str| {
         if name == REQUEST_ID {
             Some(request_id.as_str())
         } else {
-            convert::header(request, name)
+            request.header(name)
         }
     };
     match gate.admit(header, SystemClock.now()) {
@@ -42,11 +41,7 @@ pub fn admit(request: &Request, hop: &'static str) -> Result<Admitted, Response>
         Err(problem) => {
             let mut response = ServiceResponse::problem_for(request_id.as_str(), problem);
             response.set_header(REQUEST_ID, request_id.as_str());
-            Err(convert::response(
-                response.status,
-                response.headers,
-                response.body,
-            ))
+            Err(response)
         }
     }
 }

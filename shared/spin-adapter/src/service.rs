@@ -8,9 +8,10 @@ use meridian_platform::db::{Database, DbError, Store};
 use meridian_platform::headers;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::migrate::{migrate, Migration, MigrationError};
+use meridian_platform::request_id::RequestId;
 use meridian_platform::time::duration_ms;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext, SystemClock};
-use spin_sdk::http::{Request, Response};
+use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 
 use crate::sqlite::SpinSqlite;
 use crate::{convert, internal};
@@ -63,7 +64,7 @@ impl ServiceSpec {
 /// Serves one request: refuses it at the gate, answers `GET /health`, or
 /// opens the store and hands the request to `app`. Every answer carries
 /// the request id.
-pub async fn serve<F, Fut>(request: Request, spec: &ServiceSpec, app: F) -> Response
+pub async fn serve<F, Fut>(request: ServiceRequest, spec: &ServiceSpec, app: F) -> ServiceResponse
 where
     F: FnOnce(RequestContext, SpinStore, ServiceRequest) -> Fut,
     Fut: Future<Output = ServiceResponse>,
@@ -73,7 +74,6 @@ where
         Err(refusal) => return refusal,
     };
     let ctx = admitted.ctx;
-    let request = convert::service_request(request);
     let store = spec.open_store(&ctx);
     let mut response = match store {
         Err(problem) => ServiceResponse::problem(&ctx, problem),
@@ -84,5 +84,31 @@ where
         Ok(store) => app(ctx.clone(), store, request).await,
     };
     response.set_header(headers::REQUEST_ID, ctx.request_id().as_str());
-    convert::response(response.status, response.headers, response.body)
+    response
+}
+
+/// The whole of a service's Spin entry point: reads the request, serves it
+/// with [`serve`], and sends the answer.
+pub async fn run<F, Fut>(
+    incoming: IncomingRequest,
+    out: ResponseOutparam,
+    spec: &ServiceSpec,
+    app: F,
+) where
+    F: FnOnce(RequestContext, SpinStore, ServiceRequest) -> Fut,
+    Fut: Future<Output = ServiceResponse>,
+{
+    let response = match convert::read_request(incoming).await {
+        Ok(request) => serve(request, spec, app).await,
+        Err(problem) => unreadable(problem),
+    };
+    convert::send_response(out, response);
+}
+
+/// The answer to a request whose body could not be read.
+pub fn unreadable(problem: Problem) -> ServiceResponse {
+    let request_id = RequestId::new_random();
+    let mut response = ServiceResponse::problem_for(request_id.as_str(), problem);
+    response.set_header(headers::REQUEST_ID, request_id.as_str());
+    response
 }
