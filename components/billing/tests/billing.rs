@@ -13,14 +13,13 @@ use meridian_platform::http::{
     internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::retry::{Jitter, Sleeper};
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::upstream::Upstream;
 use meridian_platform::{Clock, Deadline, RequestContext};
 use meridian_testing::{
     assert_embeds_every_migration, context_at, manual_clock, migrated_store_on, tenant_context,
-    HostSqlite,
+    ClockSleeper, HostSqlite, NoJitter,
 };
 use serde_json::{json, Value};
 
@@ -79,22 +78,8 @@ impl HttpClient for InProcessCommunity {
     }
 }
 
-struct ClockSleeper(&'static ManualClock);
-impl Sleeper for ClockSleeper {
-    async fn sleep(&self, d: Duration) {
-        self.0.advance(d);
-    }
-}
-
-#[derive(Clone)]
-struct NoJitter;
-impl Jitter for NoJitter {
-    fn next_u64(&mut self) -> u64 {
-        0
-    }
-}
-
-type App = Billing<HostSqlite, &'static ManualClock, InProcessCommunity, ClockSleeper, NoJitter>;
+type App =
+    Billing<HostSqlite, &'static ManualClock, InProcessCommunity, ClockSleeper<'static>, NoJitter>;
 
 struct Harness {
     app: App,

@@ -13,10 +13,10 @@ use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::{
     internal_headers, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
-use meridian_platform::retry::{Jitter, Sleeper};
 use meridian_platform::time::ManualClock;
 use meridian_platform::upstream::Upstream;
 use meridian_platform::{Clock, RequestContext, UnixMillis};
+use meridian_testing::{ClockSleeper, NoJitter};
 use serde_json::Value;
 
 const START: u64 = 1_700_000_000_000;
@@ -159,21 +159,6 @@ impl HttpClient for FakeUpstream<'_> {
                 Err(SendError::Deadline)
             }
         }
-    }
-}
-
-struct ClockSleeper<'c>(&'c ManualClock);
-impl Sleeper for ClockSleeper<'_> {
-    async fn sleep(&self, d: Duration) {
-        self.0.advance(d);
-    }
-}
-
-#[derive(Clone)]
-struct NoJitter;
-impl Jitter for NoJitter {
-    fn next_u64(&mut self) -> u64 {
-        0
     }
 }
 

@@ -194,3 +194,22 @@ pub fn hostile_body(
         field_object,
     ]
 }
+
+/// A backoff sleeper that only moves a manual clock.
+pub struct ClockSleeper<'c>(pub &'c meridian_platform::time::ManualClock);
+
+impl meridian_platform::retry::Sleeper for ClockSleeper<'_> {
+    async fn sleep(&self, d: Duration) {
+        self.0.advance(d);
+    }
+}
+
+/// Jitter that always picks zero, for exact schedules.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoJitter;
+
+impl meridian_platform::retry::Jitter for NoJitter {
+    fn next_u64(&mut self) -> u64 {
+        0
+    }
+}
