@@ -149,11 +149,6 @@ impl RequestContext {
             budget_ms: duration_ms(self.budget_at_arrival),
         }
     }
-
-    /// A problem carrying this request's id.
-    pub fn problem(&self, problem: Problem) -> Problem {
-        problem.with_request_id(self.request_id.as_str())
-    }
 }
 
 #[cfg(test)]

@@ -19,18 +19,6 @@ pub struct ActorId(Uuid);
 
 macro_rules! uuid_newtype {
     ($t:ident) => {
-        impl $t {
-            /// Wraps a UUID.
-            pub const fn from_uuid(id: Uuid) -> Self {
-                Self(id)
-            }
-
-            /// The UUID.
-            pub const fn as_uuid(&self) -> &Uuid {
-                &self.0
-            }
-        }
-
         impl FromStr for $t {
             type Err = uuid::Error;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
