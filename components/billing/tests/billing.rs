@@ -127,14 +127,19 @@ impl Harness {
         self.send(&self.ctx(TENANT, MANAGER, Role::Manager), request)
     }
 
-    fn new_resident(&self) -> String {
-        let ctx = tenant_context(
+    /// A manager's request as community sees it.
+    fn community_ctx(&self) -> RequestContext {
+        tenant_context(
             self.clock.now(),
             "community",
             TENANT,
             MANAGER,
             Role::Manager,
-        );
+        )
+    }
+
+    fn new_resident(&self) -> String {
+        let ctx = self.community_ctx();
         let r = community::handle(
             &self.community().app,
             &ctx,
@@ -145,13 +150,7 @@ impl Harness {
     }
 
     fn notifications(&self, resident: &str) -> Vec<Value> {
-        let ctx = tenant_context(
-            self.clock.now(),
-            "community",
-            TENANT,
-            MANAGER,
-            Role::Manager,
-        );
+        let ctx = self.community_ctx();
         let r = community::handle(
             &self.community().app,
             &ctx,
