@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use meridian_platform::budget::edge_reserve;
+use meridian_platform::budget::answer_reserve;
 use meridian_platform::headers;
 use meridian_platform::http::HttpClient;
 use meridian_platform::request_id::RequestId;
@@ -129,7 +129,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         // still answer with its own 504 before the client's budget ends.
         let ctx = RequestContext::new(
             request_id.clone(),
-            edge_deadline.child(edge_reserve(granted)),
+            edge_deadline.child(answer_reserve(granted)),
             started,
             "gateway",
         );

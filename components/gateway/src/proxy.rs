@@ -1,6 +1,6 @@
 //! Forwarding a public request to the service that owns it.
 
-use meridian_platform::http::{HttpClient, OutboundRequest, SendError};
+use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::idempotency::IdempotencyKey;
 use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
@@ -48,19 +48,52 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         trace.attempts = Some(call.attempts);
 
         match call.response {
-            Ok(upstream) => Ok(EdgeResponse {
-                status: upstream.status,
-                headers: upstream
-                    .headers
-                    .into_iter()
-                    .filter(|(n, _)| is_returnable(n))
-                    .collect(),
-                body: upstream.body,
-            }),
+            Ok(upstream) => pass_on(service, upstream).map_err(Refusal::from),
             Err(SendError::Deadline) => Err(budget.exceeded().into()),
             Err(e) => Err(unavailable(service, &e).into()),
         }
     }
+}
+
+/// A downstream's answer as the client may see it. Meridian's services
+/// answer JSON, and problem+json for every failure; anything else (Spin's
+/// plain-text 500 for a trap, a proxy's HTML 502, a body that is not JSON)
+/// becomes the gateway's own problem, so no raw body ever reaches a client.
+pub fn pass_on(service: Service, upstream: OutboundResponse) -> Result<EdgeResponse, Problem> {
+    let is_problem = upstream.problem_code().is_some();
+    let success = (200..300).contains(&upstream.status);
+    let body_is_json = upstream.body.is_empty()
+        || serde_json::from_slice::<serde::de::IgnoredAny>(&upstream.body).is_ok();
+    if !(is_problem || success && body_is_json) {
+        eprintln!(
+            "gateway: {} answered {} with an unexpected body ({} bytes)",
+            service.name(),
+            upstream.status,
+            upstream.body.len()
+        );
+        return Err(match upstream.status {
+            // A proxy or runtime between us and the service gave up: the
+            // service could not be reached, and the retry loop is done.
+            502..=504 => Problem::new(
+                ErrorCode::UpstreamUnavailable,
+                format!("the {} service could not be reached", service.name()),
+            ),
+            // A trap or a broken answer: a fault on our side.
+            _ => Problem::new(
+                ErrorCode::Internal,
+                format!("the {} service failed to answer", service.name()),
+            ),
+        });
+    }
+    Ok(EdgeResponse {
+        status: upstream.status,
+        headers: upstream
+            .headers
+            .into_iter()
+            .filter(|(n, _)| is_returnable(n))
+            .collect(),
+        body: upstream.body,
+    })
 }
 
 /// The 502 for a service that could not be reached; the cause is logged,
@@ -76,6 +109,56 @@ pub fn unavailable(service: Service, cause: &SendError) -> Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn answer(status: u16, content_type: &str, body: &str) -> OutboundResponse {
+        OutboundResponse {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn json_successes_and_problems_pass_on_unchanged() {
+        let ok = pass_on(
+            Service::Billing,
+            answer(201, "application/json", r#"{"id":1}"#),
+        );
+        assert_eq!(ok.unwrap().status, 201);
+        let problem = answer(
+            409,
+            "application/problem+json",
+            r#"{"code":"conflict","status":409}"#,
+        );
+        assert_eq!(pass_on(Service::Billing, problem).unwrap().status, 409);
+        let head = pass_on(Service::Billing, answer(200, "application/json", ""));
+        assert_eq!(head.unwrap().status, 200);
+    }
+
+    #[test]
+    fn a_trap_becomes_an_internal_problem() {
+        let trap = answer(500, "text/plain", "Internal Server Error");
+        let p = pass_on(Service::Community, trap).unwrap_err();
+        assert_eq!((p.status(), p.code()), (500, ErrorCode::Internal));
+    }
+
+    #[test]
+    fn a_bare_gateway_failure_becomes_upstream_unavailable() {
+        for status in [502, 503, 504] {
+            let p =
+                pass_on(Service::Identity, answer(status, "text/html", "<h1>x</h1>")).unwrap_err();
+            assert_eq!(p.code(), ErrorCode::UpstreamUnavailable, "{status}");
+        }
+    }
+
+    #[test]
+    fn a_success_that_is_not_json_is_not_passed_on() {
+        let p = pass_on(Service::Billing, answer(200, "text/plain", "hello")).unwrap_err();
+        assert_eq!(p.code(), ErrorCode::Internal);
+        // JSON without a problem content type, on a failure, is not ours either.
+        let p = pass_on(Service::Billing, answer(404, "application/json", "{}")).unwrap_err();
+        assert_eq!(p.code(), ErrorCode::Internal);
+    }
 
     #[test]
     fn reads_are_retry_safe() {

@@ -9,8 +9,7 @@ use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde::Deserialize;
 
 use crate::app::{EdgeBudget, Gateway, Refusal, Trace};
-use crate::edge::{is_returnable, EdgeResponse};
-use crate::proxy::unavailable;
+use crate::proxy::{pass_on, unavailable};
 use crate::routes::Service;
 
 /// Identity's answer to a resolution.
@@ -31,12 +30,12 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         budget: EdgeBudget,
         trace: &mut Trace,
     ) -> Result<TenantScope, Refusal> {
-        // A malformed slug names no tenant; saying so costs no call.
-        let slug = TenantSlug::parse(slug)
-            .map_err(|_| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
         let authorization = authorization
             .filter(|a| headers::bearer_token(a).is_some())
             .ok_or_else(|| Problem::new(ErrorCode::Unauthorized, "a bearer token is required"))?;
+        // A malformed slug names no tenant; saying so costs no call.
+        let slug = TenantSlug::parse(slug)
+            .map_err(|_| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
 
         let request = OutboundRequest::new(
             "GET",
@@ -60,16 +59,12 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             Err(e) => return Err(unavailable(Service::Identity, &e).into()),
         };
         if response.status != 200 {
-            // identity's own 401/404/504 problem, passed on unchanged.
-            return Err(Refusal::Upstream(EdgeResponse {
-                status: response.status,
-                headers: response
-                    .headers
-                    .into_iter()
-                    .filter(|(n, _)| is_returnable(n))
-                    .collect(),
-                body: response.body,
-            }));
+            // identity's own 401/404/504 problem, passed on unchanged; any
+            // other answer becomes the gateway's problem.
+            return Err(match pass_on(Service::Identity, response) {
+                Ok(problem) => Refusal::Upstream(problem),
+                Err(problem) => problem.into(),
+            });
         }
         parse_resolution(&response.body).ok_or_else(|| {
             eprintln!("gateway: identity returned an unreadable resolution");

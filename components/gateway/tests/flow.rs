@@ -404,8 +404,25 @@ fn a_read_is_retried_after_a_transient_failure() {
 fn a_write_without_a_key_is_sent_once_and_fails_once() {
     let h = Harness::tenant("http://billing.test", vec![status(503), ok("{}")]);
     let r = h.send("POST", "/v1/acme/invoices", &[AUTH]);
-    assert_eq!(r.status, 503);
+    // A bare 503 is not a Meridian answer: the gateway's own problem.
+    assert_eq!(r.status, 502);
+    assert_eq!(body(&r)["code"], "upstream_unavailable");
     assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    assert_eq!(h.seen().len(), 2);
+}
+
+#[test]
+fn a_service_that_already_retried_below_is_not_retried_again() {
+    let h = Harness::tenant(
+        "http://billing.test",
+        vec![problem(502, "upstream_unavailable"), status(201)],
+    );
+    let key = ("idempotency-key", "k-1");
+    let r = h.send("POST", "/v1/acme/invoices", &[AUTH, key]);
+    assert_eq!(r.status, 502);
+    assert_eq!(body(&r)["code"], "upstream_unavailable");
+    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    // resolve + one forward: the keyed write was not sent again.
     assert_eq!(h.seen().len(), 2);
 }
 

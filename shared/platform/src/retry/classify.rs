@@ -14,19 +14,23 @@ pub enum Verdict {
     },
 }
 
-/// Classifies an HTTP answer: 502 and 503 are transient, and so is a 504
-/// unless it is a downstream `deadline_exceeded` (the shared budget is gone,
-/// so another attempt cannot help). Everything else is final.
+/// Classifies an HTTP answer: 502 and 503 are transient, and so is a 504,
+/// with two exceptions that come from Meridian's own services. A downstream
+/// `deadline_exceeded` is final because the shared budget is gone, so another
+/// attempt cannot help. A downstream `upstream_unavailable` is final because
+/// that service already retried its own dependency. Only the layer next to a
+/// failure retries it, so one fault costs each service at most one policy's
+/// attempts rather than a product of every layer's. Everything else is final.
 pub fn classify_status(
     status: u16,
     problem_code: Option<&str>,
     retry_after: Option<&str>,
 ) -> Verdict {
-    let transient = match status {
-        502 | 503 => true,
-        504 => problem_code != Some("deadline_exceeded"),
-        _ => false,
-    };
+    let already_retried_below = matches!(
+        problem_code,
+        Some("deadline_exceeded" | "upstream_unavailable")
+    );
+    let transient = matches!(status, 502..=504) && !already_retried_below;
     if transient {
         Verdict::Transient {
             retry_after: retry_after.and_then(parse_retry_after),
@@ -58,7 +62,7 @@ mod tests {
             Verdict::Transient { retry_after: None }
         );
         assert_eq!(
-            classify_status(503, Some("upstream_unavailable"), Some("1")),
+            classify_status(503, None, Some("1")),
             Verdict::Transient {
                 retry_after: Some(Duration::from_secs(1))
             }
@@ -73,6 +77,23 @@ mod tests {
         );
         assert_eq!(
             classify_status(504, None, None),
+            Verdict::Transient { retry_after: None }
+        );
+    }
+
+    #[test]
+    fn a_downstream_that_already_retried_is_not_retried_again() {
+        for status in [502, 503] {
+            assert_eq!(
+                classify_status(status, Some("upstream_unavailable"), Some("1")),
+                Verdict::Final,
+                "{status}"
+            );
+        }
+        // The same status without the problem code is a transport-level
+        // failure next to the caller: the caller retries it.
+        assert_eq!(
+            classify_status(503, None, None),
             Verdict::Transient { retry_after: None }
         );
     }
