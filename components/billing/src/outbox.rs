@@ -44,14 +44,20 @@ pub fn redelivery_delay(attempts: i64) -> Duration {
 
 impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billing<D, C, H, S, J> {
     /// Delivers `events` in order while the budget allows.
+    ///
+    /// Each delivery is an optional step: it works to the hop's work
+    /// deadline, not to its own, so a consumer that hangs until the call is
+    /// abandoned still leaves this hop its answer reserve to record the
+    /// failure, schedule the retry and answer.
     pub async fn deliver(
         &self,
         ctx: &RequestContext,
         events: &[(OutboxEvent, i64)],
     ) -> DeliveryReport {
+        let step = ctx.for_optional_step();
         let mut report = DeliveryReport::default();
         for (event, attempts) in events {
-            if ctx
+            if step
                 .ensure(self.store.clock().now(), MIN_DELIVERY_BUDGET)
                 .is_err()
             {
@@ -65,7 +71,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
             // Safe to repeat: the consumer keys notifications by event id.
             let call = self
                 .upstream
-                .call(ctx, &RetryPolicy::standard(), request)
+                .call(&step, &RetryPolicy::standard(), request)
                 .await;
             let outcome = match &call.response {
                 Ok(r) if r.status == 200 => Ok(()),
@@ -106,8 +112,10 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
 
     /// After a write: delivers the events it created, if the budget has
     /// room for an optional step. Whatever is not delivered is the relay's.
+    /// The write is committed already, so nothing here may cost its answer.
     pub async fn deliver_inline(&self, ctx: &RequestContext, events: Vec<OutboxEvent>) {
         if ctx
+            .for_optional_step()
             .ensure(self.store.clock().now(), INLINE_DELIVERY_BUDGET)
             .is_err()
         {

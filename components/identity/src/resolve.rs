@@ -18,19 +18,15 @@ use crate::repo;
 /// each turn into a write.
 const TOUCH_INTERVAL: Duration = Duration::from_secs(60);
 
-/// Resolves the slug and token; 404 for an unknown tenant or a token of
-/// another tenant (no existence leak), 401 for a missing, unknown or revoked token.
+/// Resolves the slug and token: 401 for a missing, unknown or revoked token
+/// whatever the slug; then 404 for an unknown tenant or a token of another
+/// tenant (no existence leak).
 pub fn resolve<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
     let tenant_not_found = || Problem::new(ErrorCode::TenantNotFound, "no such tenant");
-    let slug = query_param(&request.query, "slug")
-        .and_then(|s| TenantSlug::parse(&s).ok())
-        .ok_or_else(tenant_not_found)?;
-    let tenant =
-        repo::tenant_by_slug(&app.store, ctx, slug.as_str())?.ok_or_else(tenant_not_found)?;
     let unauthorized = || {
         Problem::new(
             ErrorCode::Unauthorized,
@@ -42,6 +38,13 @@ pub fn resolve<D: Database, C: Clock>(
     let owner = repo::token_owner(&app.store, ctx, &hash)?
         .filter(|o| constant_time_eq(&o.hash, &hash))
         .ok_or_else(unauthorized)?;
+    // Only a caller with a valid token learns whether the slug exists, so a
+    // wrong token gets the same 401 for a real slug and an unknown one.
+    let slug = query_param(&request.query, "slug")
+        .and_then(|s| TenantSlug::parse(&s).ok())
+        .ok_or_else(tenant_not_found)?;
+    let tenant =
+        repo::tenant_by_slug(&app.store, ctx, slug.as_str())?.ok_or_else(tenant_not_found)?;
     if owner.tenant_id != tenant.id {
         return Err(tenant_not_found());
     }
@@ -68,10 +71,13 @@ fn touch<D: Database, C: Clock>(
         .last_used_at
         .as_deref()
         .is_some_and(|last| last >= now.minus(TOUCH_INTERVAL).to_rfc3339().as_str());
-    if recent || ctx.ensure(now, Duration::from_millis(20)).is_err() {
+    // Optional: it works to the hop's work deadline, never into the reserve
+    // the resolution's answer needs.
+    let step = ctx.for_optional_step();
+    if recent || step.ensure(now, Duration::from_millis(20)).is_err() {
         return;
     }
-    if let Err(e) = repo::touch_token(&app.store, ctx, &owner.token_id, &now.to_rfc3339()) {
+    if let Err(e) = repo::touch_token(&app.store, &step, &owner.token_id, &now.to_rfc3339()) {
         eprintln!("identity: could not record token use: {e}");
     }
 }

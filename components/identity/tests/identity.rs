@@ -201,6 +201,17 @@ fn resolution_distinguishes_unknown_tenants_bad_tokens_and_foreign_tokens() {
 }
 
 #[test]
+fn a_wrong_token_cannot_tell_real_slugs_from_unknown_ones() {
+    let h = Harness::new();
+    h.create_tenant("alpha");
+    let real = h.resolve("alpha", "mrd_not-a-real-token");
+    let unknown = h.resolve("nowhere", "mrd_not-a-real-token");
+    assert_eq!((real.status, code(&real)), (401, "unauthorized".to_owned()));
+    assert_eq!((unknown.status, code(&unknown)), (real.status, code(&real)));
+    assert_eq!(unknown.json_body()["detail"], real.json_body()["detail"]);
+}
+
+#[test]
 fn tenant_input_is_validated_field_by_field_and_nothing_is_written() {
     let h = Harness::new();
     let post = |body: &str| {

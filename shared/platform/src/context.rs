@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::budget::answer_reserve;
 use crate::deadline::Deadline;
 use crate::problem::{ErrorCode, Problem};
 use crate::request_id::RequestId;
@@ -127,6 +128,34 @@ impl RequestContext {
         Ok((scope.tenant_id.to_string(), scope))
     }
 
+    /// The budget this hop had when the request arrived.
+    pub fn budget_at_arrival(&self) -> Duration {
+        self.budget_at_arrival
+    }
+
+    /// The time this hop keeps back to answer: see [`answer_reserve`].
+    pub fn answer_reserve(&self) -> Duration {
+        answer_reserve(self.budget_at_arrival)
+    }
+
+    /// The last instant at which this hop may still be working on anything
+    /// but its answer: the deadline less the answer reserve. Optional steps
+    /// and lock waits end here.
+    pub fn work_deadline(&self) -> Deadline {
+        self.deadline.child(self.answer_reserve())
+    }
+
+    /// The context for an optional step (inline event delivery, touching a
+    /// token's last use): the same request, working to [`Self::work_deadline`],
+    /// so that a step which runs out of time still leaves this hop its
+    /// answer reserve. A step that fails this way reports the *hop's* budget.
+    pub fn for_optional_step(&self) -> RequestContext {
+        Self {
+            deadline: self.work_deadline(),
+            ..self.clone()
+        }
+    }
+
     /// Time left at `now`.
     pub fn remaining(&self, now: UnixMillis) -> Duration {
         self.deadline.remaining(now)
@@ -194,6 +223,24 @@ mod tests {
         assert!(c
             .ensure(UnixMillis::from_millis(1_100), Duration::ZERO)
             .is_err());
+    }
+
+    #[test]
+    fn an_optional_step_ends_an_answer_reserve_before_the_hop() {
+        let c = ctx(1_000, 400);
+        let step = c.for_optional_step();
+        assert_eq!(c.answer_reserve(), Duration::from_millis(20));
+        assert_eq!(
+            step.remaining(UnixMillis::from_millis(1_000)),
+            Duration::from_millis(380)
+        );
+        // The step is spent while the hop still has its reserve to answer in.
+        let late = UnixMillis::from_millis(1_385);
+        assert!(step.ensure(late, Duration::ZERO).is_err());
+        assert!(c.ensure(late, Duration::from_millis(10)).is_ok());
+        // Same request and hop: only the deadline moved.
+        assert_eq!(step.request_id(), c.request_id());
+        assert_eq!(step.spent(), c.spent());
     }
 
     #[test]
