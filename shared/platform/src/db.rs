@@ -1,12 +1,13 @@
 //! The storage contract: a SQLite connection as a trait, and the `Store`
 //! that checks the request budget before every statement.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use thiserror::Error;
 
 use crate::context::{BudgetSpent, RequestContext};
-use crate::time::Clock;
+use crate::time::{duration_ms, Clock, UnixMillis};
 
 /// A SQLite value.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +91,9 @@ pub enum DbError {
     /// A uniqueness or other constraint refused the write.
     #[error("constraint violated: {0}")]
     Constraint(String),
+    /// Another connection held the lock for longer than this one could wait.
+    #[error("database locked: {0}")]
+    Locked(String),
     /// SQLite reported an error.
     #[error("sqlite: {0}")]
     Sqlite(String),
@@ -105,6 +109,14 @@ impl From<DbError> for crate::problem::Problem {
         use crate::problem::{ErrorCode, Problem};
         match e {
             DbError::Budget(spent) => spent.to_problem(),
+            DbError::Locked(detail) => {
+                eprintln!("storage locked: {detail}");
+                Problem::new(
+                    ErrorCode::UpstreamUnavailable,
+                    "the service's storage is busy; try again",
+                )
+                .with_status(503)
+            }
             DbError::Constraint(detail) => {
                 eprintln!("storage constraint: {detail}");
                 Problem::new(
@@ -125,22 +137,54 @@ impl From<DbError> for crate::problem::Problem {
 pub trait Database {
     /// Runs one statement and returns its rows (none for a write).
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError>;
+
+    /// Bounds how long the next statements wait for another connection's
+    /// lock before failing with [`DbError::Locked`].
+    fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
+        self.run(&format!("PRAGMA busy_timeout = {}", duration_ms(wait)), &[])
+            .map(drop)
+    }
 }
 
 impl<D: Database + ?Sized> Database for &D {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         (**self).run(sql, params)
     }
+
+    fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
+        (**self).set_lock_wait(wait)
+    }
 }
 
 /// The least budget worth starting a statement with.
 pub const DEFAULT_STATEMENT_BUDGET: Duration = Duration::from_millis(2);
 
-/// A database whose every statement first checks the request budget.
+/// How much earlier than needed a lock wait is set to end, so that one
+/// setting stays valid for this long of later statements. Without it the
+/// bound would need a `PRAGMA` before every statement.
+pub const LOCK_WAIT_SLACK: Duration = Duration::from_millis(5);
+
+/// A database whose every statement first checks the request budget, and
+/// whose lock waits end by the hop's work deadline (the deadline less the
+/// answer reserve), so that a statement stuck behind another writer gives
+/// up while the hop can still answer.
 pub struct Store<D, C> {
     db: D,
     clock: C,
     statement_budget: Duration,
+    /// The lock wait last set on the connection, if any.
+    lock_wait: Cell<LockWait>,
+}
+
+/// What the connection's lock wait is known to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LockWait {
+    /// Never set: the driver's default (rusqlite's is 5 s) applies.
+    Unset,
+    /// Set to this long.
+    Set(Duration),
+    /// The connection refused the setting (a remote database); not tried again.
+    Unsupported,
 }
 
 impl<D: Database, C: Clock> Store<D, C> {
@@ -150,18 +194,54 @@ impl<D: Database, C: Clock> Store<D, C> {
             db,
             clock,
             statement_budget: DEFAULT_STATEMENT_BUDGET,
+            lock_wait: Cell::new(LockWait::Unset),
         }
     }
 
-    /// Runs a statement if the budget can fit one, and returns its rows.
+    /// Runs a statement if the budget can fit one, and returns its rows. A
+    /// statement that waited out its lock wait has spent the hop's budget.
     pub fn query(
         &self,
         ctx: &RequestContext,
         sql: &str,
         params: &[Value],
     ) -> Result<Vec<Row>, DbError> {
-        ctx.ensure(self.clock.now(), self.statement_budget)?;
-        self.db.run(sql, params)
+        let now = self.clock.now();
+        ctx.ensure(now, self.statement_budget)?;
+        self.bound_lock_wait(ctx, now);
+        match self.db.run(sql, params) {
+            // The wait ran to its bound: the time it had is gone.
+            Err(DbError::Locked(_))
+                if ctx.work_deadline().remaining(self.clock.now()) <= LOCK_WAIT_SLACK =>
+            {
+                Err(DbError::Budget(ctx.spent()))
+            }
+            other => other,
+        }
+    }
+
+    /// Makes sure a lock wait that starts at `now` ends by the work
+    /// deadline. The setting is made `LOCK_WAIT_SLACK` shorter than it could
+    /// be, so it stays valid for the statements of the next few ms.
+    fn bound_lock_wait(&self, ctx: &RequestContext, now: UnixMillis) {
+        let until = ctx.work_deadline();
+        let fits = match self.lock_wait.get() {
+            LockWait::Unsupported => return,
+            LockWait::Unset => false,
+            LockWait::Set(wait) => wait.is_zero() || now.plus(wait) <= until.instant(),
+        };
+        if fits {
+            return;
+        }
+        let wait = until.remaining(now).saturating_sub(LOCK_WAIT_SLACK);
+        match self.db.set_lock_wait(wait) {
+            Ok(()) => self.lock_wait.set(LockWait::Set(wait)),
+            Err(e) => {
+                // A remote libSQL may not take pragmas; its own timeouts apply.
+                eprintln!("lock wait not bounded: {e}");
+                self.lock_wait.set(LockWait::Unsupported);
+            }
+        }
     }
 
     /// Runs a write if the budget can fit one.
@@ -201,5 +281,140 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// The clock the store checks the budget against.
     pub fn clock(&self) -> &C {
         &self.clock
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request_id::RequestId;
+    use crate::time::ManualClock;
+    use crate::Deadline;
+    use std::cell::RefCell;
+
+    const START: u64 = 1_700_000_000_000;
+
+    /// Records every statement; fails with `Locked` after moving the clock
+    /// by the lock wait in force, as SQLite's busy handler would.
+    struct Recorder<'c> {
+        clock: &'c ManualClock,
+        sql: RefCell<Vec<String>>,
+        wait: Cell<Duration>,
+        locked: Cell<bool>,
+        pragmas_refused: bool,
+    }
+
+    impl<'c> Recorder<'c> {
+        fn new(clock: &'c ManualClock) -> Self {
+            Self {
+                clock,
+                sql: RefCell::default(),
+                wait: Cell::new(Duration::from_secs(5)),
+                locked: Cell::new(false),
+                pragmas_refused: false,
+            }
+        }
+
+        fn pragmas(&self) -> Vec<String> {
+            let sql = self.sql.borrow();
+            sql.iter()
+                .filter(|s| s.starts_with("PRAGMA"))
+                .cloned()
+                .collect()
+        }
+    }
+
+    impl Database for Recorder<'_> {
+        fn run(&self, sql: &str, _params: &[Value]) -> Result<Vec<Row>, DbError> {
+            self.sql.borrow_mut().push(sql.to_owned());
+            if let Some(ms) = sql.strip_prefix("PRAGMA busy_timeout = ") {
+                if self.pragmas_refused {
+                    return Err(DbError::Sqlite("not supported".into()));
+                }
+                self.wait.set(Duration::from_millis(ms.parse().unwrap()));
+                return Ok(Vec::new());
+            }
+            if self.locked.get() {
+                self.clock.advance(self.wait.get());
+                return Err(DbError::Locked("database is locked".into()));
+            }
+            Ok(Vec::new())
+        }
+    }
+
+    fn ctx(budget_ms: u64) -> RequestContext {
+        let now = UnixMillis::from_millis(START);
+        RequestContext::new(
+            RequestId::parse("req-1").unwrap(),
+            Deadline::after(now, Duration::from_millis(budget_ms)),
+            now,
+            "billing",
+        )
+    }
+
+    #[test]
+    fn a_lock_wait_ends_an_answer_reserve_before_the_deadline() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let db = Recorder::new(&clock);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(400);
+        db.locked.set(true);
+        let err = store.query(&ctx, "SELECT 1", &[]).unwrap_err();
+        // Waited until the work deadline (less the slack), then gave up with
+        // the hop's own 504, leaving the 20 ms reserve to answer in.
+        assert_eq!(err, DbError::Budget(ctx.spent()));
+        assert_eq!(db.pragmas(), ["PRAGMA busy_timeout = 375"]);
+        assert_eq!(ctx.remaining(clock.now()), Duration::from_millis(25));
+    }
+
+    #[test]
+    fn the_lock_wait_is_set_before_the_first_statement_and_kept_while_it_fits() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let db = Recorder::new(&clock);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(1_000);
+        store.execute(&ctx, "SELECT 1", &[]).unwrap();
+        assert_eq!(db.sql.borrow()[0], "PRAGMA busy_timeout = 945");
+        clock.advance(Duration::from_millis(4));
+        store.execute(&ctx, "SELECT 2", &[]).unwrap();
+        assert_eq!(db.pragmas().len(), 1, "still fits: not set again");
+        clock.advance(Duration::from_millis(2));
+        store.execute(&ctx, "SELECT 3", &[]).unwrap();
+        assert_eq!(
+            db.pragmas(),
+            ["PRAGMA busy_timeout = 945", "PRAGMA busy_timeout = 939"]
+        );
+    }
+
+    #[test]
+    fn nothing_runs_once_the_budget_is_spent_not_even_the_pragma() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let db = Recorder::new(&clock);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(100);
+        clock.advance(Duration::from_millis(99));
+        assert_eq!(
+            store.query(&ctx, "SELECT 1", &[]),
+            Err(DbError::Budget(ctx.spent()))
+        );
+        assert!(db.sql.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_lock_lost_early_is_a_busy_service_not_a_deadline() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let mut db = Recorder::new(&clock);
+        db.pragmas_refused = true;
+        db.wait.set(Duration::from_millis(10));
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(1_000);
+        db.locked.set(true);
+        let err = store.query(&ctx, "SELECT 1", &[]).unwrap_err();
+        assert!(matches!(err, DbError::Locked(_)));
+        let problem = crate::Problem::from(err);
+        assert_eq!((problem.status(), problem.code().retryable()), (503, true));
+        // A connection that refused the pragma is not asked again.
+        let _ = store.query(&ctx, "SELECT 2", &[]);
+        assert_eq!(db.pragmas().len(), 1);
     }
 }

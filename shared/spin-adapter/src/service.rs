@@ -4,13 +4,12 @@
 
 use std::future::Future;
 
-use meridian_platform::db::{Database, DbError, Store};
+use meridian_platform::db::{DbError, Store};
 use meridian_platform::headers;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::migrate::{migrate, Migration, MigrationError};
 use meridian_platform::request_id::RequestId;
-use meridian_platform::time::duration_ms;
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext, SystemClock};
+use meridian_platform::{ErrorCode, Problem, RequestContext, SystemClock};
 use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 
 use crate::sqlite::SpinSqlite;
@@ -36,12 +35,8 @@ impl ServiceSpec {
     pub fn open_store(&self, ctx: &RequestContext) -> Result<SpinStore, Problem> {
         let db = SpinSqlite::open(self.database)
             .map_err(|e| self.unavailable("opening the database", &e))?;
-        // A statement waiting for another writer's lock must not wait past
-        // the budget either. Best effort: a remote libSQL may not take pragmas.
-        let wait_ms = duration_ms(ctx.remaining(SystemClock.now()));
-        if let Err(e) = db.run(&format!("PRAGMA busy_timeout = {wait_ms}"), &[]) {
-            eprintln!("{}: busy_timeout not set: {e}", self.hop);
-        }
+        // Every statement checks the budget first and waits for a lock only
+        // until the work deadline: the store sets both.
         let store = Store::new(db, SystemClock);
         match migrate(&store, ctx, self.migrations) {
             Ok(applied) => {

@@ -50,6 +50,8 @@ fn map_error(e: Error) -> DbError {
         // Spin reports SQLite errors as text; constraint failures are the
         // ones callers act on (a duplicate key is a 409, not a 500).
         Error::Io(message) if message.contains("constraint failed") => DbError::Constraint(message),
+        // SQLITE_BUSY / SQLITE_LOCKED once the lock wait (busy_timeout) ran out.
+        Error::Io(message) if message.contains("is locked") => DbError::Locked(message),
         other => DbError::Sqlite(format!("{other:?}")),
     }
 }

@@ -65,6 +65,9 @@ fn from_sql(v: ValueRef<'_>) -> Value {
 fn map_err(e: rusqlite::Error) -> DbError {
     match e.sqlite_error_code() {
         Some(rusqlite::ErrorCode::ConstraintViolation) => DbError::Constraint(e.to_string()),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            DbError::Locked(e.to_string())
+        }
         _ => DbError::Sqlite(e.to_string()),
     }
 }
