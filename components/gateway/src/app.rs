@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use meridian_platform::body::BodyError;
 use meridian_platform::budget::answer_reserve;
 use meridian_platform::headers;
 use meridian_platform::http::HttpClient;
@@ -18,8 +19,7 @@ use crate::proxy::forwarding_policy;
 use crate::routes::{route, Route, Service};
 use crate::timing::ServerTiming;
 
-/// Largest request body the gateway accepts.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub use meridian_platform::body::MAX_BODY_BYTES;
 
 /// The least budget worth forwarding a request with.
 pub const MIN_UPSTREAM_BUDGET: Duration = Duration::from_millis(2);
@@ -72,13 +72,39 @@ impl EdgeBudget {
 }
 
 impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J> {
-    /// Answers one public request.
+    /// Answers one public request whose body is already in hand (tests,
+    /// and callers that read it elsewhere).
     pub async fn handle(&self, request: EdgeRequest) -> EdgeResponse {
-        let started = self.upstream.clock.now();
+        let now = self.upstream.clock.now();
+        self.handle_since(request, now, None).await
+    }
+
+    /// The instant by which the body of a request that arrived at
+    /// `arrived` must be in: its budget's work deadline (the default
+    /// budget's when the timeout header is malformed, which is refused once
+    /// the body is in).
+    pub fn read_deadline(&self, head: &EdgeRequest, arrived: UnixMillis) -> Deadline {
+        let budget = &self.config.budget;
+        let granted = budget
+            .budget_for(head.header(headers::TIMEOUT_MS))
+            .unwrap_or_else(|_| budget.default_budget());
+        Deadline::after(arrived, granted).child(answer_reserve(granted))
+    }
+
+    /// Answers one public request that arrived at `arrived`: the budget
+    /// runs from then, so time spent reading the body is spent budget.
+    /// `body` is why the body could not be read, if it could not.
+    pub async fn handle_since(
+        &self,
+        request: EdgeRequest,
+        arrived: UnixMillis,
+        body: Option<BodyError>,
+    ) -> EdgeResponse {
+        let started = arrived;
         let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
         let mut trace = Trace::default();
         let mut response = match self
-            .dispatch(&request, &request_id, started, &mut trace)
+            .dispatch(&request, &request_id, started, body, &mut trace)
             .await
         {
             Ok(response) | Err(Refusal::Upstream(response)) => response,
@@ -98,6 +124,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         request: &EdgeRequest,
         request_id: &RequestId,
         started: UnixMillis,
+        body: Option<BodyError>,
         trace: &mut Trace,
     ) -> Result<EdgeResponse, Refusal> {
         let route = route(&request.method, &request.path);
@@ -133,18 +160,18 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             started,
             "gateway",
         );
-        if ctx
-            .ensure(self.upstream.clock.now(), MIN_UPSTREAM_BUDGET)
-            .is_err()
+        let body = body.or_else(|| {
+            (request.body.len() > MAX_BODY_BYTES).then_some(BodyError::TooLarge(MAX_BODY_BYTES))
+        });
+        if let Some(problem) = body.as_ref().and_then(BodyError::to_problem) {
+            return Err(problem.into());
+        }
+        if body == Some(BodyError::Deadline)
+            || ctx
+                .ensure(self.upstream.clock.now(), MIN_UPSTREAM_BUDGET)
+                .is_err()
         {
             return Err(budget.exceeded().into());
-        }
-        if request.body.len() > MAX_BODY_BYTES {
-            return Err(Problem::new(
-                ErrorCode::PayloadTooLarge,
-                format!("request bodies are limited to {MAX_BODY_BYTES} bytes"),
-            )
-            .into());
         }
         // Reads, and writes the owner can deduplicate by key, may be repeated.
         let policy = forwarding_policy(&request.method, request.idempotency_key()?.as_ref());

@@ -18,9 +18,10 @@ pub mod timing;
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod entry {
+    use meridian_platform::body::MAX_BODY_BYTES;
     use meridian_platform::upstream::Upstream;
-    use meridian_platform::SystemClock;
-    use meridian_spin::{convert, service, vars, PollSleeper, RandomJitter, SpinHttp};
+    use meridian_platform::{Clock, SystemClock};
+    use meridian_spin::{convert, vars, PollSleeper, RandomJitter, SpinHttp};
     use spin_sdk::http::{IncomingRequest, ResponseOutparam};
     use spin_sdk::http_component;
 
@@ -43,10 +44,18 @@ mod entry {
                 jitter: RandomJitter,
             },
         };
-        let response = match convert::read_request(incoming).await {
-            Ok(request) => gateway.handle(request).await,
-            Err(problem) => service::unreadable(problem),
+        // The budget runs from here: a slow upload spends it like slow work.
+        let arrived = SystemClock.now();
+        let mut request = convert::read_head(&incoming);
+        let until = gateway.read_deadline(&request, arrived);
+        let unread = match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
+            Ok(body) => {
+                request.body = body;
+                None
+            }
+            Err(e) => Some(e),
         };
+        let response = gateway.handle_since(request, arrived, unread).await;
         convert::send_response(out, response);
     }
 }

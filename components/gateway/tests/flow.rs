@@ -9,6 +9,7 @@ use futures::executor::block_on;
 use gateway::app::Gateway;
 use gateway::config::GatewayConfig;
 use gateway::edge::{EdgeRequest, EdgeResponse};
+use meridian_platform::body::BodyError;
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::{
     internal_headers, HttpClient, OutboundRequest, OutboundResponse, SendError,
@@ -607,4 +608,85 @@ fn tenant_resolution_is_retried_within_the_same_budget() {
         .parse()
         .unwrap();
     assert!(left < 475, "budget left {left}");
+}
+
+fn edge_request(method: &str, path: &str, headers: &[(&str, &str)]) -> EdgeRequest {
+    EdgeRequest {
+        method: method.into(),
+        path: path.into(),
+        headers: headers
+            .iter()
+            .map(|(n, v)| ((*n).into(), (*v).into()))
+            .collect(),
+        ..EdgeRequest::default()
+    }
+}
+
+#[test]
+fn the_budget_runs_from_arrival_so_a_slow_upload_spends_it() {
+    let h = Harness::tenant("http://billing.test", vec![status(201)]);
+    let arrived = h.clock.now();
+    // The body took 390 of the 400 ms to arrive: too little is left to forward.
+    h.clock.advance(Duration::from_millis(390));
+    let request = edge_request(
+        "POST",
+        "/v1/acme/invoices",
+        &[AUTH, ("x-meridian-timeout-ms", "400")],
+    );
+    let r = block_on(h.gateway.handle_since(request, arrived, None));
+    assert_eq!(r.status, 504);
+    assert_eq!(body(&r)["hop"], "gateway");
+    assert_eq!(body(&r)["budget_ms"], 400);
+    assert!(h.seen().is_empty(), "nothing was forwarded");
+}
+
+#[test]
+fn a_body_that_could_not_be_read_in_time_or_in_size_is_refused_before_any_call() {
+    let h = Harness::tenant("http://billing.test", vec![status(201)]);
+    let now = h.clock.now();
+    let post = || edge_request("POST", "/v1/acme/invoices", &[AUTH]);
+    let r = block_on(
+        h.gateway
+            .handle_since(post(), now, Some(BodyError::Deadline)),
+    );
+    assert_eq!(
+        (r.status, body(&r)["code"].as_str()),
+        (504, Some("deadline_exceeded"))
+    );
+    let too_large = BodyError::TooLarge(gateway::app::MAX_BODY_BYTES);
+    let r = block_on(h.gateway.handle_since(post(), now, Some(too_large)));
+    assert_eq!(
+        (r.status, body(&r)["code"].as_str()),
+        (413, Some("payload_too_large"))
+    );
+    let broken = BodyError::Broken("reset".into());
+    let r = block_on(h.gateway.handle_since(post(), now, Some(broken)));
+    assert_eq!(r.status, 400);
+    assert!(r.header("x-request-id").is_some());
+    assert!(h.seen().is_empty());
+}
+
+#[test]
+fn the_body_must_be_in_by_the_work_deadline_of_the_asked_budget() {
+    let h = Harness::new(vec![]);
+    let at = UnixMillis::from_millis(START);
+    let asked = edge_request(
+        "POST",
+        "/v1/acme/invoices",
+        &[("x-meridian-timeout-ms", "400")],
+    );
+    assert_eq!(
+        h.gateway.read_deadline(&asked, at),
+        meridian_platform::Deadline::at(UnixMillis::from_millis(START + 380))
+    );
+    // A malformed budget is refused later; the body is read on the default.
+    let malformed = edge_request(
+        "POST",
+        "/v1/acme/invoices",
+        &[("x-meridian-timeout-ms", "soon")],
+    );
+    assert_eq!(
+        h.gateway.read_deadline(&malformed, at),
+        meridian_platform::Deadline::at(UnixMillis::from_millis(START + 2_950))
+    );
 }

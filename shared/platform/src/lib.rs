@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod body;
 pub mod budget;
 pub mod context;
 pub mod db;

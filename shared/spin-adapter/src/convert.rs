@@ -1,11 +1,17 @@
-//! Between Spin's HTTP types and plain values: reading a request whole, and
-//! sending a response whole.
+//! Between Spin's HTTP types and plain values: reading a request (head
+//! first, then its body within limit and budget), and sending a response
+//! whole.
 
+use futures::future::{select, Either};
+use futures::StreamExt;
+use meridian_platform::body::{declared_too_large, BodyBuffer, BodyError};
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::problem::{ErrorCode, Problem};
+use meridian_platform::{Clock, Deadline, SystemClock};
 use spin_sdk::http::{
     Fields, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam,
 };
+
+use crate::timer::Timer;
 
 /// The upper-case name of a method.
 pub fn method_name(method: &Method) -> String {
@@ -23,8 +29,9 @@ pub fn method_name(method: &Method) -> String {
     }
 }
 
-/// Reads a request whole; a body that breaks off is the client's problem.
-pub async fn read_request(request: IncomingRequest) -> Result<ServiceRequest, Problem> {
+/// The request line and headers, read without touching the body, so the
+/// budget and the declared length can be checked before any byte of it.
+pub fn read_head(request: &IncomingRequest) -> ServiceRequest {
     let method = method_name(&request.method());
     let target = request.path_with_query().unwrap_or_else(|| "/".to_owned());
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
@@ -40,19 +47,45 @@ pub async fn read_request(request: IncomingRequest) -> Result<ServiceRequest, Pr
             )
         })
         .collect();
-    let body = request.into_body().await.map_err(|e| {
-        Problem::new(
-            ErrorCode::InvalidRequest,
-            format!("the request body could not be read: {e:?}"),
-        )
-    })?;
-    Ok(ServiceRequest {
+    ServiceRequest {
         method,
         path,
         query,
         headers,
-        body,
-    })
+        body: Vec::new(),
+    }
+}
+
+/// Reads the body of `request` (whose head is `head`): refused unread when
+/// its declared length is over `limit`, refused one byte past `limit`
+/// otherwise, and abandoned when `until` passes, because a slow upload
+/// spends the same budget as slow work.
+pub async fn read_body(
+    request: IncomingRequest,
+    head: &ServiceRequest,
+    limit: usize,
+    until: Deadline,
+) -> Result<Vec<u8>, BodyError> {
+    if declared_too_large(head.header("content-length"), limit) {
+        return Err(BodyError::TooLarge(limit));
+    }
+    let remaining = until.remaining(SystemClock.now());
+    if remaining.is_zero() {
+        return Err(BodyError::Deadline);
+    }
+    let read = Box::pin(async move {
+        let mut stream = std::pin::pin!(request.into_body_stream());
+        let mut buffer = BodyBuffer::new(limit);
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| BodyError::Broken(format!("{e:?}")))?;
+            buffer.push(&chunk)?;
+        }
+        Ok(buffer.finish())
+    });
+    match select(read, Box::pin(Timer::after(remaining))).await {
+        Either::Left((result, _)) => result,
+        Either::Right(((), _)) => Err(BodyError::Deadline),
+    }
 }
 
 /// Bodies up to this size are written before the response is handed over.

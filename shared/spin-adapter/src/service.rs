@@ -4,11 +4,11 @@
 
 use std::future::Future;
 
+use meridian_platform::body::MAX_BODY_BYTES;
 use meridian_platform::db::{DbError, Store};
 use meridian_platform::headers;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::migrate::{migrate, Migration, MigrationError};
-use meridian_platform::request_id::RequestId;
 use meridian_platform::{ErrorCode, Problem, RequestContext, SystemClock};
 use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 
@@ -68,7 +68,19 @@ where
         Ok(admitted) => admitted,
         Err(refusal) => return refusal,
     };
-    let ctx = admitted.ctx;
+    serve_admitted(admitted.ctx, request, spec, app).await
+}
+
+async fn serve_admitted<F, Fut>(
+    ctx: RequestContext,
+    request: ServiceRequest,
+    spec: &ServiceSpec,
+    app: F,
+) -> ServiceResponse
+where
+    F: FnOnce(RequestContext, SpinStore, ServiceRequest) -> Fut,
+    Fut: Future<Output = ServiceResponse>,
+{
     let store = spec.open_store(&ctx);
     let mut response = match store {
         Err(problem) => ServiceResponse::problem(&ctx, problem),
@@ -82,8 +94,10 @@ where
     response
 }
 
-/// The whole of a service's Spin entry point: reads the request, serves it
-/// with [`serve`], and sends the answer.
+/// The whole of a service's Spin entry point: admits the request on its
+/// head alone (so an expired or unauthorized request is refused before its
+/// body is read), reads the body within the limit and the work deadline,
+/// serves it with `app`, and sends the answer.
 pub async fn run<F, Fut>(
     incoming: IncomingRequest,
     out: ResponseOutparam,
@@ -93,17 +107,27 @@ pub async fn run<F, Fut>(
     F: FnOnce(RequestContext, SpinStore, ServiceRequest) -> Fut,
     Fut: Future<Output = ServiceResponse>,
 {
-    let response = match convert::read_request(incoming).await {
-        Ok(request) => serve(request, spec, app).await,
-        Err(problem) => unreadable(problem),
+    let mut request = convert::read_head(&incoming);
+    let response = match internal::admit(&request, spec.hop) {
+        Err(refusal) => refusal,
+        Ok(admitted) => {
+            let ctx = admitted.ctx;
+            let until = ctx.work_deadline();
+            match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
+                Ok(body) => {
+                    request.body = body;
+                    serve_admitted(ctx, request, spec, app).await
+                }
+                Err(unread) => {
+                    let problem = unread
+                        .to_problem()
+                        .unwrap_or_else(|| ctx.spent().to_problem());
+                    let mut response = ServiceResponse::problem(&ctx, problem);
+                    response.set_header(headers::REQUEST_ID, ctx.request_id().as_str());
+                    response
+                }
+            }
+        }
     };
     convert::send_response(out, response);
-}
-
-/// The answer to a request whose body could not be read.
-pub fn unreadable(problem: Problem) -> ServiceResponse {
-    let request_id = RequestId::new_random();
-    let mut response = ServiceResponse::problem_for(request_id.as_str(), problem);
-    response.set_header(headers::REQUEST_ID, request_id.as_str());
-    response
 }
