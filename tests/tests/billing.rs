@@ -248,8 +248,10 @@ fn an_unkeyed_write_to_a_failing_service_fails_once_with_a_problem() {
         &acme.path("/invoices"),
         Some(&invoice(&resident, 100)),
     );
-    assert_eq!(r.status, 503);
-    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    // A bare 503 (not a problem) becomes the gateway's own problem.
+    r.assert_problem(502, "upstream_unavailable");
+    // One resolution, one forward.
+    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
     assert_eq!(
         down.received().len(),
         1,

@@ -167,7 +167,8 @@ fn a_downstream_gets_the_budget_and_the_real_identity_never_the_spoofed_one() {
         None,
     );
     assert_eq!(r.status, 200, "{}\n{}", r.body, app.logs());
-    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    // One resolution and one forward.
+    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
     assert!(r
         .header("server-timing")
         .unwrap_or_default()
@@ -268,7 +269,8 @@ fn an_unreachable_downstream_is_a_502_after_retrying_a_read() {
         None,
     );
     r.assert_problem(502, "upstream_unavailable");
-    assert_eq!(r.header("x-meridian-attempts"), Some("3"));
+    // One resolution and three attempts at community.
+    assert_eq!(r.header("x-meridian-attempts"), Some("4"));
 }
 
 #[test]
@@ -290,8 +292,8 @@ fn a_failing_write_without_a_key_is_sent_once() {
         ],
         Some("{}"),
     );
-    assert_eq!(r.status, 503);
-    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    r.assert_problem(502, "upstream_unavailable");
+    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
     assert_eq!(billing.received().len(), 1);
 
     let r = app.client().send(
@@ -303,12 +305,13 @@ fn a_failing_write_without_a_key_is_sent_once() {
         ],
         Some("{}"),
     );
-    assert_eq!(r.status, 503);
+    r.assert_problem(502, "upstream_unavailable");
     assert_eq!(
         r.header("x-meridian-attempts"),
-        Some("3"),
+        Some("4"),
         "a keyed write may be replayed"
     );
+    assert_eq!(billing.received().len(), 4, "1 unkeyed + 3 keyed attempts");
 }
 
 #[test]

@@ -48,10 +48,22 @@ pub async fn handle<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter 
             app.create_payment(ctx, request, id).await
         }
         ("POST", ["internal", "outbox", "relay"]) => app.relay(ctx, request).await,
-        (_, ["v1", _, "invoices", ..]) => Err(Problem::method_not_allowed(method, &request.path)),
-        _ => Err(Problem::no_route()),
+        (_, path) => Err(match allowed(path) {
+            Some(allow) => Problem::method_not_allowed(method, allow),
+            None => Problem::no_route(),
+        }),
     };
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+}
+
+/// The methods a public path takes, for a 405's `Allow`; `None` for a path
+/// no route serves.
+pub fn allowed(path: &[&str]) -> Option<&'static str> {
+    match path {
+        ["v1", _, "invoices"] | ["v1", _, "invoices", _, "payments"] => Some("GET, HEAD, POST"),
+        ["v1", _, "invoices", _] => Some("GET, HEAD, PATCH"),
+        _ => None,
+    }
 }
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.

@@ -54,12 +54,24 @@ pub fn handle<D: Database, C: Clock>(
         ("GET", ["v1", _, "announcements"]) => announcements::list(app, ctx, request),
         ("POST", ["v1", _, "announcements"]) => announcements::create(app, ctx, request),
         ("POST", ["internal", "events"]) => notifications::consume(app, ctx, request),
-        (_, ["v1", _, "residents" | "complaints" | "announcements", ..]) => {
-            Err(Problem::method_not_allowed(method, &request.path))
-        }
-        _ => Err(Problem::no_route()),
+        (_, path) => Err(match allowed(path) {
+            Some(allow) => Problem::method_not_allowed(method, allow),
+            None => Problem::no_route(),
+        }),
     };
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+}
+
+/// The methods a public path takes, for a 405's `Allow`; `None` for a path
+/// no route serves.
+pub fn allowed(path: &[&str]) -> Option<&'static str> {
+    match path {
+        ["v1", _, "residents" | "complaints" | "announcements"] => Some("GET, HEAD, POST"),
+        ["v1", _, "residents", _] => Some("GET, HEAD, PATCH, DELETE"),
+        ["v1", _, "complaints", _] => Some("GET, HEAD, PATCH"),
+        ["v1", _, "residents", _, "notifications"] => Some("GET, HEAD"),
+        _ => None,
+    }
 }
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.

@@ -6,8 +6,9 @@ use meridian_platform::idempotency::{write_once, Written};
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::page::PageRequest;
+use meridian_platform::problem::FieldError;
 use meridian_platform::validate::{incomplete, normalize_email, JsonBody, Patch};
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{Clock, Problem, RequestContext};
 
 use crate::app::Community;
 use crate::model::Resident;
@@ -96,10 +97,10 @@ pub fn update<D: Database, C: Clock>(
     let id = parse_id(id).ok_or_else(|| Problem::not_found("resident"))?;
     let mut b = JsonBody::parse(&request.body)?;
     if b.is_empty() {
-        return Err(Problem::new(
-            ErrorCode::ValidationFailed,
-            "the patch changes nothing",
-        ));
+        return Err(Problem::validation(vec![FieldError::new(
+            "body",
+            "the patch changes nothing: give at least one of name, unit, email, user_id",
+        )]));
     }
     let name = b.patch_text("name", 1, 200, false);
     let unit = b.patch_text("unit", 1, 50, false);

@@ -38,8 +38,16 @@ pub struct Gateway<H, C, S, J> {
 pub struct Trace {
     /// Per-hop timings.
     pub timing: ServerTiming,
-    /// Attempts of the forwarded call, when there was one.
+    /// Upstream attempts made for this request (resolution and forwarding
+    /// together), when any call was made.
     pub attempts: Option<u32>,
+}
+
+impl Trace {
+    /// Adds one call's attempts to the request's total.
+    pub fn count_attempts(&mut self, attempts: u32) {
+        self.attempts = Some(self.attempts.unwrap_or(0) + attempts);
+    }
 }
 
 /// An answer that is not a success from the gateway's own flow.
@@ -132,14 +140,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             Route::Health => return Ok(json(200, &serde_json::json!({"status": "ok"}))),
             Route::NotFound => return Err(Problem::no_route().into()),
             Route::MethodNotAllowed { allow } => {
-                let problem = Problem::new(
-                    ErrorCode::InvalidRequest,
-                    format!("{} is not allowed here; use {allow}", request.method),
-                )
-                .with_status(405);
-                let mut response = problem_response(problem, request_id);
-                response.set_header("allow", allow);
-                return Err(Refusal::Upstream(response));
+                return Err(Problem::method_not_allowed(&request.method, allow).into());
             }
             Route::Ready | Route::CreateTenant | Route::Relay | Route::Tenant { .. } => {}
         }
@@ -172,6 +173,13 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
                 .is_err()
         {
             return Err(budget.exceeded().into());
+        }
+        if !request.body.is_empty() && !declares_json(request.header("content-type")) {
+            return Err(Problem::new(
+                ErrorCode::UnsupportedMediaType,
+                "request bodies must be JSON (content-type: application/json)",
+            )
+            .into());
         }
         // Reads, and writes the owner can deduplicate by key, may be repeated.
         let policy = forwarding_policy(&request.method, request.idempotency_key()?.as_ref());
@@ -217,6 +225,21 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
     }
 }
 
+/// Whether a body with this `content-type` may be JSON: undeclared, or
+/// `application/json` or a `+json` type, with any parameters.
+pub fn declares_json(content_type: Option<&str>) -> bool {
+    let Some(value) = content_type else {
+        return true;
+    };
+    let essence = value.split(';').next().unwrap_or("").trim();
+    let Some((kind, subtype)) = essence.split_once('/') else {
+        return false;
+    };
+    kind.eq_ignore_ascii_case("application")
+        && (subtype.eq_ignore_ascii_case("json")
+            || subtype.len() > 5 && subtype[subtype.len() - 5..].eq_ignore_ascii_case("+json"))
+}
+
 /// A JSON answer.
 pub fn json(status: u16, body: &serde_json::Value) -> EdgeResponse {
     EdgeResponse::json(status, body)
@@ -225,4 +248,32 @@ pub fn json(status: u16, body: &serde_json::Value) -> EdgeResponse {
 /// A problem+json answer carrying the request id.
 pub fn problem_response(problem: Problem, request_id: &RequestId) -> EdgeResponse {
     EdgeResponse::problem_for(request_id.as_str(), problem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_bodies_are_declared_as_json_or_not_at_all() {
+        for ok in [
+            None,
+            Some("application/json"),
+            Some("Application/JSON; charset=utf-8"),
+            Some("application/merge-patch+json"),
+        ] {
+            assert!(declares_json(ok), "{ok:?}");
+        }
+        for refused in [
+            Some("text/plain"),
+            Some("application/x-www-form-urlencoded"),
+            Some("multipart/form-data; boundary=x"),
+            Some("application/jsonp"),
+            Some("application/+json"),
+            Some("json"),
+            Some(""),
+        ] {
+            assert!(!declares_json(refused), "{refused:?}");
+        }
+    }
 }

@@ -45,7 +45,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
 
         let call = self.upstream.call(ctx, policy, outbound).await;
         trace.timing.record(service.name(), call.took);
-        trace.attempts = Some(call.attempts);
+        trace.count_attempts(call.attempts);
 
         match call.response {
             Ok(upstream) => pass_on(service, upstream).map_err(Refusal::from),

@@ -52,6 +52,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             .call(ctx, &RetryPolicy::standard(), request)
             .await;
         trace.timing.record("resolve", call.took);
+        trace.count_attempts(call.attempts);
 
         let response = match call.response {
             Ok(r) => r,

@@ -75,7 +75,13 @@ fn only(method: &str, allowed: &'static str, route: Route) -> Route {
     if method == allowed || (allowed == "GET" && method == "HEAD") {
         route
     } else {
-        Route::MethodNotAllowed { allow: allowed }
+        Route::MethodNotAllowed {
+            allow: if allowed == "GET" {
+                "GET, HEAD"
+            } else {
+                allowed
+            },
+        }
     }
 }
 
@@ -113,7 +119,7 @@ mod tests {
         );
         assert_eq!(
             route("POST", "/healthz"),
-            Route::MethodNotAllowed { allow: "GET" }
+            Route::MethodNotAllowed { allow: "GET, HEAD" }
         );
     }
 

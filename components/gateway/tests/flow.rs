@@ -357,7 +357,7 @@ fn the_forwarded_call_carries_the_budget_and_the_real_identity_not_the_spoofed_o
     // Internal and connection headers from upstream do not reach the client.
     assert_eq!(r.header("x-meridian-internal-token"), None);
     assert_eq!(r.header("connection"), None);
-    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
     let timing = r.header("server-timing").unwrap();
     assert!(
         timing.contains("resolve;dur=")
@@ -398,7 +398,7 @@ fn a_read_is_retried_after_a_transient_failure() {
     let h = Harness::tenant("http://community.test", vec![status(503), ok("{}")]);
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
     assert_eq!(r.status, 200);
-    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
+    assert_eq!(r.header("x-meridian-attempts"), Some("3"));
 }
 
 #[test]
@@ -408,7 +408,7 @@ fn a_write_without_a_key_is_sent_once_and_fails_once() {
     // A bare 503 is not a Meridian answer: the gateway's own problem.
     assert_eq!(r.status, 502);
     assert_eq!(body(&r)["code"], "upstream_unavailable");
-    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
     assert_eq!(h.seen().len(), 2);
 }
 
@@ -422,7 +422,7 @@ fn a_service_that_already_retried_below_is_not_retried_again() {
     let r = h.send("POST", "/v1/acme/invoices", &[AUTH, key]);
     assert_eq!(r.status, 502);
     assert_eq!(body(&r)["code"], "upstream_unavailable");
-    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
     // resolve + one forward: the keyed write was not sent again.
     assert_eq!(h.seen().len(), 2);
 }
@@ -442,7 +442,7 @@ fn a_write_with_an_idempotency_key_may_be_replayed() {
         &[AUTH, ("idempotency-key", "k-1")],
     );
     assert_eq!(r.status, 201);
-    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
+    assert_eq!(r.header("x-meridian-attempts"), Some("3"));
     let forwarded = &h.seen()[2].request;
     assert!(forwarded
         .headers
@@ -457,7 +457,7 @@ fn a_downstream_deadline_is_passed_on_and_never_retried() {
     );
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
     assert_eq!(r.status, 504);
-    assert_eq!(r.header("x-meridian-attempts"), Some("1"));
+    assert_eq!(r.header("x-meridian-attempts"), Some("2"));
 }
 
 #[test]
@@ -470,7 +470,7 @@ fn an_unreachable_service_is_a_502_after_three_attempts() {
     assert_eq!(r.status, 502);
     assert_eq!(body(&r)["code"], "upstream_unavailable");
     assert_eq!(body(&r)["retryable"], true);
-    assert_eq!(r.header("x-meridian-attempts"), Some("3"));
+    assert_eq!(r.header("x-meridian-attempts"), Some("4"));
 }
 
 #[test]

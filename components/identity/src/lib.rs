@@ -46,12 +46,25 @@ pub fn handle<D: Database, C: Clock>(
         ("DELETE", ["v1", _, "members", id]) => members::delete(app, ctx, request, id),
         ("POST", ["v1", _, "tokens"]) => tokens::create(app, ctx, request),
         ("DELETE", ["v1", _, "tokens", id]) => tokens::revoke(app, ctx, request, id),
-        (_, ["v1", _] | ["v1", _, "members" | "tokens", ..]) => {
-            Err(Problem::method_not_allowed(method, &request.path))
-        }
-        _ => Err(Problem::no_route()),
+        (_, path) => Err(match allowed(path) {
+            Some(allow) => Problem::method_not_allowed(method, allow),
+            None => Problem::no_route(),
+        }),
     };
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+}
+
+/// The methods a public path takes, for a 405's `Allow`; `None` for a path
+/// no route serves.
+pub fn allowed(path: &[&str]) -> Option<&'static str> {
+    match path {
+        ["v1", "tenants"] => Some("POST"),
+        ["v1", _] => Some("GET, HEAD"),
+        ["v1", _, "members"] => Some("GET, HEAD, POST"),
+        ["v1", _, "members", _] | ["v1", _, "tokens", _] => Some("DELETE"),
+        ["v1", _, "tokens"] => Some("POST"),
+        _ => None,
+    }
 }
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.

@@ -129,9 +129,13 @@ impl ServiceResponse {
     /// A problem+json answer carrying `request_id`.
     pub fn problem_for(request_id: &str, problem: Problem) -> Self {
         let problem = problem.with_request_id(request_id);
+        let mut headers = vec![("content-type".into(), PROBLEM_JSON.to_owned())];
+        if let Some(allow) = problem.allow() {
+            headers.push(("allow".into(), allow.to_owned()));
+        }
         Self {
             status: problem.status(),
-            headers: vec![("content-type".into(), PROBLEM_JSON.into())],
+            headers,
             body: problem.to_json(),
         }
     }

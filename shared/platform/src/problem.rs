@@ -22,12 +22,16 @@ pub enum ErrorCode {
     NotFound,
     /// No such tenant, or not visible to the caller (404).
     TenantNotFound,
+    /// The path exists but does not take this method (405).
+    MethodNotAllowed,
     /// The resource's state does not allow this (409).
     Conflict,
     /// The same idempotency key is still being processed (409).
     IdempotencyKeyInProgress,
     /// The body is larger than accepted (413).
     PayloadTooLarge,
+    /// The body is declared as something other than JSON (415).
+    UnsupportedMediaType,
     /// The body is well-formed but its values are not acceptable (422).
     ValidationFailed,
     /// The idempotency key was used before with a different body (422).
@@ -42,7 +46,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for exhaustive tests and documentation.
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 17] = [
         Self::InvalidRequest,
         Self::InvalidTimeout,
         Self::InvalidIdempotencyKey,
@@ -50,9 +54,11 @@ impl ErrorCode {
         Self::Forbidden,
         Self::NotFound,
         Self::TenantNotFound,
+        Self::MethodNotAllowed,
         Self::Conflict,
         Self::IdempotencyKeyInProgress,
         Self::PayloadTooLarge,
+        Self::UnsupportedMediaType,
         Self::ValidationFailed,
         Self::IdempotencyKeyReused,
         Self::Internal,
@@ -70,9 +76,11 @@ impl ErrorCode {
             Self::Forbidden => "forbidden",
             Self::NotFound => "not_found",
             Self::TenantNotFound => "tenant_not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
             Self::Conflict => "conflict",
             Self::IdempotencyKeyInProgress => "idempotency_key_in_progress",
             Self::PayloadTooLarge => "payload_too_large",
+            Self::UnsupportedMediaType => "unsupported_media_type",
             Self::ValidationFailed => "validation_failed",
             Self::IdempotencyKeyReused => "idempotency_key_reused",
             Self::Internal => "internal",
@@ -93,8 +101,10 @@ impl ErrorCode {
             Self::Unauthorized => 401,
             Self::Forbidden => 403,
             Self::NotFound | Self::TenantNotFound => 404,
+            Self::MethodNotAllowed => 405,
             Self::Conflict | Self::IdempotencyKeyInProgress => 409,
             Self::PayloadTooLarge => 413,
+            Self::UnsupportedMediaType => 415,
             Self::ValidationFailed | Self::IdempotencyKeyReused => 422,
             Self::Internal => 500,
             Self::UpstreamUnavailable => 502,
@@ -112,9 +122,11 @@ impl ErrorCode {
             Self::Forbidden => "Forbidden",
             Self::NotFound => "Not found",
             Self::TenantNotFound => "Tenant not found",
+            Self::MethodNotAllowed => "Method not allowed",
             Self::Conflict => "Conflict",
             Self::IdempotencyKeyInProgress => "Idempotency key in progress",
             Self::PayloadTooLarge => "Payload too large",
+            Self::UnsupportedMediaType => "Unsupported media type",
             Self::ValidationFailed => "Validation failed",
             Self::IdempotencyKeyReused => "Idempotency key reused",
             Self::Internal => "Internal error",
@@ -159,9 +171,10 @@ pub struct Problem {
     status: u16,
     detail: String,
     request_id: Option<String>,
-    hop: Option<String>,
+    hop: Option<&'static str>,
     budget_ms: Option<u64>,
-    errors: Vec<FieldError>,
+    errors: Box<[FieldError]>,
+    allow: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -192,13 +205,14 @@ impl Problem {
             request_id: None,
             hop: None,
             budget_ms: None,
-            errors: Vec::new(),
+            errors: Box::default(),
+            allow: None,
         }
     }
 
     /// A `deadline_exceeded` problem naming the hop that gave up and the
     /// budget it had been given.
-    pub fn deadline_exceeded(hop: &str, budget_ms: u64) -> Self {
+    pub fn deadline_exceeded(hop: &'static str, budget_ms: u64) -> Self {
         Self::new(
             ErrorCode::DeadlineExceeded,
             format!("the request budget ran out at {hop}"),
@@ -213,13 +227,16 @@ impl Problem {
         Self::new(ErrorCode::NotFound, format!("no such {what}"))
     }
 
-    /// The 405 for a known path and a method it does not take.
-    pub fn method_not_allowed(method: &str, path: &str) -> Self {
-        Self::new(
-            ErrorCode::InvalidRequest,
-            format!("{method} is not allowed on {path}"),
-        )
-        .with_status(405)
+    /// The 405 for a known path and a method it does not take; `allow`
+    /// lists the methods it does take, sent as the `Allow` header.
+    pub fn method_not_allowed(method: &str, allow: &'static str) -> Self {
+        Self {
+            allow: Some(allow),
+            ..Self::new(
+                ErrorCode::MethodNotAllowed,
+                format!("{method} is not allowed here; use {allow}"),
+            )
+        }
     }
 
     /// The 404 for a path no route serves.
@@ -234,7 +251,7 @@ impl Problem {
             n => format!("{n} fields are invalid"),
         };
         Self {
-            errors,
+            errors: errors.into_boxed_slice(),
             ..Self::new(ErrorCode::ValidationFailed, detail)
         }
     }
@@ -252,8 +269,8 @@ impl Problem {
     }
 
     /// Names the component that gave up.
-    pub fn with_hop(mut self, hop: impl Into<String>) -> Self {
-        self.hop = Some(hop.into());
+    pub fn with_hop(mut self, hop: &'static str) -> Self {
+        self.hop = Some(hop);
         self
     }
 
@@ -278,6 +295,11 @@ impl Problem {
         &self.detail
     }
 
+    /// The methods a 405 says the path takes (the `Allow` header).
+    pub fn allow(&self) -> Option<&'static str> {
+        self.allow
+    }
+
     /// The field errors of a validation problem.
     pub fn errors(&self) -> &[FieldError] {
         &self.errors
@@ -293,7 +315,7 @@ impl Problem {
             code: self.code.as_str(),
             request_id: self.request_id.as_deref().unwrap_or(""),
             retryable: self.code.retryable(),
-            hop: self.hop.as_deref(),
+            hop: self.hop,
             budget_ms: self.budget_ms,
             errors: &self.errors,
         };
@@ -325,6 +347,19 @@ mod tests {
     }
 
     #[test]
+    fn a_405_names_the_allowed_methods_in_its_header() {
+        let p = Problem::method_not_allowed("PUT", "GET, HEAD, POST");
+        assert_eq!((p.status(), p.code()), (405, ErrorCode::MethodNotAllowed));
+        let r = crate::message::ServiceResponse::problem_for("req-1", p);
+        assert_eq!(r.header("allow"), Some("GET, HEAD, POST"));
+        assert_eq!(json_of(&r.body)["code"], "method_not_allowed");
+    }
+
+    fn json_of(body: &[u8]) -> Value {
+        serde_json::from_slice(body).unwrap()
+    }
+
+    #[test]
     fn statuses_follow_the_design_table() {
         let expected = [
             ("invalid_request", 400),
@@ -334,9 +369,11 @@ mod tests {
             ("forbidden", 403),
             ("not_found", 404),
             ("tenant_not_found", 404),
+            ("method_not_allowed", 405),
             ("conflict", 409),
             ("idempotency_key_in_progress", 409),
             ("payload_too_large", 413),
+            ("unsupported_media_type", 415),
             ("validation_failed", 422),
             ("idempotency_key_reused", 422),
             ("internal", 500),

@@ -229,7 +229,7 @@ impl JsonBody {
 /// error either — which `finish` rules out; this keeps that path a 422
 /// rather than a panic.
 pub fn incomplete() -> Problem {
-    Problem::new(ErrorCode::ValidationFailed, "the body is incomplete")
+    Problem::validation(vec![FieldError::new("body", "is incomplete")])
 }
 
 /// Lower-cases and checks an email address: one `@`, a non-empty local part,
