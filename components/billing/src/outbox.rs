@@ -110,6 +110,22 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         report
     }
 
+    /// Backs off an outbox row that cannot be read as an event, so it is
+    /// looked at again later (after a fix) but never blocks the others.
+    fn set_aside(&self, ctx: &RequestContext, id: &str, attempts: i64, error: &str) {
+        eprintln!("billing: outbox row {id} cannot be read as an event: {error}");
+        let next = self
+            .store
+            .clock()
+            .now()
+            .plus(redelivery_delay(attempts))
+            .as_millis();
+        let error = format!("undecodable: {error}");
+        if let Err(e) = repo::mark_failed(&self.store, ctx, id, &error, next) {
+            eprintln!("billing: could not set outbox row {id} aside: {e}");
+        }
+    }
+
     /// After a write: delivers the events it created, if the budget has
     /// room for an optional step. Whatever is not delivered is the relay's.
     /// The write is committed already, so nothing here may cost its answer.
@@ -143,8 +159,23 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
             ));
         }
         let now = self.store.clock().now().as_millis();
-        let due = repo::due_events(&self.store, ctx, now, RELAY_BATCH)?;
-        let report = self.deliver(ctx, &due).await;
+        let mut ready = Vec::new();
+        let mut unreadable = 0;
+        for due in repo::due_events(&self.store, ctx, now, RELAY_BATCH)? {
+            match due {
+                repo::Due::Ready(event, attempts) => ready.push((event, attempts)),
+                repo::Due::Undecodable {
+                    id,
+                    attempts,
+                    error,
+                } => {
+                    unreadable += 1;
+                    self.set_aside(ctx, &id, attempts, &error.to_string());
+                }
+            }
+        }
+        let mut report = self.deliver(ctx, &ready).await;
+        report.failed += unreadable;
         let pending = repo::pending_count(&self.store, ctx)?;
         Ok(ServiceResponse::json(
             200,

@@ -262,14 +262,30 @@ fn event_from(r: &Row) -> Result<OutboxEvent, DbError> {
     })
 }
 
-/// Undelivered events due for an attempt at `now_ms`, oldest first, with
-/// their attempt counts.
+/// An undelivered event due for an attempt.
+#[derive(Debug)]
+pub enum Due {
+    /// An event ready to deliver, with its attempt count so far.
+    Ready(OutboxEvent, i64),
+    /// A row that could not be read as an event: it is set aside (backed
+    /// off like a failed delivery) so that it never blocks the rest.
+    Undecodable {
+        /// The row's id.
+        id: String,
+        /// Attempts so far.
+        attempts: i64,
+        /// Why it could not be read.
+        error: DbError,
+    },
+}
+
+/// Undelivered events due for an attempt at `now_ms`, oldest first.
 pub fn due_events<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     now_ms: u64,
     limit: i64,
-) -> Result<Vec<(OutboxEvent, i64)>, DbError> {
+) -> Result<Vec<Due>, DbError> {
     db.query(
         ctx,
         "SELECT id, tenant_id, type, resident_id, payload, created_at, attempts FROM outbox_events
@@ -280,7 +296,17 @@ pub fn due_events<D: Database, C: Clock>(
         ],
     )?
     .iter()
-    .map(|r| Ok((event_from(r)?, r.integer(6)?)))
+    .map(|r| {
+        let attempts = r.integer(6)?;
+        Ok(match event_from(r) {
+            Ok(event) => Due::Ready(event, attempts),
+            Err(error) => Due::Undecodable {
+                id: r.text(0)?.to_owned(),
+                attempts,
+                error,
+            },
+        })
+    })
     .collect()
 }
 

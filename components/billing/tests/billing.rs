@@ -35,6 +35,9 @@ struct InProcessCommunity {
     clock: &'static ManualClock,
     /// Fail requests whose path starts with this, as if community were down.
     down: RefCell<Option<&'static str>>,
+    /// Never answer requests whose path starts with this: the call runs
+    /// until the caller's budget timer abandons it, as the real client's does.
+    hang: RefCell<Option<&'static str>>,
     calls: Cell<u32>,
 }
 
@@ -53,6 +56,14 @@ impl HttpClient for InProcessCommunity {
         {
             self.clock.advance(Duration::from_millis(1));
             return Err(SendError::Connect("connection refused".into()));
+        }
+        if self
+            .hang
+            .borrow()
+            .is_some_and(|prefix| path.starts_with(prefix))
+        {
+            self.clock.advance(ctx.remaining(self.clock.now()));
+            return Err(SendError::Deadline);
         }
         let mut inbound =
             ServiceRequest::new(&request.method, &path).with_body(request.body.clone());
@@ -95,6 +106,7 @@ impl Harness {
             },
             clock,
             down: RefCell::new(None),
+            hang: RefCell::new(None),
             calls: Cell::new(0),
         };
         let app = Billing {
@@ -576,6 +588,70 @@ fn the_relay_delivers_what_inline_delivery_could_not_and_duplicates_change_nothi
         "one notification per event, however often delivered"
     );
     assert_eq!(h.relay("wrong").status, 401);
+}
+
+#[test]
+fn a_hanging_consumer_costs_the_inline_delivery_not_the_committed_answer() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    *h.community().hang.borrow_mut() = Some("/internal/events");
+    let started = h.clock.now();
+    let ctx = RequestContext::new(
+        meridian_platform::request_id::RequestId::parse("hang").unwrap(),
+        Deadline::after(started, Duration::from_millis(400)),
+        started,
+        "billing",
+    )
+    .with_tenant(*h.ctx(TENANT, MANAGER, Role::Manager).tenant().unwrap());
+    let r = h.send(&ctx, post("/v1/a/invoices", &invoice_body(&resident, 700)));
+    assert_eq!(r.status, 201, "{:?}", r.json_body());
+    // Abandoned at the work deadline (400 ms less the 20 ms reserve); the
+    // reserve was left to record the failure and answer.
+    let took = h.clock.now().since(started);
+    assert!(
+        took <= Duration::from_millis(385),
+        "answered after {took:?}"
+    );
+    assert_eq!(
+        h.count("SELECT COUNT(*) FROM outbox_events WHERE attempts = 1 AND last_error IS NOT NULL AND delivered_at IS NULL"),
+        1,
+        "the failed delivery was recorded and backed off"
+    );
+}
+
+#[test]
+fn an_undecodable_outbox_row_is_set_aside_and_does_not_block_the_relay() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    *h.community().down.borrow_mut() = Some("/internal/events");
+    assert_eq!(
+        h.manager(post("/v1/a/invoices", &invoice_body(&resident, 500)))
+            .status,
+        201
+    );
+    *h.community().down.borrow_mut() = None;
+    // A row that sorts first and cannot be read (its payload is not JSON).
+    let ctx = context_at(h.clock.now(), Duration::from_secs(1), "test");
+    h.app
+        .store
+        .execute(
+            &ctx,
+            "INSERT INTO outbox_events (id, tenant_id, type, resident_id, payload, created_at)
+             VALUES ('00000000-0000-7000-8000-000000000000', ?, 'invoice.created', ?, 'not json', '2026-01-01T00:00:00Z')",
+            &[TENANT.into(), resident.as_str().into()],
+        )
+        .unwrap();
+    h.clock.advance(Duration::from_secs(2));
+    let r = h.relay("admin-secret");
+    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    assert_eq!(r.json_body()["delivered"], 1);
+    assert_eq!(r.json_body()["failed"], 1);
+    assert_eq!(r.json_body()["pending"], 1);
+    assert_eq!(h.notifications(&resident).len(), 1);
+    assert_eq!(
+        h.count("SELECT COUNT(*) FROM outbox_events WHERE last_error LIKE 'undecodable:%' AND next_attempt_at_ms > 0"),
+        1
+    );
 }
 
 #[test]
