@@ -57,8 +57,8 @@ pub fn create<D: Database, C: Clock>(
     };
     write_once(&app.store, ctx, request, "POST /members", |tx| {
         let now = app.timestamp();
-        let (user_id, user_name) = repo::ensure_user(tx, ctx, &email, &name, new_id(), &now)?;
-        if repo::membership_of(tx, ctx, &tenant_id, &user_id)?.is_some() {
+        let platform_user = repo::ensure_user(tx, ctx, &email, &name, new_id(), &now)?;
+        if repo::membership_of(tx, ctx, &tenant_id, &platform_user)?.is_some() {
             return Err(Problem::new(
                 ErrorCode::Conflict,
                 "that user is already a member",
@@ -66,13 +66,13 @@ pub fn create<D: Database, C: Clock>(
         }
         let member = Member {
             id: new_id(),
-            user_id,
+            user_id: new_id(),
             email: email.clone(),
-            name: user_name,
+            name,
             role: role.as_str().to_owned(),
             created_at: now,
         };
-        repo::insert_membership(tx, ctx, &tenant_id, &member)?;
+        repo::insert_membership(tx, ctx, &tenant_id, &platform_user, &member)?;
         // The new member's first token, so they can sign in at all; shown
         // once, like the admin's at tenant creation.
         let token = new_token()?;

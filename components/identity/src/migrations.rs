@@ -14,4 +14,9 @@ pub const ALL: &[Migration] = &[
         name: "0002_idempotency_records.sql",
         sql: include_str!("../../../migrations/identity/0002_idempotency_records.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_tenant_persons.sql",
+        sql: include_str!("../../../migrations/identity/0003_tenant_persons.sql"),
+    },
 ];

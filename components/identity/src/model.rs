@@ -20,11 +20,12 @@ pub struct Tenant {
 pub struct Member {
     /// Membership UUID.
     pub id: String,
-    /// User UUID.
+    /// The person's id in this tenant (the actor id of their tokens); the
+    /// same email in another tenant has another.
     pub user_id: String,
-    /// The user's email.
+    /// The member's email.
     pub email: String,
-    /// The user's name.
+    /// The member's name, as this tenant's admin gave it.
     pub name: String,
     /// `admin`, `manager` or `resident`.
     pub role: String,
@@ -37,7 +38,7 @@ pub struct Member {
 pub struct Resolution {
     /// Tenant UUID.
     pub tenant_id: String,
-    /// User UUID: the actor.
+    /// The person's id in the tenant: the actor.
     pub actor_id: String,
     /// The actor's role in the tenant.
     pub role: String,

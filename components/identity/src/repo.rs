@@ -80,7 +80,8 @@ pub fn user_by_email<D: Database, C: Clock>(
         .transpose()
 }
 
-/// The user with `email`, created with `name` if there is none: `(id, name)`.
+/// The platform user id for `email`, created (with `name`) if there is
+/// none. Internal: tenants never see it or the name stored with it.
 pub fn ensure_user<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
@@ -88,8 +89,8 @@ pub fn ensure_user<D: Database, C: Clock>(
     name: &str,
     id: String,
     created_at: &str,
-) -> Result<(String, String), DbError> {
-    if let Some(existing) = user_by_email(db, ctx, email)? {
+) -> Result<String, DbError> {
+    if let Some((existing, _)) = user_by_email(db, ctx, email)? {
         return Ok(existing);
     }
     db.execute(
@@ -102,30 +103,35 @@ pub fn ensure_user<D: Database, C: Clock>(
             created_at.into(),
         ],
     )?;
-    Ok((id, name.to_owned()))
+    Ok(id)
 }
 
-/// Inserts a membership.
+/// Inserts a membership of the platform user `platform_user_id`; the
+/// member's `user_id` and `name` are the tenant's own.
 pub fn insert_membership<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     tenant_id: &str,
+    platform_user_id: &str,
     m: &Member,
 ) -> Result<(), DbError> {
     db.execute(
         ctx,
-        "INSERT INTO memberships (id, tenant_id, user_id, role, created_at) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO memberships (id, tenant_id, user_id, person_id, name, role, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
         &[
             m.id.as_str().into(),
             tenant_id.into(),
+            platform_user_id.into(),
             m.user_id.as_str().into(),
+            m.name.as_str().into(),
             m.role.as_str().into(),
             m.created_at.as_str().into(),
         ],
     )
 }
 
-const MEMBER_COLUMNS: &str = "m.id, m.user_id, u.email, u.name, m.role, m.created_at";
+const MEMBER_COLUMNS: &str = "m.id, m.person_id, u.email, m.name, m.role, m.created_at";
 
 fn member_from(row: &Row) -> Result<Member, DbError> {
     Ok(Member {
@@ -179,7 +185,24 @@ pub fn member<D: Database, C: Clock>(
     rows.first().map(member_from).transpose()
 }
 
-/// The membership id of `user_id` in the tenant.
+/// The membership id of the tenant's person `person_id` (an actor id).
+pub fn membership_of_person<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant_id: &str,
+    person_id: &str,
+) -> Result<Option<String>, DbError> {
+    let rows = db.query(
+        ctx,
+        "SELECT id FROM memberships WHERE tenant_id = ? AND person_id = ?",
+        &[tenant_id.into(), person_id.into()],
+    )?;
+    rows.first()
+        .map(|r| r.text(0).map(str::to_owned))
+        .transpose()
+}
+
+/// The membership id of the platform user `user_id` in the tenant.
 pub fn membership_of<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
@@ -266,7 +289,7 @@ pub struct TokenOwner {
     pub hash: String,
     /// Tenant of the token.
     pub tenant_id: String,
-    /// User who owns it.
+    /// The owner's person id in the token's tenant (the actor).
     pub user_id: String,
     /// Role of the owning membership.
     pub role: String,
@@ -282,7 +305,7 @@ pub fn token_owner<D: Database, C: Clock>(
 ) -> Result<Option<TokenOwner>, DbError> {
     let rows = db.query(
         ctx,
-        "SELECT t.id, t.token_hash, t.tenant_id, m.user_id, m.role, t.last_used_at
+        "SELECT t.id, t.token_hash, t.tenant_id, m.person_id, m.role, t.last_used_at
          FROM api_tokens t JOIN memberships m ON m.id = t.membership_id
          WHERE t.token_hash = ? AND t.revoked_at IS NULL",
         &[hash.into()],
@@ -315,7 +338,7 @@ pub fn touch_token<D: Database, C: Clock>(
     )
 }
 
-/// The user owning a token of the tenant, revoked or not.
+/// The person (tenant-scoped id) owning a token of the tenant, revoked or not.
 pub fn token_owner_in_tenant<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
@@ -324,7 +347,7 @@ pub fn token_owner_in_tenant<D: Database, C: Clock>(
 ) -> Result<Option<String>, DbError> {
     let rows = db.query(
         ctx,
-        "SELECT m.user_id FROM api_tokens t JOIN memberships m ON m.id = t.membership_id
+        "SELECT m.person_id FROM api_tokens t JOIN memberships m ON m.id = t.membership_id
          WHERE t.tenant_id = ? AND t.id = ?",
         &[tenant_id.into(), token_id.into()],
     )?;

@@ -94,16 +94,16 @@ pub fn create<D: Database, C: Clock>(
             created_at: now.clone(),
         };
         repo::insert_tenant(tx, ctx, &tenant)?;
-        let (user_id, user_name) = repo::ensure_user(tx, ctx, &input.admin_email, &input.admin_name, new_id(), &now)?;
+        let platform_user = repo::ensure_user(tx, ctx, &input.admin_email, &input.admin_name, new_id(), &now)?;
         let admin = Member {
             id: new_id(),
-            user_id,
+            user_id: new_id(),
             email: input.admin_email.clone(),
-            name: user_name,
+            name: input.admin_name.clone(),
             role: Role::Admin.as_str().to_owned(),
             created_at: now.clone(),
         };
-        repo::insert_membership(tx, ctx, &tenant.id, &admin)?;
+        repo::insert_membership(tx, ctx, &tenant.id, &platform_user, &admin)?;
         let token_id = new_id();
         repo::insert_token(
             tx,

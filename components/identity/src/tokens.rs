@@ -26,8 +26,8 @@ pub fn create<D: Database, C: Clock>(
     JsonBody::parse(&request.body)?.finish()?;
     write_once(&app.store, ctx, request, "POST /tokens", |tx| {
         let token = new_token()?;
-        let membership_id =
-            repo::membership_of(tx, ctx, &tenant_id, &actor_id)?.ok_or_else(|| {
+        let membership_id = repo::membership_of_person(tx, ctx, &tenant_id, &actor_id)?
+            .ok_or_else(|| {
                 Problem::new(ErrorCode::Unauthorized, "the caller is no longer a member")
             })?;
         let now = app.timestamp();

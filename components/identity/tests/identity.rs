@@ -287,6 +287,71 @@ fn admins_add_list_and_remove_members() {
 }
 
 #[test]
+fn what_a_tenant_sees_of_a_person_is_its_own() {
+    let h = Harness::new();
+    let (acme, _) = h.create_tenant("acme");
+    let (bravo, _) = h.create_tenant("bravo");
+    let in_acme = add_member(&h, acme, "alice@x.org", "manager").json_body();
+    let r = h.call(
+        Some(bravo),
+        ServiceRequest::new("POST", "/v1/bravo/members").with_body(
+            json!({"email": "alice@x.org", "name": "A. Liddell", "role": "resident"}).to_string(),
+        ),
+    );
+    assert_eq!(r.status, 201, "{}", r.json_body());
+    let in_bravo = r.json_body();
+    assert_eq!(in_bravo["name"], "A. Liddell", "bravo's own name for her");
+    assert_ne!(in_bravo["user_id"], in_acme["user_id"], "no shared id");
+    let listed = h.call(Some(bravo), ServiceRequest::new("GET", "/v1/bravo/members"));
+    let text = listed.json_body().to_string();
+    assert!(!text.contains(in_acme["name"].as_str().unwrap()), "{text}");
+    assert!(
+        !text.contains(in_acme["user_id"].as_str().unwrap()),
+        "{text}"
+    );
+    // Her bravo token acts as bravo's person, not acme's.
+    let token = in_bravo["token"].as_str().unwrap();
+    let resolved = h.resolve("bravo", token).json_body();
+    assert_eq!(resolved["actor_id"], in_bravo["user_id"]);
+    assert_eq!(resolved["role"], "resident");
+}
+
+#[test]
+fn existing_members_keep_their_names_and_ids_and_shared_users_are_split() {
+    let store = Store::new(HostSqlite::in_memory(), meridian_platform::SystemClock);
+    let now = meridian_platform::SystemClock.now();
+    let ctx = RequestContext::new(
+        RequestId::parse("m").unwrap(),
+        Deadline::after(now, Duration::from_secs(5)),
+        now,
+        "identity",
+    );
+    migrate(&store, &ctx, &identity::migrations::ALL[..2]).unwrap();
+    for sql in [
+        "INSERT INTO tenants VALUES ('t1', 'acme', 'Acme', 'x'), ('t2', 'bravo', 'Bravo', 'x')",
+        "INSERT INTO users VALUES ('u1', 'alice@x.org', 'Alice', 'x')",
+        "INSERT INTO memberships (id, tenant_id, user_id, role, created_at)
+         VALUES ('m1', 't1', 'u1', 'admin', 'x'), ('m2', 't2', 'u1', 'resident', 'x')",
+    ] {
+        store.execute(&ctx, sql, &[]).unwrap();
+    }
+    migrate(&store, &ctx, identity::migrations::ALL).unwrap();
+    let rows = store
+        .query(
+            &ctx,
+            "SELECT id, person_id, name FROM memberships ORDER BY id",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(rows[0].text(1).unwrap(), "u1", "the first keeps its id");
+    let split = rows[1].text(1).unwrap();
+    assert!(meridian_platform::ids::parse_id(split).is_some(), "{split}");
+    assert_ne!(split, "u1");
+    assert_eq!(rows[0].text(2).unwrap(), "Alice");
+    assert_eq!(rows[1].text(2).unwrap(), "Alice");
+}
+
+#[test]
 fn member_lists_page_without_gaps_or_duplicates() {
     let h = Harness::new();
     let (admin, _) = h.create_tenant("acme");
