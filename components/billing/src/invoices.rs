@@ -4,7 +4,7 @@
 //! in one transaction, then deliver the event if time allows.
 
 use meridian_platform::db::Database;
-use meridian_platform::http::{HttpClient, OutboundRequest, SendError};
+use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::idempotency::{self, write_once, Begun, Written};
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
@@ -55,9 +55,43 @@ fn read_new_invoice(body: &[u8]) -> Result<NewInvoice, Problem> {
     }
 }
 
+/// The problem for a community call that did not give a usable answer:
+/// the hop's 504 when the budget ran out (there or here), else a final
+/// `upstream_unavailable` (the call was already retried).
+pub(crate) fn community_failure(
+    ctx: &RequestContext,
+    outcome: Result<OutboundResponse, SendError>,
+    what: &str,
+) -> Problem {
+    match outcome {
+        Ok(r) if r.problem_code().as_deref() == Some("deadline_exceeded") => {
+            ctx.spent().to_problem()
+        }
+        Err(SendError::Deadline) => ctx.spent().to_problem(),
+        Ok(r) => {
+            eprintln!(
+                "billing: community answered {} when asked to {what}",
+                r.status
+            );
+            Problem::new(
+                ErrorCode::UpstreamUnavailable,
+                format!("the community service could not {what}"),
+            )
+        }
+        Err(e) => {
+            eprintln!("billing: community unreachable: {e}");
+            Problem::new(
+                ErrorCode::UpstreamUnavailable,
+                "the community service could not be reached",
+            )
+        }
+    }
+}
+
 impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billing<D, C, H, S, J> {
-    /// Lists invoices, optionally `?status=` and `?resident_id=`.
-    pub fn list_invoices(
+    /// Lists invoices, optionally `?status=` and `?resident_id=`; a
+    /// resident-role member sees only the invoices of their own residents.
+    pub async fn list_invoices(
         &self,
         ctx: &RequestContext,
         request: &ServiceRequest,
@@ -77,6 +111,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
             resident_id: query_param(&request.query, "resident_id")
                 .map(|s| parse_id(&s).ok_or_else(|| invalid("resident_id")))
                 .transpose()?,
+            visible_to: self.visible_residents(ctx).await?,
         };
         let rows = repo::list_invoices(
             &self.store,
@@ -89,13 +124,31 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         Ok(page.respond(rows, |i| i.id.clone()))
     }
 
-    /// One invoice.
-    pub fn get_invoice(&self, ctx: &RequestContext, id: &str) -> Result<ServiceResponse, Problem> {
-        let (tenant, _) = ctx.member()?;
+    /// One invoice; for a resident-role member, only one of their own
+    /// residents' (any other is "not found").
+    pub async fn get_invoice(
+        &self,
+        ctx: &RequestContext,
+        id: &str,
+    ) -> Result<ServiceResponse, Problem> {
         Ok(ServiceResponse::json(
             200,
-            &self.find_invoice(ctx, &tenant, id)?,
+            &self.find_visible_invoice(ctx, id).await?,
         ))
+    }
+
+    /// An invoice the caller may see.
+    pub(crate) async fn find_visible_invoice(
+        &self,
+        ctx: &RequestContext,
+        id: &str,
+    ) -> Result<Invoice, Problem> {
+        let (tenant, _) = ctx.member()?;
+        let invoice = self.find_invoice(ctx, &tenant, id)?;
+        match self.visible_residents(ctx).await? {
+            Some(ids) if !ids.contains(&invoice.resident_id) => Err(Problem::not_found("invoice")),
+            _ => Ok(invoice),
+        }
     }
 
     pub(crate) fn find_invoice(
@@ -185,27 +238,42 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
                 "resident_id",
                 "no such resident",
             )])),
-            Ok(r) if r.problem_code().as_deref() == Some("deadline_exceeded") => {
-                Err(ctx.spent().to_problem())
+            other => Err(community_failure(ctx, other, "check the resident")),
+        }
+    }
+
+    /// Whose bills the caller may see: `None` for staff (everyone's); for a
+    /// resident-role member, the residents linked to them, asked of
+    /// community under the same budget (a read, safe to repeat).
+    pub(crate) async fn visible_residents(
+        &self,
+        ctx: &RequestContext,
+    ) -> Result<Option<Vec<String>>, Problem> {
+        let (_, scope) = ctx.member()?;
+        if scope.role.is_staff() {
+            return Ok(None);
+        }
+        let url = format!("{}/internal/linked-residents", self.community_url);
+        let call = self
+            .upstream
+            .call(
+                ctx,
+                &RetryPolicy::standard(),
+                OutboundRequest::new("GET", url),
+            )
+            .await;
+        match call.response {
+            Ok(r) if r.status == 200 => {
+                let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
+                let ids = body["resident_ids"].as_array().map(|ids| {
+                    ids.iter()
+                        .filter_map(|id| id.as_str().map(str::to_owned))
+                        .collect()
+                });
+                ids.map(Some)
+                    .ok_or_else(|| community_failure(ctx, Ok(r), "list the caller's residents"))
             }
-            Ok(r) => {
-                eprintln!(
-                    "billing: community answered {} to a resident check",
-                    r.status
-                );
-                Err(Problem::new(
-                    ErrorCode::UpstreamUnavailable,
-                    "the community service could not check the resident",
-                ))
-            }
-            Err(SendError::Deadline) => Err(ctx.spent().to_problem()),
-            Err(e) => {
-                eprintln!("billing: community unreachable: {e}");
-                Err(Problem::new(
-                    ErrorCode::UpstreamUnavailable,
-                    "the community service could not be reached",
-                ))
-            }
+            other => Err(community_failure(ctx, other, "list the caller's residents")),
         }
     }
 

@@ -39,11 +39,11 @@ pub async fn handle<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter 
     let segments = request.segments();
     let method = request.route_method();
     let result = match (method, segments.as_slice()) {
-        ("GET", ["v1", _, "invoices"]) => app.list_invoices(ctx, request),
+        ("GET", ["v1", _, "invoices"]) => app.list_invoices(ctx, request).await,
         ("POST", ["v1", _, "invoices"]) => app.create_invoice(ctx, request).await,
-        ("GET", ["v1", _, "invoices", id]) => app.get_invoice(ctx, id),
+        ("GET", ["v1", _, "invoices", id]) => app.get_invoice(ctx, id).await,
         ("PATCH", ["v1", _, "invoices", id]) => app.void_invoice(ctx, request, id),
-        ("GET", ["v1", _, "invoices", id, "payments"]) => app.list_payments(ctx, request, id),
+        ("GET", ["v1", _, "invoices", id, "payments"]) => app.list_payments(ctx, request, id).await,
         ("POST", ["v1", _, "invoices", id, "payments"]) => {
             app.create_payment(ctx, request, id).await
         }

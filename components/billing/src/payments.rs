@@ -111,15 +111,16 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         Ok(response)
     }
 
-    /// An invoice's payments, a page at a time (any member).
-    pub fn list_payments(
+    /// An invoice's payments, a page at a time (any member who may see
+    /// the invoice).
+    pub async fn list_payments(
         &self,
         ctx: &RequestContext,
         request: &ServiceRequest,
         invoice_id: &str,
     ) -> Result<ServiceResponse, Problem> {
         let (tenant, _) = ctx.member()?;
-        let invoice = self.find_invoice(ctx, &tenant, invoice_id)?;
+        let invoice = self.find_visible_invoice(ctx, invoice_id).await?;
         let page = PageRequest::from_query(&request.query)?;
         let rows = repo::list_payments(
             &self.store,

@@ -33,6 +33,8 @@ pub struct InvoiceFilter {
     pub status: Option<String>,
     /// Only this resident's.
     pub resident_id: Option<String>,
+    /// Only these residents' (what a resident-role member may see).
+    pub visible_to: Option<Vec<String>>,
 }
 
 /// A page of invoices after `after`, in creation order.
@@ -44,11 +46,16 @@ pub fn list_invoices<D: Database, C: Clock>(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<Invoice>, DbError> {
+    let visible = filter
+        .visible_to
+        .as_ref()
+        .map(|ids| serde_json::Value::from(ids.clone()).to_string());
     db.query(
         ctx,
         &format!(
             "SELECT {INVOICE_COLUMNS} FROM invoices
-             WHERE tenant_id = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR resident_id = ?) AND id > ?
+             WHERE tenant_id = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR resident_id = ?)
+               AND (? IS NULL OR resident_id IN (SELECT value FROM json_each(?))) AND id > ?
              ORDER BY id LIMIT ?"
         ),
         &[
@@ -57,6 +64,8 @@ pub fn list_invoices<D: Database, C: Clock>(
             filter.status.clone().into(),
             filter.resident_id.clone().into(),
             filter.resident_id.clone().into(),
+            visible.clone().into(),
+            visible.into(),
             after.unwrap_or("").into(),
             Value::Integer(limit),
         ],

@@ -161,6 +161,18 @@ impl Harness {
         r.json_body()["id"].as_str().unwrap().to_owned()
     }
 
+    /// Links a resident record to a member (the person a token acts as).
+    fn link(&self, resident: &str, user: &str) {
+        let ctx = self.community_ctx();
+        let r = community::handle(
+            &self.community().app,
+            &ctx,
+            &ServiceRequest::new("PATCH", &format!("/v1/a/residents/{resident}"))
+                .with_body(json!({ "user_id": user }).to_string()),
+        );
+        assert_eq!(r.status, 200, "{}", r.json_body());
+    }
+
     fn notifications(&self, resident: &str) -> Vec<Value> {
         let ctx = self.community_ctx();
         let r = community::handle(
@@ -241,6 +253,7 @@ fn an_invoice_is_written_with_its_event_and_the_event_delivered_inline() {
     assert_eq!(notes.len(), 1);
     assert_eq!(notes[0]["type"], "invoice.created");
     assert_eq!(notes[0]["payload"]["invoice_id"], invoice["id"]);
+    h.link(&resident, RESIDENT_USER);
     let got = h.send(
         &h.ctx(TENANT, RESIDENT_USER, Role::Resident),
         ServiceRequest::new(
@@ -414,9 +427,17 @@ fn a_void_invoice_cannot_be_paid() {
 }
 
 #[test]
-fn residents_read_but_do_not_bill_and_other_tenants_see_nothing() {
+fn residents_read_only_their_own_bills_and_do_not_bill_and_other_tenants_see_nothing() {
     let h = Harness::new();
     let resident = h.new_resident();
+    let neighbour = h.new_resident();
+    h.link(&resident, RESIDENT_USER);
+    let theirs = h
+        .manager(post("/v1/a/invoices", &invoice_body(&neighbour, 900)))
+        .json_body()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let id = h
         .manager(post("/v1/a/invoices", &invoice_body(&resident, 500)))
         .json_body()["id"]
@@ -447,9 +468,32 @@ fn residents_read_but_do_not_bill_and_other_tenants_see_nothing() {
             .json_body()["items"]
             .as_array()
             .unwrap()
-            .len(),
-        1
+            .iter()
+            .map(|i| i["id"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        [id.as_str()],
+        "their own invoice only"
     );
+    for path in [
+        format!("/v1/a/invoices/{theirs}"),
+        format!("/v1/a/invoices/{theirs}/payments"),
+    ] {
+        let r = h.send(&as_resident, ServiceRequest::new("GET", &path));
+        assert_eq!((r.status, code(&r).as_str()), (404, "not_found"), "{path}");
+    }
+    let r = h.send(
+        &as_resident,
+        ServiceRequest::new("GET", &format!("/v1/a/invoices/{id}/payments")),
+    );
+    assert_eq!(r.status, 200);
+    // A resident-role member linked to no resident sees no bills at all.
+    let unlinked = h.ctx(
+        TENANT,
+        "9a1c2f4e-3333-4a55-9d3c-2f0c3b1f6a04",
+        Role::Resident,
+    );
+    let r = h.send(&unlinked, ServiceRequest::new("GET", "/v1/a/invoices"));
+    assert_eq!(r.json_body()["items"], json!([]));
     let other = h.ctx(OTHER_TENANT, MANAGER, Role::Admin);
     assert_eq!(
         h.send(

@@ -54,6 +54,7 @@ pub fn handle<D: Database, C: Clock>(
         ("GET", ["v1", _, "announcements"]) => announcements::list(app, ctx, request),
         ("POST", ["v1", _, "announcements"]) => announcements::create(app, ctx, request),
         ("POST", ["internal", "events"]) => notifications::consume(app, ctx, request),
+        ("GET", ["internal", "linked-residents"]) => residents::linked(app, ctx),
         (_, path) => Err(match allowed(path) {
             Some(allow) => Problem::method_not_allowed(method, allow),
             None => Problem::no_route(),

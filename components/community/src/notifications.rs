@@ -13,19 +13,23 @@ use serde_json::json;
 use crate::app::Community;
 use crate::repo::{self, NewNotification};
 
-/// `GET /v1/{tenant}/residents/{id}/notifications` (any member).
+/// `GET /v1/{tenant}/residents/{id}/notifications`: staff see any
+/// resident's; a resident-role member only those of a resident linked to
+/// them (any other is "not found", as if it did not exist).
 pub fn list<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
     resident_id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = ctx.member()?;
+    let (tenant, scope) = ctx.member()?;
     let page = PageRequest::from_query(&request.query)?;
+    let actor = scope.actor_id.to_string();
     let resident = parse_id(resident_id)
         .map(|id| repo::resident(&app.store, ctx, &tenant, &id))
         .transpose()?
         .flatten()
+        .filter(|r| scope.role.is_staff() || r.user_id.as_deref() == Some(actor.as_str()))
         .ok_or_else(|| Problem::not_found("resident"))?;
     let rows = repo::list_notifications(
         &app.store,

@@ -66,6 +66,23 @@ pub fn resident<D: Database, C: Clock>(
     .transpose()
 }
 
+/// The ids of the tenant's residents linked to `user_id` (a member's person id).
+pub fn residents_linked_to<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    tenant: &str,
+    user_id: &str,
+) -> Result<Vec<String>, DbError> {
+    db.query(
+        ctx,
+        "SELECT id FROM residents WHERE tenant_id = ? AND user_id = ? AND deleted_at IS NULL ORDER BY id",
+        &[tenant.into(), user_id.into()],
+    )?
+    .iter()
+    .map(|r| r.text(0).map(str::to_owned))
+    .collect()
+}
+
 /// Inserts or rewrites a resident.
 pub fn save_resident<D: Database, C: Clock>(
     db: &Db<D, C>,

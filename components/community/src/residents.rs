@@ -51,6 +51,20 @@ pub fn get<D: Database, C: Clock>(
     Ok(ServiceResponse::json(200, &resident))
 }
 
+/// `GET /internal/linked-residents`: the ids of the residents linked to the
+/// calling member, for a service that shows a resident only their own.
+pub fn linked<D: Database, C: Clock>(
+    app: &Community<D, C>,
+    ctx: &RequestContext,
+) -> Result<ServiceResponse, Problem> {
+    let (tenant, scope) = ctx.member()?;
+    let ids = repo::residents_linked_to(&app.store, ctx, &tenant, &scope.actor_id.to_string())?;
+    Ok(ServiceResponse::json(
+        200,
+        &serde_json::json!({ "resident_ids": ids }),
+    ))
+}
+
 /// Adds a resident (admins and managers).
 pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,

@@ -419,10 +419,19 @@ fn a_repeated_event_delivery_creates_one_notification() {
         (again.status, again.json_body()["stored"].clone()),
         (200, json!(false))
     );
-    let listed = h
-        .resident(get(&format!("/v1/a/residents/{resident}/notifications")))
-        .json_body();
+    let notifications = format!("/v1/a/residents/{resident}/notifications");
+    // A resident-role member not linked to this resident cannot see them.
+    let r = h.resident(get(&notifications));
+    assert_eq!(r.status, 404, "{}", r.json_body());
+    let linked = h.admin(
+        ServiceRequest::new("PATCH", &format!("/v1/a/residents/{resident}"))
+            .with_body(json!({ "user_id": RESIDENT_USER }).to_string()),
+    );
+    assert_eq!(linked.status, 200);
+    let listed = h.resident(get(&notifications)).json_body();
     assert_eq!(listed["items"].as_array().unwrap().len(), 1);
+    // Staff see any resident's.
+    assert_eq!(h.admin(get(&notifications)).status, 200);
     assert_eq!(listed["items"][0]["type"], "invoice.created");
     assert_eq!(listed["items"][0]["payload"]["amount_cents"], 1200);
     let bad = internal(post("/internal/events", json!({"event_id": "x"})));
