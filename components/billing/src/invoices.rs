@@ -118,10 +118,10 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
             ctx,
             &tenant,
             &filter,
-            page.after.as_deref(),
+            page.after_seq(),
             page.fetch_limit(),
         )?;
-        Ok(page.respond(rows, |i| i.id.clone()))
+        Ok(page.respond(rows))
     }
 
     /// One invoice; for a resident-role member, only one of their own

@@ -127,9 +127,9 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
             ctx,
             &tenant,
             &invoice.id,
-            page.after.as_deref(),
+            page.after_seq(),
             page.fetch_limit(),
         )?;
-        Ok(page.respond(rows, |p| p["id"].as_str().unwrap_or_default().to_owned()))
+        Ok(page.respond(rows))
     }
 }

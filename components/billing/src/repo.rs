@@ -2,7 +2,7 @@
 //! checks the budget before each statement; every query filters by tenant
 //! (the relay's outbox scan is the one cross-tenant read, by design).
 
-use meridian_platform::db::{Database, DbError, Row, Store, Value};
+use meridian_platform::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::{Clock, RequestContext};
 
 use crate::model::{Invoice, OutboxEvent};
@@ -43,20 +43,20 @@ pub fn list_invoices<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     filter: &InvoiceFilter,
-    after: Option<&str>,
+    after: i64,
     limit: i64,
-) -> Result<Vec<Invoice>, DbError> {
+) -> Result<Vec<(i64, Invoice)>, DbError> {
     let visible = filter
         .visible_to
         .as_ref()
         .map(|ids| serde_json::Value::from(ids.clone()).to_string());
-    db.query(
+    let rows = db.query(
         ctx,
         &format!(
-            "SELECT {INVOICE_COLUMNS} FROM invoices
+            "SELECT {INVOICE_COLUMNS}, seq FROM invoices
              WHERE tenant_id = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR resident_id = ?)
-               AND (? IS NULL OR resident_id IN (SELECT value FROM json_each(?))) AND id > ?
-             ORDER BY id LIMIT ?"
+               AND (? IS NULL OR resident_id IN (SELECT value FROM json_each(?))) AND seq > ?
+             ORDER BY seq LIMIT ?"
         ),
         &[
             tenant.into(),
@@ -66,13 +66,11 @@ pub fn list_invoices<D: Database, C: Clock>(
             filter.resident_id.clone().into(),
             visible.clone().into(),
             visible.into(),
-            after.unwrap_or("").into(),
+            Value::Integer(after),
             Value::Integer(limit),
         ],
-    )?
-    .iter()
-    .map(invoice_from)
-    .collect()
+    )?;
+    sequenced(&rows, invoice_from)
 }
 
 /// An invoice of the tenant.
@@ -216,28 +214,26 @@ pub fn list_payments<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     invoice_id: &str,
-    after: Option<&str>,
+    after: i64,
     limit: i64,
-) -> Result<Vec<serde_json::Value>, DbError> {
-    db.query(
+) -> Result<Vec<(i64, serde_json::Value)>, DbError> {
+    let rows = db.query(
         ctx,
-        "SELECT id, amount_cents, method, created_at FROM payments
-         WHERE tenant_id = ? AND invoice_id = ? AND id > ? ORDER BY id LIMIT ?",
+        "SELECT id, amount_cents, method, created_at, seq FROM payments
+         WHERE tenant_id = ? AND invoice_id = ? AND seq > ? ORDER BY seq LIMIT ?",
         &[
             tenant.into(),
             invoice_id.into(),
-            after.unwrap_or("").into(),
+            Value::Integer(after),
             Value::Integer(limit),
         ],
-    )?
-    .iter()
-    .map(|r| {
+    )?;
+    sequenced(&rows, |r| {
         Ok(serde_json::json!({
             "id": r.text(0)?, "invoice_id": invoice_id, "amount_cents": r.integer(1)?,
             "method": r.text(2)?, "created_at": r.text(3)?,
         }))
     })
-    .collect()
 }
 
 /// Writes an event to the outbox (inside the business transaction).

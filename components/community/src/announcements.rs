@@ -25,10 +25,10 @@ pub fn list<D: Database, C: Clock>(
         &app.store,
         ctx,
         &tenant,
-        page.after.as_deref(),
+        page.after_seq(),
         page.fetch_limit(),
     )?;
-    Ok(page.respond(rows, |a| a.id.clone()))
+    Ok(page.respond(rows))
 }
 
 /// Publishes an announcement now, authored by the caller.

@@ -45,10 +45,10 @@ pub fn list<D: Database, C: Clock>(
         ctx,
         &tenant,
         &filter,
-        page.after.as_deref(),
+        page.after_seq(),
         page.fetch_limit(),
     )?;
-    Ok(page.respond(rows, |c| c.id.clone()))
+    Ok(page.respond(rows))
 }
 
 fn find<D: Database, C: Clock>(

@@ -14,4 +14,9 @@ pub const ALL: &[Migration] = &[
         name: "0002_idempotency_records.sql",
         sql: include_str!("../../../migrations/community/0002_idempotency_records.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_row_sequence.sql",
+        sql: include_str!("../../../migrations/community/0003_row_sequence.sql"),
+    },
 ];

@@ -36,10 +36,10 @@ pub fn list<D: Database, C: Clock>(
         ctx,
         &tenant,
         &resident.id,
-        page.after.as_deref(),
+        page.after_seq(),
         page.fetch_limit(),
     )?;
-    Ok(page.respond(rows, |n| n.event_id.clone()))
+    Ok(page.respond(rows))
 }
 
 /// `POST /internal/events`: stores the event as a notification once.

@@ -2,7 +2,7 @@
 //! store checks the budget before each statement; every query filters by
 //! tenant.
 
-use meridian_platform::db::{Database, DbError, Row, Store, Value};
+use meridian_platform::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::{Clock, RequestContext};
 
 use crate::model::{Announcement, Complaint, Notification, Resident};
@@ -29,24 +29,18 @@ pub fn list_residents<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     tenant: &str,
-    after: Option<&str>,
+    after: i64,
     limit: i64,
-) -> Result<Vec<Resident>, DbError> {
-    db.query(
+) -> Result<Vec<(i64, Resident)>, DbError> {
+    let rows = db.query(
         ctx,
         &format!(
-            "SELECT {RESIDENT_COLUMNS} FROM residents
-             WHERE tenant_id = ? AND deleted_at IS NULL AND id > ? ORDER BY id LIMIT ?"
+            "SELECT {RESIDENT_COLUMNS}, seq FROM residents
+             WHERE tenant_id = ? AND deleted_at IS NULL AND seq > ? ORDER BY seq LIMIT ?"
         ),
-        &[
-            tenant.into(),
-            after.unwrap_or("").into(),
-            Value::Integer(limit),
-        ],
-    )?
-    .iter()
-    .map(resident_from)
-    .collect()
+        &[tenant.into(), Value::Integer(after), Value::Integer(limit)],
+    )?;
+    sequenced(&rows, resident_from)
 }
 
 /// A live resident of the tenant.
@@ -155,15 +149,15 @@ pub fn list_complaints<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     filter: &ComplaintFilter<'_>,
-    after: Option<&str>,
+    after: i64,
     limit: i64,
-) -> Result<Vec<Complaint>, DbError> {
-    db.query(
+) -> Result<Vec<(i64, Complaint)>, DbError> {
+    let rows = db.query(
         ctx,
         &format!(
-            "SELECT {COMPLAINT_COLUMNS} FROM complaints
-             WHERE tenant_id = ? AND (? IS NULL OR filed_by = ?) AND (? IS NULL OR status = ?) AND id > ?
-             ORDER BY id LIMIT ?"
+            "SELECT {COMPLAINT_COLUMNS}, seq FROM complaints
+             WHERE tenant_id = ? AND (? IS NULL OR filed_by = ?) AND (? IS NULL OR status = ?) AND seq > ?
+             ORDER BY seq LIMIT ?"
         ),
         &[
             tenant.into(),
@@ -171,13 +165,11 @@ pub fn list_complaints<D: Database, C: Clock>(
             filter.filed_by.into(),
             filter.status.into(),
             filter.status.into(),
-            after.unwrap_or("").into(),
+            Value::Integer(after),
             Value::Integer(limit),
         ],
-    )?
-    .iter()
-    .map(complaint_from)
-    .collect()
+    )?;
+    sequenced(&rows, complaint_from)
 }
 
 /// A complaint of the tenant.
@@ -254,22 +246,16 @@ pub fn list_announcements<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     tenant: &str,
-    after: Option<&str>,
+    after: i64,
     limit: i64,
-) -> Result<Vec<Announcement>, DbError> {
-    db.query(
+) -> Result<Vec<(i64, Announcement)>, DbError> {
+    let rows = db.query(
         ctx,
-        "SELECT id, title, body, author_id, published_at FROM announcements
-         WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?",
-        &[
-            tenant.into(),
-            after.unwrap_or("").into(),
-            Value::Integer(limit),
-        ],
-    )?
-    .iter()
-    .map(announcement_from)
-    .collect()
+        "SELECT id, title, body, author_id, published_at, seq FROM announcements
+         WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        &[tenant.into(), Value::Integer(after), Value::Integer(limit)],
+    )?;
+    sequenced(&rows, announcement_from)
 }
 
 /// Inserts an announcement.
@@ -340,22 +326,21 @@ pub fn list_notifications<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     resident: &str,
-    after: Option<&str>,
+    after: i64,
     limit: i64,
-) -> Result<Vec<Notification>, DbError> {
-    db.query(
+) -> Result<Vec<(i64, Notification)>, DbError> {
+    let rows = db.query(
         ctx,
-        "SELECT event_id, type, payload, created_at FROM notifications
-         WHERE tenant_id = ? AND resident_id = ? AND event_id > ? ORDER BY event_id LIMIT ?",
+        "SELECT event_id, type, payload, created_at, seq FROM notifications
+         WHERE tenant_id = ? AND resident_id = ? AND seq > ? ORDER BY seq LIMIT ?",
         &[
             tenant.into(),
             resident.into(),
-            after.unwrap_or("").into(),
+            Value::Integer(after),
             Value::Integer(limit),
         ],
-    )?
-    .iter()
-    .map(|r| {
+    )?;
+    sequenced(&rows, |r| {
         Ok(Notification {
             event_id: r.text(0)?.to_owned(),
             kind: r.text(1)?.to_owned(),
@@ -363,5 +348,4 @@ pub fn list_notifications<D: Database, C: Clock>(
             created_at: r.text(3)?.to_owned(),
         })
     })
-    .collect()
 }

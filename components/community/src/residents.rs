@@ -30,10 +30,10 @@ pub fn list<D: Database, C: Clock>(
         &app.store,
         ctx,
         &tenant,
-        page.after.as_deref(),
+        page.after_seq(),
         page.fetch_limit(),
     )?;
-    Ok(page.respond(rows, |r| r.id.clone()))
+    Ok(page.respond(rows))
 }
 
 /// One resident (any member; also the internal read billing makes).

@@ -282,6 +282,43 @@ fn resident_pages_are_stable_while_rows_are_added() {
 }
 
 #[test]
+fn a_row_whose_id_sorts_before_the_cursor_is_still_on_a_later_page() {
+    // Ids are UUIDv7 made by separate invocations: two made in the same
+    // millisecond order at random. A row created while a client pages may
+    // have an id below the cursor's; paging by sequence still shows it.
+    let h = Harness::new();
+    for i in 0..3 {
+        h.new_resident(&format!("R{i}"));
+    }
+    let first = h.resident(get("/v1/a/residents?limit=2")).json_body();
+    let ctx = meridian_testing::context_at(
+        h.app.store.clock().now(),
+        std::time::Duration::from_secs(1),
+        "community",
+    );
+    h.app
+        .store
+        .execute(
+            &ctx,
+            "INSERT INTO residents (id, tenant_id, name, unit, created_at, updated_at)
+             VALUES ('00000000-0000-7000-8000-000000000000', ?, 'Same ms', '1A', 'x', 'x')",
+            &[TENANT_A.into()],
+        )
+        .unwrap();
+    let cursor = first["next_cursor"].as_str().unwrap();
+    let rest = h
+        .resident(get(&format!("/v1/a/residents?limit=10&cursor={cursor}")))
+        .json_body();
+    let names: Vec<&str> = rest["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["R2", "Same ms"]);
+}
+
+#[test]
 fn complaints_move_forward_one_step_at_a_time() {
     let h = Harness::new();
     let resident = h.new_resident("Ada");

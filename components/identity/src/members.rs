@@ -33,10 +33,10 @@ pub fn list<D: Database, C: Clock>(
         &app.store,
         ctx,
         &tenant_id,
-        page.after.as_deref(),
+        page.after_seq(),
         page.fetch_limit(),
     )?;
-    Ok(page.respond(rows, |m| m.id.clone()))
+    Ok(page.respond(rows))
 }
 
 /// Adds a member (creating the user if the email is new). The answer

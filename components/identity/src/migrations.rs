@@ -19,4 +19,9 @@ pub const ALL: &[Migration] = &[
         name: "0003_tenant_persons.sql",
         sql: include_str!("../../../migrations/identity/0003_tenant_persons.sql"),
     },
+    Migration {
+        version: 4,
+        name: "0004_row_sequence.sql",
+        sql: include_str!("../../../migrations/identity/0004_row_sequence.sql"),
+    },
 ];

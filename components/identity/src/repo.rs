@@ -1,7 +1,7 @@
 //! Identity's SQL. Every function takes the request context first; the
 //! store checks the budget before each statement.
 
-use meridian_platform::db::{Database, DbError, Row, Store, Value};
+use meridian_platform::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::{Clock, RequestContext};
 
 use crate::model::{Member, Tenant};
@@ -149,22 +149,22 @@ pub fn list_members<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     tenant_id: &str,
-    after: Option<&str>,
+    after: i64,
     limit: i64,
-) -> Result<Vec<Member>, DbError> {
+) -> Result<Vec<(i64, Member)>, DbError> {
     let rows = db.query(
         ctx,
         &format!(
-            "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
-             WHERE m.tenant_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+            "SELECT {MEMBER_COLUMNS}, m.seq FROM memberships m JOIN users u ON u.id = m.user_id
+             WHERE m.tenant_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?"
         ),
         &[
             tenant_id.into(),
-            after.unwrap_or("").into(),
+            Value::Integer(after),
             Value::Integer(limit),
         ],
     )?;
-    rows.iter().map(member_from).collect()
+    sequenced(&rows, member_from)
 }
 
 /// A member of the tenant by membership id.

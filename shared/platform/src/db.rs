@@ -82,6 +82,20 @@ impl Row {
     }
 }
 
+/// Decodes the rows of a list query that selects the row's sequence
+/// number last (`SELECT …, seq`), as `(seq, row)` pairs for a page.
+pub fn sequenced<T>(
+    rows: &[Row],
+    decode: impl Fn(&Row) -> Result<T, DbError>,
+) -> Result<Vec<(i64, T)>, DbError> {
+    rows.iter()
+        .map(|r| {
+            let seq = r.integer(r.0.len().saturating_sub(1))?;
+            Ok((seq, decode(r)?))
+        })
+        .collect()
+}
+
 /// A storage failure.
 #[derive(Debug, Error, PartialEq)]
 pub enum DbError {

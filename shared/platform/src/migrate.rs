@@ -118,7 +118,8 @@ fn checksum(sql: &str) -> String {
 }
 
 /// Splits SQL text into statements at `;`, ignoring semicolons inside
-/// quotes and comments, and dropping empty statements.
+/// quotes, comments and a `CREATE TRIGGER … BEGIN … END` body, and dropping
+/// empty statements.
 pub fn split_statements(sql: &str) -> Vec<&str> {
     let bytes = sql.as_bytes();
     let mut out = Vec::new();
@@ -148,7 +149,7 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
                 }
                 i += 1;
             }
-            b';' => {
+            b';' if !is_open_trigger(&sql[start..i]) => {
                 out.push(&sql[start..i]);
                 start = i + 1;
             }
@@ -161,6 +162,23 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
         .filter(|s| has_code(s))
         .map(str::trim)
         .collect()
+}
+
+/// Whether `statement` is a `CREATE TRIGGER` whose body has not reached its
+/// `END` yet: the semicolons inside the body belong to it.
+fn is_open_trigger(statement: &str) -> bool {
+    let code: String = statement
+        .lines()
+        .map(|l| l.split("--").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_ascii_uppercase();
+    let words: Vec<&str> = code.split_whitespace().collect();
+    let is_trigger = matches!(
+        words.as_slice(),
+        ["CREATE", "TRIGGER", ..] | ["CREATE", "TEMP" | "TEMPORARY", "TRIGGER", ..]
+    );
+    is_trigger && words.last() != Some(&"END")
 }
 
 /// Whether a fragment holds anything but whitespace and comments.
@@ -182,6 +200,15 @@ mod tests {
         assert_eq!(parts.len(), 2, "{parts:?}");
         assert!(parts[0].ends_with("DEFAULT ';')"));
         assert!(parts[1].ends_with("VALUES ('b;c')"));
+    }
+
+    #[test]
+    fn a_trigger_body_stays_one_statement() {
+        let sql = "-- a trigger\nCREATE TRIGGER t_seq AFTER INSERT ON t BEGIN\n  UPDATE s SET n = n + 1;\n  UPDATE t SET seq = 1;\nEND;\nCREATE INDEX i ON t (seq);";
+        let parts = split_statements(sql);
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert!(parts[0].ends_with("END"), "{}", parts[0]);
+        assert!(parts[1].starts_with("CREATE INDEX"));
     }
 
     #[test]

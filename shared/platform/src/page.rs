@@ -13,8 +13,8 @@ pub const MAX_LIMIT: u32 = 100;
 pub struct PageRequest {
     /// Rows wanted.
     pub limit: u32,
-    /// Sort key of the last row already seen, from the cursor.
-    pub after: Option<String>,
+    /// Sequence number of the last row already seen, from the cursor.
+    pub after: Option<i64>,
 }
 
 impl PageRequest {
@@ -48,32 +48,30 @@ impl PageRequest {
         i64::from(self.limit) + 1
     }
 
-    /// Cuts fetched rows to the page and makes the cursor for the next one
-    /// from the last row's sort key.
-    pub fn finish<T>(
-        &self,
-        mut rows: Vec<T>,
-        key: impl Fn(&T) -> String,
-    ) -> (Vec<T>, Option<String>) {
+    /// The sequence number rows must follow (`seq > ?`): 0 for the first page.
+    pub fn after_seq(&self) -> i64 {
+        self.after.unwrap_or(0)
+    }
+
+    /// Cuts fetched `(seq, row)` pairs to the page and makes the cursor for
+    /// the next one from the last row's sequence number.
+    pub fn finish<T>(&self, mut rows: Vec<(i64, T)>) -> (Vec<T>, Option<String>) {
         let more = rows.len() > self.limit as usize;
         rows.truncate(self.limit as usize);
         let next = if more {
-            rows.last().map(|r| encode_cursor(&key(r)))
+            rows.last().map(|(seq, _)| encode_cursor(*seq))
         } else {
             None
         };
-        (rows, next)
+        (rows.into_iter().map(|(_, row)| row).collect(), next)
     }
 }
 
 impl PageRequest {
-    /// The `200 {"items": [...], "next_cursor": ...}` answer for fetched rows.
-    pub fn respond<T: serde::Serialize>(
-        &self,
-        rows: Vec<T>,
-        key: impl Fn(&T) -> String,
-    ) -> ServiceResponse {
-        let (items, next_cursor) = self.finish(rows, key);
+    /// The `200 {"items": [...], "next_cursor": ...}` answer for fetched
+    /// `(seq, row)` pairs, in sequence order.
+    pub fn respond<T: serde::Serialize>(&self, rows: Vec<(i64, T)>) -> ServiceResponse {
+        let (items, next_cursor) = self.finish(rows);
         ServiceResponse::json(
             200,
             &serde_json::json!({"items": items, "next_cursor": next_cursor}),
@@ -81,16 +79,22 @@ impl PageRequest {
     }
 }
 
-const CURSOR_VERSION: &str = "c1:";
+// c1 cursors held a UUID; c2 hold a row sequence number. A c1 cursor is
+// refused as not valid rather than misread.
+const CURSOR_VERSION: &str = "c2:";
 
-fn encode_cursor(key: &str) -> String {
-    hex::encode(format!("{CURSOR_VERSION}{key}"))
+fn encode_cursor(seq: i64) -> String {
+    hex::encode(format!("{CURSOR_VERSION}{seq}"))
 }
 
-fn decode_cursor(cursor: &str) -> Option<String> {
+fn decode_cursor(cursor: &str) -> Option<i64> {
     let bytes = hex::decode(cursor).ok()?;
     let text = String::from_utf8(bytes).ok()?;
-    text.strip_prefix(CURSOR_VERSION).map(str::to_owned)
+    let digits = text.strip_prefix(CURSOR_VERSION)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// The first value of a query parameter, percent-decoded.
@@ -160,11 +164,22 @@ mod tests {
             limit: 2,
             after: None,
         };
-        let (rows, next) = page.finish(vec!["a", "b", "c"], |r| (*r).to_owned());
+        let (rows, next) = page.finish(vec![(3, "a"), (7, "b"), (9, "c")]);
         assert_eq!(rows, ["a", "b"]);
         let next = next.unwrap();
         let again = PageRequest::from_query(&format!("limit=2&cursor={next}")).unwrap();
-        assert_eq!(again.after.as_deref(), Some("b"));
+        assert_eq!(again.after, Some(7));
+        assert_eq!(again.after_seq(), 7);
+        // A cursor of the earlier (UUID) kind is refused, not misread.
+        let old = hex::encode("c1:01890a5d-ac96-774b-bcce-b302099a8057");
+        assert_eq!(
+            PageRequest::from_query(&format!("cursor={old}"))
+                .unwrap_err()
+                .status(),
+            400
+        );
+        let negative = hex::encode("c2:-5");
+        assert!(PageRequest::from_query(&format!("cursor={negative}")).is_err());
         assert_eq!(
             PageRequest::from_query("cursor=zz").unwrap_err().status(),
             400
@@ -181,10 +196,7 @@ mod tests {
             limit: 5,
             after: None,
         };
-        assert_eq!(
-            page.finish(vec![1, 2], |r| r.to_string()),
-            (vec![1, 2], None)
-        );
+        assert_eq!(page.finish(vec![(1, 1), (2, 2)]), (vec![1, 2], None));
     }
 
     #[test]
