@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod body;
 pub mod budget;
+pub mod checks;
 pub mod context;
 pub mod db;
 pub mod deadline;

@@ -1,0 +1,4 @@
+//! Fuzzes `checks::json_body`: see its invariants in `shared/platform/src/checks.rs`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| meridian_platform::checks::json_body(data));

@@ -1,0 +1,4 @@
+//! Fuzzes `checks::page_query`: see its invariants in `shared/platform/src/checks.rs`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| meridian_platform::checks::page_query(data));
