@@ -54,7 +54,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         ctx: &RequestContext,
         events: &[(OutboxEvent, i64)],
     ) -> DeliveryReport {
-        let step = ctx.for_optional_step();
+        let step = ctx.for_step();
         let mut report = DeliveryReport::default();
         for (event, attempts) in events {
             if step
@@ -131,7 +131,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
     /// The write is committed already, so nothing here may cost its answer.
     pub async fn deliver_inline(&self, ctx: &RequestContext, events: Vec<OutboxEvent>) {
         if ctx
-            .for_optional_step()
+            .for_step()
             .ensure(self.store.clock().now(), INLINE_DELIVERY_BUDGET)
             .is_err()
         {

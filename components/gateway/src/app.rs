@@ -152,12 +152,12 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             .budget_for(request.header(headers::TIMEOUT_MS))
             .map_err(|e| Problem::new(ErrorCode::InvalidTimeout, e.to_string()))?;
         let budget = EdgeBudget { granted };
-        let edge_deadline = Deadline::after(started, granted);
-        // Downstream calls get the budget minus a reserve, so the gateway can
+        // The whole budget is the gateway's; its calls (see `Upstream::call`)
+        // work to the budget less the answer reserve, so the gateway can
         // still answer with its own 504 before the client's budget ends.
         let ctx = RequestContext::new(
             request_id.clone(),
-            edge_deadline.child(answer_reserve(granted)),
+            Deadline::after(started, granted),
             started,
             "gateway",
         );
@@ -169,6 +169,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         }
         if body == Some(BodyError::Deadline)
             || ctx
+                .for_step()
                 .ensure(self.upstream.clock.now(), MIN_UPSTREAM_BUDGET)
                 .is_err()
         {

@@ -52,6 +52,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             ));
         }
         if ctx
+            .for_step()
             .ensure(self.upstream.clock.now(), std::time::Duration::ZERO)
             .is_err()
         {

@@ -73,7 +73,7 @@ fn touch<D: Database, C: Clock>(
         .is_some_and(|last| last >= now.minus(TOUCH_INTERVAL).to_rfc3339().as_str());
     // Optional: it works to the hop's work deadline, never into the reserve
     // the resolution's answer needs.
-    let step = ctx.for_optional_step();
+    let step = ctx.for_step();
     if recent || step.ensure(now, Duration::from_millis(20)).is_err() {
         return;
     }

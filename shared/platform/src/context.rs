@@ -18,6 +18,8 @@ pub struct RequestContext {
     budget_at_arrival: Duration,
     hop: &'static str,
     tenant: Option<TenantScope>,
+    /// Whether `deadline` already leaves this hop its answer reserve.
+    reserved: bool,
 }
 
 /// The budget cannot fit the next step; the step was not started.
@@ -59,6 +61,7 @@ impl RequestContext {
             deadline,
             hop,
             tenant: None,
+            reserved: false,
         }
     }
 
@@ -139,19 +142,26 @@ impl RequestContext {
     }
 
     /// The last instant at which this hop may still be working on anything
-    /// but its answer: the deadline less the answer reserve. Optional steps
-    /// and lock waits end here.
+    /// but its answer: the deadline less the answer reserve. Outbound calls
+    /// (and the deadline they carry), retries, optional steps and lock
+    /// waits all end here, so that whatever they come to, the hop still has
+    /// its reserve to answer in before its caller gives up.
     pub fn work_deadline(&self) -> Deadline {
-        self.deadline.child(self.answer_reserve())
+        if self.reserved {
+            self.deadline
+        } else {
+            self.deadline.child(self.answer_reserve())
+        }
     }
 
-    /// The context for an optional step (inline event delivery, touching a
-    /// token's last use): the same request, working to [`Self::work_deadline`],
-    /// so that a step which runs out of time still leaves this hop its
-    /// answer reserve. A step that fails this way reports the *hop's* budget.
-    pub fn for_optional_step(&self) -> RequestContext {
+    /// The context for a step this hop takes (an outbound call, an optional
+    /// step such as inline event delivery): the same request, working to
+    /// [`Self::work_deadline`]. Taking a step of a step reserves nothing
+    /// more. A step that runs out reports the *hop's* budget.
+    pub fn for_step(&self) -> RequestContext {
         Self {
             deadline: self.work_deadline(),
+            reserved: true,
             ..self.clone()
         }
     }
@@ -228,7 +238,7 @@ mod tests {
     #[test]
     fn an_optional_step_ends_an_answer_reserve_before_the_hop() {
         let c = ctx(1_000, 400);
-        let step = c.for_optional_step();
+        let step = c.for_step();
         assert_eq!(c.answer_reserve(), Duration::from_millis(20));
         assert_eq!(
             step.remaining(UnixMillis::from_millis(1_000)),
@@ -241,6 +251,9 @@ mod tests {
         // Same request and hop: only the deadline moved.
         assert_eq!(step.request_id(), c.request_id());
         assert_eq!(step.spent(), c.spent());
+        // A step of a step reserves nothing more.
+        assert_eq!(step.for_step().deadline(), step.deadline());
+        assert_eq!(step.work_deadline(), c.work_deadline());
     }
 
     #[test]

@@ -35,12 +35,17 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Upstream<H, C, S, J
     /// Sends `request` under `ctx`'s budget, repeating transient failures
     /// only as far as `policy` allows. The policy is the caller's statement
     /// of whether the call is safe to repeat.
+    ///
+    /// The call, its retries and the deadline it carries end at the hop's
+    /// work deadline: a downstream that runs out answers (or is abandoned)
+    /// while this hop still has its answer reserve.
     pub async fn call(
         &self,
         ctx: &RequestContext,
         policy: &RetryPolicy,
         request: OutboundRequest,
     ) -> Call {
+        let ctx = &ctx.for_step();
         let started = self.clock.now();
         let mut jitter = self.jitter.clone();
         let outcome = retry::run(
