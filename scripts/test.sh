@@ -7,10 +7,17 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# Every `cargo test` run is also written here, to total the results at the end.
+# Every `cargo test` run is also written here, to total the results at the
+# end. A failing run does not stop the script before the closing line: the
+# totals must count the failures, and the exit status reports them.
 results="$(mktemp)"
 trap 'rm -f "$results"' EXIT
-run_tests() { cargo test "$@" 2>&1 | tee -a "$results"; }
+failed_runs=0
+run_tests() {
+  if ! cargo test "$@" 2>&1 | tee -a "$results"; then
+    failed_runs=$((failed_runs + 1))
+  fi
+}
 
 step "toolchain: wasm32-wasip2 target, rustfmt, clippy"
 if command -v rustup >/dev/null 2>&1; then
@@ -37,13 +44,24 @@ for c in gateway identity community billing; do
 done
 
 spin_bin="${SPIN_BIN:-$(command -v spin || true)}"
+e2e_skipped=""
 if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
   step "end-to-end suite against $("$spin_bin" --version)"
   SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --locked -- --test-threads=2
 else
+  e2e_skipped="!!!!!!!! END-TO-END SUITE SKIPPED: the totals below are host tests only !!!!!!!!"
   echo
   echo "!!!!!!!! END-TO-END SUITE SKIPPED: no 'spin' on PATH and SPIN_BIN unset -- the app was NOT run; host tests only !!!!!!!!"
 fi
 
-# One closing line with the totals of every test that actually ran.
-awk '/^test result:/ { p += $4; f += $6 } END { printf "\ntests: %d passed, %d failed\n", p, f }' "$results"
+# One closing line with the totals of every test that actually ran; a
+# test binary that failed to build or crashed counts as a failure too. A
+# skipped end-to-end suite is said again right above it.
+[ -z "$e2e_skipped" ] || printf '\n%s\n' "$e2e_skipped"
+awk -v runs="$failed_runs" '
+  /^test result:/ { p += $4; f += $6 }
+  END {
+    if (runs > 0 && f == 0) f = runs
+    printf "\ntests: %d passed, %d failed\n", p, f
+  }' "$results"
+[ "$failed_runs" -eq 0 ]
