@@ -94,6 +94,65 @@ impl Client {
         self.try_send("GET", path, &[], None)
     }
 
+    /// Sends a request whose answer may come before its body is all sent
+    /// (a 413 for a declared length over the limit): the body is written
+    /// from another thread while the answer is read, over a raw HTTP/1.1
+    /// connection, so an early answer and a closed connection are seen as
+    /// the answer rather than as a broken pipe.
+    #[track_caller]
+    pub fn send_early(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Reply {
+        use std::io::{Read, Write};
+        let addr = self.base.trim_start_matches("http://").to_owned();
+        let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+            body.len()
+        );
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        let started = Instant::now();
+        stream.write_all(head.as_bytes()).expect("head");
+        let mut writer = stream.try_clone().expect("clone");
+        let body = body.as_bytes().to_vec();
+        let sending = std::thread::spawn(move || {
+            // The server may refuse the body and close: that is the point.
+            let _ = writer.write_all(&body);
+        });
+        let mut raw = Vec::new();
+        let _ = stream.read_to_end(&mut raw);
+        let elapsed = started.elapsed();
+        let _ = sending.join();
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{method} {path}: no answer: {text:?}"));
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        Reply {
+            status,
+            headers,
+            body: body.to_owned(),
+            elapsed,
+        }
+    }
+
     /// Sends a request, reporting transport failures instead of panicking.
     pub fn try_send(
         &self,

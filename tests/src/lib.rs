@@ -10,4 +10,4 @@ mod standin;
 
 pub use client::{Client, Reply};
 pub use spin::{repo_root, spin_binary, SpinApp, SpinOptions, ADMIN_TOKEN, INTERNAL_TOKEN};
-pub use standin::{Received, StandIn, StandInReply};
+pub use standin::{Received, StandIn, StandInReply, Truncating};

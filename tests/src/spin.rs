@@ -133,6 +133,7 @@ impl SpinApp {
             .arg(runtime_config)
             .arg("--state-dir")
             .arg(state.path().join("spin-state"))
+            .env_remove("RUST_LOG")
             .env("SPIN_VARIABLE_INTERNAL_TOKEN", INTERNAL_TOKEN)
             .env("SPIN_VARIABLE_ADMIN_TOKEN", ADMIN_TOKEN)
             .current_dir(state.path())
@@ -156,6 +157,11 @@ impl SpinApp {
     /// The app's base URL, `http://127.0.0.1:<port>`.
     pub fn url(&self) -> &str {
         &self.base_url
+    }
+
+    /// The SQLite file behind a label (`identity`, `community`, `billing`).
+    pub fn database(&self, label: &str) -> PathBuf {
+        self.state.path().join(format!("{label}.db"))
     }
 
     /// A client for the app.
@@ -192,11 +198,17 @@ impl Drop for SpinApp {
         // A trapped component answers a bare 500 that a test might not look
         // at; no test may pass while one happened.
         let logs = self.logs();
-        if !std::thread::panicking() && logs.contains("guest invocation failed") {
+        let trapped = TRAP_SIGNS.iter().any(|sign| logs.contains(sign));
+        if !std::thread::panicking() && trapped {
             panic!("a component trapped during this test:\n{logs}");
         }
     }
 }
+
+/// What Spin writes to its log when a component traps or a request fails
+/// inside the runtime. Spin logs these at its default level; the suite
+/// clears an inherited `RUST_LOG` so that no environment can hide them.
+const TRAP_SIGNS: [&str; 2] = ["guest invocation failed", "Error processing request"];
 
 /// The repository root (this crate lives in `tests/`).
 pub fn repo_root() -> PathBuf {

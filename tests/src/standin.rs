@@ -1,6 +1,9 @@
 //! Stand-in downstream services on 127.0.0.1: they record what the app sent
 //! them and answer as each test scripts.
 
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -35,6 +38,20 @@ impl Received {
 pub enum StandInReply {
     /// A JSON answer.
     Json(u16, String),
+    /// Any answer: status, content type and body as given (a trap's
+    /// plain-text 500, a proxy's HTML 502).
+    Raw(u16, &'static str, String),
+    /// A JSON answer after a delay, with extra headers (e.g. `Retry-After`).
+    Delayed {
+        /// Wait this long first (bounded to 10 s).
+        delay: Duration,
+        /// Status.
+        status: u16,
+        /// Extra headers.
+        headers: Vec<(&'static str, String)>,
+        /// JSON body.
+        body: String,
+    },
     /// No answer for this long (bounded), then a 200.
     Hang(Duration),
     /// Forward the request to `to` (a base URL) and pass its answer back —
@@ -92,6 +109,14 @@ impl StandIn {
     pub fn received(&self) -> Vec<Received> {
         self.received.lock().expect("lock").clone()
     }
+
+    /// How many requests for paths starting with `prefix` arrived.
+    pub fn count(&self, prefix: &str) -> usize {
+        self.received()
+            .iter()
+            .filter(|r| r.url.starts_with(prefix))
+            .count()
+    }
 }
 
 impl Drop for StandIn {
@@ -127,8 +152,24 @@ fn answer(mut request: tiny_http::Request, received: &Mutex<Vec<Received>>, scri
         at_ms,
     };
     received.lock().expect("lock").push(seen.clone());
+    let mut content_type = "application/json";
+    let mut extra: Vec<(&'static str, String)> = Vec::new();
     let (status, body) = match script(&seen) {
+        StandInReply::Delayed {
+            delay,
+            status,
+            headers,
+            body,
+        } => {
+            std::thread::sleep(delay.min(Duration::from_secs(10)));
+            extra = headers;
+            (status, body)
+        }
         StandInReply::Json(status, body) => (status, body),
+        StandInReply::Raw(status, kind, body) => {
+            content_type = kind;
+            (status, body)
+        }
         StandInReply::Hang(d) => {
             std::thread::sleep(d.min(Duration::from_secs(10)));
             (200, "{}".to_owned())
@@ -142,12 +183,15 @@ fn answer(mut request: tiny_http::Request, received: &Mutex<Vec<Received>>, scri
             }
         }
     };
-    let header = tiny_http::Header::from_bytes("content-type", "application/json").expect("header");
-    let _ = request.respond(
-        tiny_http::Response::from_string(body)
-            .with_status_code(status)
-            .with_header(header),
-    );
+    let header = tiny_http::Header::from_bytes("content-type", content_type).expect("header");
+    let mut response = tiny_http::Response::from_string(body)
+        .with_status_code(status)
+        .with_header(header);
+    for (name, value) in extra {
+        response = response
+            .with_header(tiny_http::Header::from_bytes(name, value.as_bytes()).expect("header"));
+    }
+    let _ = request.respond(response);
 }
 
 /// Sends `request` on to `base` and returns its status and body.
@@ -173,4 +217,97 @@ fn forward(base: &str, request: &Received) -> (u16, String) {
         }
         Err(e) => (502, format!(r#"{{"error":{:?}}}"#, e.to_string())),
     }
+}
+
+/// A stand-in that answers every request with a response head and the
+/// first bytes of its body, then closes the connection: a reset mid-body.
+/// Stopped when dropped.
+pub struct Truncating {
+    port: u16,
+    count: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Truncating {
+    /// Starts one on a free loopback port.
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("addr").port();
+        let (count, stop) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let thread = {
+            let (count, stop) = (count.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            let count = count.clone();
+                            std::thread::spawn(move || truncate(stream, &count));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                    }
+                }
+            })
+        };
+        Self {
+            port,
+            count,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Its base URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Requests it has cut off.
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Truncating {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn truncate(mut stream: TcpStream, count: &AtomicUsize) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    // Read the head and any declared body, so the request is whole.
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+        let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if seen.len() >= end + 4 + length {
+                break;
+            }
+        }
+    }
+    count.fetch_add(1, Ordering::SeqCst);
+    let _ = stream.write_all(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"par",
+    );
+    let _ = stream.flush();
+    let _ = stream.shutdown(std::net::Shutdown::Both);
 }

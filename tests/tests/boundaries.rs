@@ -1,0 +1,275 @@
+//! The budget between services under faults, on a real `spin up`: an
+//! optional step never costs a committed write its answer, only the layer
+//! next to a failure retries it, lock waits end at the work deadline,
+//! bodies are limited and timed from arrival, and no raw downstream answer
+//! reaches a client.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use meridian_e2e::api::{add_resident, call, call_with, create_tenant, Tenant};
+use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+/// How far past its budget a client may see an answer: the suite's
+/// documented tolerance for scheduling on a loaded 2-core machine.
+const TOLERANCE: Duration = Duration::from_millis(10);
+
+fn invoice(resident: &str, amount: i64) -> Value {
+    json!({"resident_id": resident, "amount_cents": amount, "currency": "EUR", "description": "Service charge", "due_date": "2026-12-31"})
+}
+
+fn invoices(client: &Client, tenant: &Tenant) -> Vec<Value> {
+    let r = call(
+        client,
+        &tenant.token,
+        "GET",
+        &tenant.path("/invoices?limit=100"),
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["items"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_consumer_that_never_answers_costs_the_event_not_the_committed_invoice() {
+    let app = SpinApp::start();
+    let acme = create_tenant(&app.client(), "acme");
+    let resident = add_resident(&app.client(), &acme, "Ada");
+    // The real community behind a proxy that passes everything on except
+    // event deliveries, which it accepts and never answers.
+    let community = SpinApp::community_beside(&app);
+    let target = community.url().to_owned();
+    let proxy = StandIn::start(move |r| {
+        if r.url.starts_with("/internal/events") {
+            StandInReply::Hang(Duration::from_secs(5))
+        } else {
+            StandInReply::Forward {
+                to: target.clone(),
+                lose_answer: false,
+            }
+        }
+    });
+    let app = app.restart_with(SpinOptions::default().variable("community_url", proxy.url()));
+    let budget = Duration::from_millis(800);
+    let r = call_with(
+        &app.client(),
+        &acme.token,
+        "POST",
+        &acme.path("/invoices"),
+        &[("x-meridian-timeout-ms", "800")],
+        Some(&invoice(&resident, 1_000)),
+    );
+    assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
+    assert!(
+        r.elapsed <= budget + TOLERANCE,
+        "answered after {:?}",
+        r.elapsed
+    );
+    assert_eq!(proxy.count("/internal/events"), 1, "abandoned, not retried");
+    assert_eq!(invoices(&app.client(), &acme).len(), 1);
+
+    // The failed delivery was recorded and backed off: the relay delivers
+    // it once community answers again (polled: the backoff is 1 s).
+    let app = app.restart_with(SpinOptions::default());
+    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let started = Instant::now();
+    let delivered = loop {
+        let r = app.client().send(
+            "POST",
+            "/ops/outbox/relay",
+            &[("authorization", &admin)],
+            None,
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        if r.json()["delivered"] == 1 || started.elapsed() > Duration::from_secs(10) {
+            break r.json();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(delivered["delivered"], 1, "{delivered}");
+    assert_eq!(delivered["pending"], 0);
+}
+
+#[test]
+fn a_failing_community_is_retried_by_billing_alone() {
+    let app = SpinApp::start();
+    let acme = create_tenant(&app.client(), "acme");
+    let resident = add_resident(&app.client(), &acme, "Ada");
+    let down = StandIn::start(|_| StandInReply::Json(503, "{}".into()));
+    let app = app.restart_with(SpinOptions::default().variable("community_url", down.url()));
+    let r = call_with(
+        &app.client(),
+        &acme.token,
+        "POST",
+        &acme.path("/invoices"),
+        &[("idempotency-key", "one-layer-1")],
+        Some(&invoice(&resident, 1_000)),
+    );
+    let body = r.assert_problem(502, "upstream_unavailable");
+    assert_eq!(body["retryable"], true);
+    // Billing, next to the failure, made its three attempts; the gateway
+    // took billing's answer as final and did not multiply them.
+    assert_eq!(
+        down.count("/internal/residents/"),
+        3,
+        "{:?}",
+        down.received()
+    );
+    assert_eq!(
+        r.header("x-meridian-attempts"),
+        Some("2"),
+        "resolve + 1 forward"
+    );
+    assert!(invoices(&app.client(), &acme).is_empty(), "nothing written");
+}
+
+#[test]
+fn a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline() {
+    let app = SpinApp::start();
+    let acme = create_tenant(&app.client(), "acme");
+    assert!(invoices(&app.client(), &acme).is_empty()); // billing migrated
+    let holder = rusqlite::Connection::open(app.database("billing")).expect("billing.db");
+    holder.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+    let r = call_with(
+        &app.client(),
+        &acme.token,
+        "GET",
+        &acme.path("/invoices"),
+        &[("x-meridian-timeout-ms", "600")],
+        None,
+    );
+    holder.execute_batch("ROLLBACK").expect("unlock");
+    let body = r.assert_problem(504, "deadline_exceeded");
+    // Billing stopped waiting with its answer reserve left, so the 504 is
+    // its own, not the gateway's timer cutting it off.
+    assert_eq!(body["hop"], "billing", "{body}\n{}", app.logs());
+    assert!(
+        r.elapsed <= Duration::from_millis(600) + TOLERANCE,
+        "answered after {:?}",
+        r.elapsed
+    );
+    assert!(invoices(&app.client(), &acme).is_empty());
+}
+
+/// Sends `head` (and `body`, if any) over a raw connection and returns the
+/// status code and the time from the head to the answer.
+fn raw_exchange(app: &SpinApp, head: &str, body: &[u8]) -> (u16, String, Duration) {
+    let addr = app.url().trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = Instant::now();
+    stream.write_all(head.as_bytes()).expect("head");
+    // The body may be refused before all of it is sent.
+    let _ = stream.write_all(body);
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut elapsed = None;
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                elapsed.get_or_insert_with(|| started.elapsed());
+                answer.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&answer);
+                if let Some((head, rest)) = text.split_once("\r\n\r\n") {
+                    let length = head.lines().find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                    });
+                    if length.is_some_and(|n| rest.len() >= n) {
+                        break;
+                    }
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, text, elapsed.unwrap_or_else(|| started.elapsed()))
+}
+
+#[test]
+fn a_body_declared_too_large_is_refused_before_it_is_sent() {
+    let app = SpinApp::start();
+    let head = "POST /v1/acme/invoices HTTP/1.1\r\nhost: x\r\nauthorization: Bearer t\r\n\
+                content-type: application/json\r\ncontent-length: 2000000\r\n\r\n";
+    let (status, text, _) = raw_exchange(&app, head, b"");
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("payload_too_large"), "{text}");
+}
+
+#[test]
+fn an_undeclared_body_is_cut_off_past_the_limit() {
+    let app = SpinApp::start();
+    let head = "POST /v1/acme/invoices HTTP/1.1\r\nhost: x\r\nauthorization: Bearer t\r\n\
+                content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+    let chunk = vec![b' '; 64 * 1024];
+    let mut body = Vec::new();
+    for _ in 0..17 {
+        body.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        body.extend_from_slice(&chunk);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(b"0\r\n\r\n");
+    let (status, text, _) = raw_exchange(&app, head, &body);
+    assert_eq!(status, 413, "{text}");
+}
+
+#[test]
+fn a_slow_upload_spends_the_budget_like_slow_work() {
+    let app = SpinApp::start();
+    let head = "POST /v1/acme/invoices HTTP/1.1\r\nhost: x\r\nauthorization: Bearer t\r\n\
+                content-type: application/json\r\nx-meridian-timeout-ms: 300\r\n\
+                content-length: 100\r\n\r\n{\"resident_id\":";
+    // Ten bytes of a hundred, then nothing: the budget runs from arrival.
+    let (status, text, elapsed) = raw_exchange(&app, head, b"");
+    assert_eq!(status, 504, "{text}");
+    assert!(text.contains("\"hop\":\"gateway\""), "{text}");
+    assert!(
+        elapsed <= Duration::from_millis(300) + TOLERANCE,
+        "answered after {elapsed:?}"
+    );
+}
+
+#[test]
+fn a_downstream_answer_that_is_not_meridians_never_reaches_the_client() {
+    let app = SpinApp::start();
+    let acme = create_tenant(&app.client(), "acme");
+    let trap =
+        StandIn::start(|_| StandInReply::Raw(500, "text/plain", "Internal Server Error".into()));
+    let app = app.restart_with(SpinOptions::default().variable("billing_url", trap.url()));
+    let r = call(
+        &app.client(),
+        &acme.token,
+        "GET",
+        &acme.path("/invoices"),
+        None,
+    );
+    r.assert_problem(500, "internal");
+    assert!(!r.body.contains("Internal Server Error"));
+    assert_eq!(trap.count("/v1/"), 1, "a 500 is final");
+
+    let html =
+        StandIn::start(|_| StandInReply::Raw(502, "text/html", "<h1>bad gateway</h1>".into()));
+    let app = app.restart_with(SpinOptions::default().variable("billing_url", html.url()));
+    let r = call(
+        &app.client(),
+        &acme.token,
+        "GET",
+        &acme.path("/invoices"),
+        None,
+    );
+    r.assert_problem(502, "upstream_unavailable");
+    assert!(!r.body.contains("<h1>"));
+    assert_eq!(html.count("/v1/"), 3, "a bare 502 is transient: retried");
+}
