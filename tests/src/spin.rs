@@ -1,6 +1,7 @@
 //! Starting and stopping `spin up` for one test.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -73,8 +74,7 @@ impl SpinApp {
     /// Stops the app and starts it again on the same databases with other
     /// variables (e.g. to point a downstream at a failing stand-in and back).
     pub fn restart_with(mut self, options: SpinOptions) -> Self {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
         let state = std::mem::replace(&mut self.state, tempfile::tempdir().expect("scratch"));
         Self::start_in(state, options)
     }
@@ -146,6 +146,9 @@ impl SpinApp {
                 value,
             );
         }
+        // Its own process group: `spin up` runs the app in a child process
+        // (`spin trigger http`), which must stop with it.
+        command.process_group(0);
         let child = command.spawn().expect("start spin up");
         Self {
             child,
@@ -193,8 +196,7 @@ impl SpinApp {
 
 impl Drop for SpinApp {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
         // A trapped component answers a bare 500 that a test might not look
         // at; no test may pass while one happened.
         let logs = self.logs();
@@ -203,6 +205,19 @@ impl Drop for SpinApp {
             panic!("a component trapped during this test:\n{logs}");
         }
     }
+}
+
+/// Stops `spin up` and everything it started: killing `spin up` alone
+/// leaves its `spin trigger http` child serving, and hundreds of those
+/// pile up over a few test runs.
+fn stop(child: &mut Child) {
+    let group = format!("-{}", child.id());
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &group])
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// What Spin writes to its log when a component traps or a request fails
