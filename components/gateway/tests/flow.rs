@@ -25,7 +25,7 @@ const TENANT: &str = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
 const ACTOR: &str = "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02";
 
 /// What the fake upstream does with one request: answer after a delay, or fail.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 enum Reply {
     Answer {
         after_ms: u64,
@@ -689,4 +689,75 @@ fn the_body_must_be_in_by_the_work_deadline_of_the_asked_budget() {
         h.gateway.read_deadline(&malformed, at),
         meridian_platform::Deadline::at(UnixMillis::from_millis(START + 2_950))
     );
+}
+
+/// Any one answer (or failure) a service may give.
+fn any_reply(resolution: bool) -> impl proptest::strategy::Strategy<Value = Reply> {
+    use proptest::prelude::*;
+    let success = if resolution {
+        resolved("manager")
+    } else {
+        ok("{}")
+    };
+    prop_oneof![
+        Just(success),
+        Just(status(503)),
+        Just(status(502)),
+        Just(status(504)),
+        Just(problem(502, "upstream_unavailable")),
+        Just(problem(503, "upstream_unavailable")),
+        Just(problem(504, "deadline_exceeded")),
+        Just(problem(500, "internal")),
+        Just(Reply::Fail(SendError::Connect("refused".into()))),
+        Just(Reply::Fail(SendError::Transport("reset".into()))),
+        Just(Reply::Hang),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// DESIGN's one-layer rule as a property: whatever each service does,
+    /// per public request each receives at most 3 attempts, an unkeyed
+    /// write at most 1, and `x-meridian-attempts` counts exactly what was sent.
+    #[test]
+    fn whatever_the_faults_each_service_receives_at_most_three_attempts(
+        resolution in proptest::collection::vec(any_reply(true), 1..5),
+        service in proptest::collection::vec(any_reply(false), 1..5),
+        method in proptest::sample::select(vec!["GET", "POST", "PATCH"]),
+        keyed in proptest::bool::ANY,
+    ) {
+        // A service that answers `upstream_unavailable` has retried below.
+        let already_retried = matches!(
+            &service[0],
+            Reply::Answer { problem: true, body, .. } if body.contains("upstream_unavailable")
+        );
+        let h = Harness::new(vec![
+            ("http://identity.test/internal/resolve", resolution),
+            ("http://billing.test", service),
+        ]);
+        let mut headers = vec![AUTH];
+        if keyed {
+            headers.push(("idempotency-key", "prop-1"));
+        }
+        let r = h.send(method, "/v1/acme/invoices", &headers);
+        let seen = h.seen();
+        let at = |prefix: &str| seen.iter().filter(|s| s.request.url.starts_with(prefix)).count();
+        let (identity, billing) = (at("http://identity.test"), at("http://billing.test"));
+        proptest::prop_assert!(identity <= 3, "identity got {identity}");
+        proptest::prop_assert!(billing <= 3, "billing got {billing}");
+        if method != "GET" && !keyed {
+            proptest::prop_assert!(billing <= 1, "an unkeyed write was repeated: {billing}");
+        }
+        if already_retried {
+            proptest::prop_assert!(billing <= 1, "retried a final upstream_unavailable: {billing}");
+        }
+        let attempts = r.header("x-meridian-attempts").map_or(0, |a| a.parse::<usize>().unwrap());
+        proptest::prop_assert_eq!(attempts, seen.len());
+        // Never past the budget (3 s by default), and every failure is a problem.
+        proptest::prop_assert!(h.elapsed() <= Duration::from_millis(3_000));
+        if r.status >= 400 {
+            proptest::prop_assert_eq!(r.header("content-type"), Some("application/problem+json"));
+        }
+    }
 }
