@@ -116,3 +116,17 @@ pub fn add_resident(client: &Client, tenant: &Tenant, name: &str) -> String {
     assert_eq!(r.status, 201, "{}", r.body);
     r.json()["id"].as_str().expect("resident id").to_owned()
 }
+
+/// The items of a list endpoint (first page of up to 100) as the tenant's admin.
+#[track_caller]
+pub fn list(client: &Client, tenant: &Tenant, collection: &str) -> Vec<Value> {
+    let r = call(
+        client,
+        &tenant.token,
+        "GET",
+        &tenant.path(&format!("{collection}?limit=100")),
+        None,
+    );
+    assert_eq!(r.status, 200, "{collection}: {}", r.body);
+    r.json()["items"].as_array().expect("items").clone()
+}

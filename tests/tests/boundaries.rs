@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use meridian_e2e::api::{add_resident, call, call_with, create_tenant, Tenant};
+use meridian_e2e::api::{add_resident, call, call_with, create_tenant, list, Tenant};
 use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
@@ -21,15 +21,7 @@ fn invoice(resident: &str, amount: i64) -> Value {
 }
 
 fn invoices(client: &Client, tenant: &Tenant) -> Vec<Value> {
-    let r = call(
-        client,
-        &tenant.token,
-        "GET",
-        &tenant.path("/invoices?limit=100"),
-        None,
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()["items"].as_array().unwrap().clone()
+    list(client, tenant, "/invoices")
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! a trap (the harness fails a test whose components trapped) — and
 //! nothing may be written by any of them.
 
-use meridian_e2e::api::{add_resident, call, create_tenant, Tenant};
+use meridian_e2e::api::{add_resident, call, create_tenant, list, Tenant};
 use meridian_e2e::{Client, SpinApp, ADMIN_TOKEN};
 use serde_json::json;
 
@@ -68,17 +68,7 @@ fn written(client: &Client, t: &Tenant) -> Vec<usize> {
         "/members",
     ]
     .iter()
-    .map(|p| {
-        let r = call(
-            client,
-            &t.token,
-            "GET",
-            &t.path(&format!("{p}?limit=100")),
-            None,
-        );
-        assert_eq!(r.status, 200, "{p}: {}", r.body);
-        r.json()["items"].as_array().unwrap().len()
-    })
+    .map(|p| list(client, t, p).len())
     .collect()
 }
 

@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use meridian_e2e::api::{add_member, call, call_with, create_tenant, Tenant};
+use meridian_e2e::api::{add_member, call_with, create_tenant, list, Tenant};
 use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, Truncating};
 use serde_json::json;
 
@@ -239,15 +239,7 @@ impl Cell<'_> {
 }
 
 fn invoice_count(client: &Client, tenant: &Tenant) -> usize {
-    let r = call(
-        client,
-        &tenant.token,
-        "GET",
-        &tenant.path("/invoices?limit=100"),
-        None,
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()["items"].as_array().unwrap().len()
+    list(client, tenant, "/invoices").len()
 }
 
 /// Runs every cell of one layer and returns the failures.

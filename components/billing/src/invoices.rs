@@ -220,19 +220,26 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         Ok(response)
     }
 
-    /// Asks community whether the resident exists, under the same budget.
-    async fn check_resident(&self, ctx: &RequestContext, resident_id: &str) -> Result<(), Problem> {
-        let url = format!("{}/internal/residents/{resident_id}", self.community_url);
-        // A read: safe to repeat while the budget lasts.
+    /// Reads `path` from community under the same budget: a read, so safe
+    /// to repeat while the budget lasts.
+    async fn read_community(
+        &self,
+        ctx: &RequestContext,
+        path: &str,
+    ) -> Result<OutboundResponse, SendError> {
+        let url = format!("{}{path}", self.community_url);
+        let request = OutboundRequest::new("GET", url);
         let call = self
             .upstream
-            .call(
-                ctx,
-                &RetryPolicy::standard(),
-                OutboundRequest::new("GET", url),
-            )
+            .call(ctx, &RetryPolicy::standard(), request)
             .await;
-        match call.response {
+        call.response
+    }
+
+    /// Asks community whether the resident exists, under the same budget.
+    async fn check_resident(&self, ctx: &RequestContext, resident_id: &str) -> Result<(), Problem> {
+        let path = format!("/internal/residents/{resident_id}");
+        match self.read_community(ctx, &path).await {
             Ok(r) if r.status == 200 => Ok(()),
             Ok(r) if r.status == 404 => Err(Problem::validation(vec![FieldError::new(
                 "resident_id",
@@ -253,16 +260,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         if scope.role.is_staff() {
             return Ok(None);
         }
-        let url = format!("{}/internal/linked-residents", self.community_url);
-        let call = self
-            .upstream
-            .call(
-                ctx,
-                &RetryPolicy::standard(),
-                OutboundRequest::new("GET", url),
-            )
-            .await;
-        match call.response {
+        match self.read_community(ctx, "/internal/linked-residents").await {
             Ok(r) if r.status == 200 => {
                 let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
                 let ids = body["resident_ids"].as_array().map(|ids| {
