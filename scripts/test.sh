@@ -32,13 +32,13 @@ step "clippy (host, all targets)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "clippy (wasm32-wasip2 components)"
-cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing -p meridian-spin -- -D warnings
+cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing -p hang -p meridian-spin -- -D warnings
 
 step "host tests: platform, handlers over fakes, migrations on host SQLite"
 run_tests --workspace --exclude meridian-e2e --locked
 
-step "build the four components for wasm32-wasip2"
-cargo build --target wasm32-wasip2 --release --locked -p gateway -p identity -p community -p billing
+step "build the four components (and the e2e suite's test component) for wasm32-wasip2"
+cargo build --target wasm32-wasip2 --release --locked -p gateway -p identity -p community -p billing -p hang
 for c in gateway identity community billing; do
   printf '  %-10s %8d bytes\n' "$c" "$(stat -c %s "target/wasm32-wasip2/release/$c.wasm")"
 done

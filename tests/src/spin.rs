@@ -33,12 +33,23 @@ pub struct SpinOptions {
     /// A different internal token for the gateway alone (a manifest copy is
     /// used), to see the services' gate refuse it.
     pub gateway_internal_token: Option<String>,
+    /// Components whose Wasm is replaced by a test component's (a manifest
+    /// copy is used): `(component, crate built for wasm32-wasip2)`.
+    pub replaced: Vec<(&'static str, &'static str)>,
 }
 
 impl SpinOptions {
     /// Gives the gateway an internal token the services do not share.
     pub fn gateway_internal_token(mut self, token: &str) -> Self {
         self.gateway_internal_token = Some(token.to_owned());
+        self
+    }
+
+    /// Serves `component`'s route with the test component `wasm_crate`
+    /// (e.g. `hang` in place of `community`), reached by service chaining
+    /// like the real one.
+    pub fn replace_component(mut self, component: &'static str, wasm_crate: &'static str) -> Self {
+        self.replaced.push((component, wasm_crate));
         self
     }
 
@@ -92,17 +103,27 @@ impl SpinApp {
     /// fault-injecting proxy to forward to (it still demands the internal
     /// token). Stopped when dropped.
     pub fn community_beside(main: &SpinApp) -> Self {
+        Self::service_beside(main, "community")
+    }
+
+    /// A second `spin up` serving only `service` (`identity`, `community`
+    /// or `billing`), publicly, on the same databases as `main`, so a test
+    /// can call it directly — with the internal token and budget headers it
+    /// chooses. Stopped when dropped.
+    pub fn service_beside(main: &SpinApp, service: &str) -> Self {
         let state = tempfile::tempdir().expect("state directory");
-        let wasm = repo_root().join("target/wasm32-wasip2/release/community.wasm");
+        let wasm = repo_root().join(format!("target/wasm32-wasip2/release/{service}.wasm"));
         let manifest = state.path().join("spin.toml");
         std::fs::write(
             &manifest,
             format!(
-                "spin_manifest_version = 2\n\n[application]\nname = \"meridian-community-only\"\n\n\
-                 [variables]\ninternal_token = {{ required = true, secret = true }}\n\n\
-                 [[trigger.http]]\nroute = \"/...\"\ncomponent = \"community\"\n\n\
-                 [component.community]\nsource = {:?}\nsqlite_databases = [\"community\"]\n\n\
-                 [component.community.variables]\ninternal_token = \"{{{{ internal_token }}}}\"\n",
+                "spin_manifest_version = 2\n\n[application]\nname = \"meridian-{service}-only\"\n\n\
+                 [variables]\ninternal_token = {{ required = true, secret = true }}\n\
+                 admin_token = {{ required = true, secret = true }}\n\n\
+                 [[trigger.http]]\nroute = \"/...\"\ncomponent = \"{service}\"\n\n\
+                 [component.{service}]\nsource = {:?}\nsqlite_databases = [\"{service}\"]\n\n\
+                 [component.{service}.variables]\ninternal_token = \"{{{{ internal_token }}}}\"\n\
+                 admin_token = \"{{{{ admin_token }}}}\"\n",
                 wasm.display().to_string()
             ),
         )
@@ -110,7 +131,7 @@ impl SpinApp {
         let runtime_config = main.state.path().join("runtime-config.toml");
         let app = Self::launch(state, &SpinOptions::default(), &manifest, &runtime_config);
         // Any answer means it is up: without the internal token it refuses.
-        app.wait_until_up("/internal/events", None);
+        app.wait_until_up("/health", None);
         app
     }
 
@@ -238,32 +259,48 @@ pub fn repo_root() -> PathBuf {
 /// same components).
 fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
     let original = repo_root().join("spin.toml");
-    let Some(token) = &options.gateway_internal_token else {
+    if options.gateway_internal_token.is_none() && options.replaced.is_empty() {
         return original;
-    };
+    }
     let text = std::fs::read_to_string(&original).expect("spin.toml");
     let target = repo_root().join("target");
-    let patched = text.replace(
+    let mut patched = text.replace(
         "source = \"target/",
         &format!("source = \"{}/", target.display()),
     );
+    for (component, wasm_crate) in &options.replaced {
+        let release = target.join("wasm32-wasip2/release");
+        let from = format!("{}/{component}.wasm", release.display());
+        let to = format!("{}/{wasm_crate}.wasm", release.display());
+        assert!(
+            patched.contains(&from),
+            "no component {component} in spin.toml"
+        );
+        assert!(Path::new(&to).is_file(), "{to} is not built");
+        patched = patched.replace(&from, &to);
+    }
     let mut out = String::new();
     let mut in_gateway_vars = false;
     for line in patched.lines() {
         if line.starts_with('[') {
             in_gateway_vars = line == "[component.gateway.variables]";
         }
-        if in_gateway_vars && line.starts_with("internal_token") {
-            out.push_str(&format!("internal_token = {token:?}\n"));
-        } else {
-            out.push_str(line);
-            out.push('\n');
+        match &options.gateway_internal_token {
+            Some(token) if in_gateway_vars && line.starts_with("internal_token") => {
+                out.push_str(&format!("internal_token = {token:?}\n"));
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
         }
     }
-    assert!(
-        out.contains(&format!("internal_token = {token:?}")),
-        "the gateway's token was not replaced"
-    );
+    if let Some(token) = &options.gateway_internal_token {
+        assert!(
+            out.contains(&format!("internal_token = {token:?}")),
+            "the gateway's token was not replaced"
+        );
+    }
     let path = dir.join("spin.toml");
     std::fs::write(&path, out).expect("manifest copy");
     path

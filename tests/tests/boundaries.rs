@@ -85,6 +85,37 @@ fn a_consumer_that_never_answers_costs_the_event_not_the_committed_invoice() {
 }
 
 #[test]
+fn a_private_service_that_hangs_behind_service_chaining_ends_in_a_504_at_the_budget() {
+    // Spin runs a `*.spin.internal` call in-process and ignores request
+    // options, so only the adapter's race against the budget timer ends it.
+    let app = SpinApp::start_with(SpinOptions::default().replace_component("community", "hang"));
+    let acme = create_tenant(&app.client(), "acme");
+    let r = call_with(
+        &app.client(),
+        &acme.token,
+        "GET",
+        &acme.path("/residents"),
+        &[("x-meridian-timeout-ms", "400")],
+        None,
+    );
+    let body = r.assert_problem(504, "deadline_exceeded");
+    assert_eq!(body["hop"], "gateway");
+    println!("chained hang: 504 after {:?} of 400 ms", r.elapsed);
+    // Abandoned at the work deadline (400 less the 20 ms reserve), answered
+    // within the budget; the component itself would hold it for 10 s.
+    assert!(
+        r.elapsed >= Duration::from_millis(370),
+        "gave up early: {:?}",
+        r.elapsed
+    );
+    assert!(
+        r.elapsed <= Duration::from_millis(400) + TOLERANCE,
+        "answered after {:?}",
+        r.elapsed
+    );
+}
+
+#[test]
 fn a_failing_community_is_retried_by_billing_alone() {
     let app = SpinApp::start();
     let acme = create_tenant(&app.client(), "acme");
