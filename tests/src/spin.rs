@@ -111,6 +111,12 @@ impl SpinApp {
     /// can call it directly — with the internal token and budget headers it
     /// chooses. Stopped when dropped.
     pub fn service_beside(main: &SpinApp, service: &str) -> Self {
+        Self::service_beside_calling(main, service, &[])
+    }
+
+    /// [`Self::service_beside`] whose outbound URL variables (e.g.
+    /// `community_url`) point at `urls`, which it may call.
+    pub fn service_beside_calling(main: &SpinApp, service: &str, urls: &[(&str, String)]) -> Self {
         let state = tempfile::tempdir().expect("state directory");
         let wasm = repo_root().join(format!("target/wasm32-wasip2/release/{service}.wasm"));
         let manifest = state.path().join("spin.toml");
@@ -121,10 +127,15 @@ impl SpinApp {
                  [variables]\ninternal_token = {{ required = true, secret = true }}\n\
                  admin_token = {{ required = true, secret = true }}\n\n\
                  [[trigger.http]]\nroute = \"/...\"\ncomponent = \"{service}\"\n\n\
-                 [component.{service}]\nsource = {:?}\nsqlite_databases = [\"{service}\"]\n\n\
+                 [component.{service}]\nsource = {:?}\nsqlite_databases = [\"{service}\"]\n\
+                 allowed_outbound_hosts = {:?}\n\n\
                  [component.{service}.variables]\ninternal_token = \"{{{{ internal_token }}}}\"\n\
-                 admin_token = \"{{{{ admin_token }}}}\"\n",
-                wasm.display().to_string()
+                 admin_token = \"{{{{ admin_token }}}}\"\n{}",
+                wasm.display().to_string(),
+                urls.iter().map(|(_, url)| url.clone()).collect::<Vec<_>>(),
+                urls.iter()
+                    .map(|(name, url)| format!("{name} = {url:?}\n"))
+                    .collect::<String>()
             ),
         )
         .expect("manifest");

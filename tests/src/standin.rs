@@ -175,11 +175,27 @@ fn answer(mut request: tiny_http::Request, received: &Mutex<Vec<Received>>, scri
             (200, "{}".to_owned())
         }
         StandInReply::Forward { to, lose_answer } => {
-            let forwarded = forward(&to, &seen);
+            let (status, headers, body) = forward(&to, &seen);
             if lose_answer {
                 (503, r#"{"code":"upstream_unavailable"}"#.to_owned())
             } else {
-                forwarded
+                // Pass the service's own headers back (the proxy is
+                // transparent), less those the stand-in sets itself.
+                for (name, value) in headers {
+                    if name == "content-type" {
+                        content_type = if value.starts_with("application/problem+json") {
+                            "application/problem+json"
+                        } else {
+                            "application/json"
+                        };
+                    } else if !matches!(
+                        name.as_str(),
+                        "content-length" | "connection" | "transfer-encoding" | "date"
+                    ) {
+                        extra.push((leak(name), value));
+                    }
+                }
+                (status, body)
             }
         }
     };
@@ -194,8 +210,12 @@ fn answer(mut request: tiny_http::Request, received: &Mutex<Vec<Received>>, scri
     let _ = request.respond(response);
 }
 
-/// Sends `request` on to `base` and returns its status and body.
-fn forward(base: &str, request: &Received) -> (u16, String) {
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// Sends `request` on to `base` and returns its status, headers and body.
+fn forward(base: &str, request: &Received) -> (u16, Vec<(String, String)>, String) {
     let mut outbound = ureq::request(&request.method, &format!("{base}{}", request.url));
     for (name, value) in &request.headers {
         if !matches!(
@@ -213,9 +233,18 @@ fn forward(base: &str, request: &Received) -> (u16, String) {
     match result {
         Ok(r) | Err(ureq::Error::Status(_, r)) => {
             let status = r.status();
-            (status, r.into_string().unwrap_or_default())
+            let headers = r
+                .headers_names()
+                .into_iter()
+                .filter_map(|n| r.header(&n).map(|v| (n.to_ascii_lowercase(), v.to_owned())))
+                .collect();
+            (status, headers, r.into_string().unwrap_or_default())
         }
-        Err(e) => (502, format!(r#"{{"error":{:?}}}"#, e.to_string())),
+        Err(e) => (
+            502,
+            Vec::new(),
+            format!(r#"{{"error":{:?}}}"#, e.to_string()),
+        ),
     }
 }
 

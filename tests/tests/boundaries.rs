@@ -6,6 +6,8 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use meridian_e2e::api::{add_resident, call, call_with, create_tenant, list, Tenant};
@@ -113,6 +115,55 @@ fn a_private_service_that_hangs_behind_service_chaining_ends_in_a_504_at_the_bud
         "answered after {:?}",
         r.elapsed
     );
+}
+
+#[test]
+fn a_keyed_write_whose_answer_is_lost_on_the_way_back_is_retried_and_written_once() {
+    let app = SpinApp::start();
+    let acme = create_tenant(&app.client(), "acme");
+    let resident = add_resident(&app.client(), &acme, "Ada");
+    // The real billing (and the community it calls) beside the app, behind
+    // a proxy that loses billing's first answer to a POST after the work
+    // was done and committed.
+    let community = SpinApp::community_beside(&app);
+    let billing = SpinApp::service_beside_calling(
+        &app,
+        "billing",
+        &[("community_url", community.url().to_owned())],
+    );
+    let target = billing.url().to_owned();
+    let lost = Arc::new(AtomicBool::new(false));
+    let proxy = {
+        let lost = lost.clone();
+        StandIn::start(move |r| StandInReply::Forward {
+            to: target.clone(),
+            lose_answer: r.method == "POST" && !lost.swap(true, Ordering::SeqCst),
+        })
+    };
+    let app = app.restart_with(SpinOptions::default().variable("billing_url", proxy.url()));
+    let r = call_with(
+        &app.client(),
+        &acme.token,
+        "POST",
+        &acme.path("/invoices"),
+        &[("idempotency-key", "lost-answer-1")],
+        Some(&invoice(&resident, 4_200)),
+    );
+    assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
+    assert_eq!(
+        r.header("idempotent-replayed"),
+        Some("true"),
+        "the retry got the stored answer"
+    );
+    let posts = proxy
+        .received()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .count();
+    assert_eq!(posts, 2, "the lost answer was retried once");
+    let written = invoices(&app.client(), &acme);
+    assert_eq!(written.len(), 1, "one invoice: {written:?}");
+    assert_eq!(written[0]["amount_cents"], 4_200);
 }
 
 #[test]
