@@ -180,6 +180,20 @@ mod tests {
         }
 
         #[test]
+        fn any_digit_string_is_a_budget_unless_it_is_all_zeros(
+            raw in "[ \t]{0,2}[0-9]{1,30}[ \t]{0,2}"
+        ) {
+            let digits = raw.trim_matches([' ', '\t']);
+            let result = config().budget_for(Some(&raw));
+            if digits.bytes().all(|b| b == b'0') {
+                prop_assert!(result.is_err(), "{raw:?}");
+            } else {
+                let expected = digits.parse::<u64>().map_or(10_000, |n| n.min(10_000));
+                prop_assert_eq!(result, Ok(ms(expected)));
+            }
+        }
+
+        #[test]
         fn every_positive_number_is_accepted_and_clamped(n in 1u64..) {
             let b = config().budget_for(Some(&n.to_string())).unwrap();
             prop_assert_eq!(b, ms(n.min(10_000)));
