@@ -104,9 +104,10 @@ fn parse_millis(raw: &str) -> Option<u64> {
     raw.parse().ok()
 }
 
+/// `a - b` in ms, saturating at the ends of `i64`.
 fn signed_diff(a: UnixMillis, b: UnixMillis) -> i64 {
-    let (a, b) = (i128::from(a.as_millis()), i128::from(b.as_millis()));
-    i64::try_from(a - b).unwrap_or(if a > b { i64::MAX } else { i64::MIN })
+    let diff = i128::from(a.as_millis()) - i128::from(b.as_millis());
+    i64::try_from(diff.clamp(i128::from(i64::MIN), i128::from(i64::MAX))).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -191,6 +192,44 @@ mod tests {
             Arrival::decode(Some("10"), Some("86400001"), at(0), THRESHOLD),
             Err(PropagationError::MalformedBudget(_))
         ));
+    }
+
+    #[test]
+    fn skew_is_reported_only_above_the_threshold() {
+        let now = 1_000_000;
+        let decode = |sent: u64| {
+            Arrival::decode(Some(&sent.to_string()), Some("500"), at(now), THRESHOLD).unwrap()
+        };
+        // Sent deadline 250 ms past arrival + budget: at the threshold, fine.
+        assert_eq!(decode(now + 500 + 250).skew_ms, None);
+        assert_eq!(decode(now + 500 + 251).skew_ms, Some(251));
+        assert_eq!(decode(now + 500 - 251).skew_ms, Some(-251));
+    }
+
+    #[test]
+    fn spaces_and_tabs_around_the_numbers_are_allowed() {
+        let a = Arrival::decode(Some(" 1500\t"), Some("\t500 "), at(1_000), THRESHOLD).unwrap();
+        assert_eq!(a.deadline, Deadline::at(at(1_500)));
+        assert!(Arrival::decode(Some("15 00"), Some("500"), at(1_000), THRESHOLD).is_err());
+    }
+
+    #[test]
+    fn deadlines_have_at_most_sixteen_digits() {
+        let sixteen = "1".repeat(16);
+        assert!(Arrival::decode(Some(&sixteen), Some("5"), at(0), THRESHOLD).is_ok());
+        let seventeen = "1".repeat(17);
+        assert_eq!(
+            Arrival::decode(Some(&seventeen), Some("5"), at(0), THRESHOLD),
+            Err(PropagationError::MalformedDeadline(seventeen.clone()))
+        );
+    }
+
+    #[test]
+    fn the_difference_of_two_instants_saturates() {
+        assert_eq!(signed_diff(at(5), at(3)), 2);
+        assert_eq!(signed_diff(at(3), at(5)), -2);
+        assert_eq!(signed_diff(at(u64::MAX), at(0)), i64::MAX);
+        assert_eq!(signed_diff(at(0), at(u64::MAX)), i64::MIN);
     }
 
     proptest! {

@@ -124,6 +124,95 @@ fn a_claim_whose_owner_died_is_taken_over_after_its_deadline() {
 }
 
 #[test]
+fn a_claim_is_held_until_exactly_its_owners_deadline() {
+    let s = store();
+    let k = key("k1");
+    let fp = fingerprint(b"{}");
+    claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp).unwrap();
+    s.clock().advance(Duration::from_millis(499));
+    assert_eq!(
+        claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp),
+        Err(IdempotencyError::InProgress)
+    );
+    s.clock().advance(Duration::from_millis(1));
+    assert_eq!(
+        claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp),
+        Ok(Claimed::Fresh)
+    );
+}
+
+#[test]
+fn a_record_is_kept_for_exactly_the_retention_period() {
+    let s = store();
+    let k = key("k1");
+    let ctx = ctx_of(&s, 1_000);
+    let fp = fingerprint(b"{\"a\":1}");
+    claim(&s, &ctx, &scope(&k, "u1"), &fp).unwrap();
+    complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
+    // DESIGN: "kept at least 24 hours" — spelled out, not read from the
+    // constant under test.
+    let day = Duration::from_secs(24 * 3600);
+    assert_eq!(meridian_platform::idempotency::RETENTION, day);
+    s.clock().advance(day - Duration::from_millis(1));
+    assert_eq!(
+        claim(&s, &ctx_of(&s, 1_000), &scope(&k, "u1"), &fp),
+        Ok(Claimed::Replay(created())),
+        "kept a day less a millisecond"
+    );
+    s.clock().advance(Duration::from_millis(1));
+    assert_eq!(
+        claim(&s, &ctx_of(&s, 1_000), &scope(&k, "u1"), &fp),
+        Ok(Claimed::Fresh),
+        "gone at a day"
+    );
+}
+
+#[test]
+fn an_abandoned_write_gives_its_key_back_at_once() {
+    use meridian_platform::idempotency::{begin, Begun};
+    let s = store();
+    let k = key("k1");
+    let ctx = ctx_of(&s, 1_000);
+    let Ok(Begun::Proceed(write)) = begin(&s, &ctx, Some(&k), ("t1", "u1"), "POST /x", b"{}")
+    else {
+        panic!("a fresh key proceeds");
+    };
+    write.abandon(&s, &ctx);
+    assert!(matches!(
+        begin(&s, &ctx, Some(&k), ("t1", "u1"), "POST /x", b"{}"),
+        Ok(Begun::Proceed(_))
+    ));
+}
+
+#[test]
+fn a_replay_answers_with_the_stored_status_and_body() {
+    use meridian_platform::idempotency::{begin, Begun};
+    let s = store();
+    let ctx = ctx_of(&s, 1_000);
+    for (k, stored) in [
+        ("created", created()),
+        (
+            "deleted",
+            StoredResponse {
+                status: 204,
+                body: String::new(),
+            },
+        ),
+    ] {
+        let k = key(k);
+        claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{}")).unwrap();
+        complete(&s, &ctx, &scope(&k, "u1"), &stored).unwrap();
+        let Ok(Begun::Replay(r)) = begin(&s, &ctx, Some(&k), ("t1", "u1"), "POST /members", b"{}")
+        else {
+            panic!("a completed key replays");
+        };
+        assert_eq!(r.status, stored.status);
+        assert_eq!(r.body, stored.body.as_bytes());
+        assert_eq!(r.header("idempotent-replayed"), Some("true"));
+    }
+}
+
+#[test]
 fn records_expire_after_the_retention_period() {
     let s = store();
     let k = key("k1");

@@ -116,5 +116,12 @@ mod tests {
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         assert_eq!(parse_retry_after("-1"), None);
         assert_eq!(parse_retry_after("1.5"), None);
+        // Nine digits at most: more is no delay we could ever wait out.
+        assert_eq!(
+            parse_retry_after("999999999"),
+            Some(Duration::from_secs(999_999_999))
+        );
+        assert_eq!(parse_retry_after("1234567890"), None);
+        assert_eq!(parse_retry_after(""), None);
     }
 }

@@ -137,6 +137,23 @@ mod tests {
         UnixMillis::from_millis(ms)
     }
 
+    /// Always returns the same number.
+    struct Fixed(u64);
+    impl Jitter for Fixed {
+        fn next_u64(&mut self) -> u64 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn jitter_is_uniform_over_zero_to_the_upper_bound_inclusive() {
+        let ms = Duration::from_millis;
+        assert_eq!(Fixed(57).below(ms(100)), ms(57));
+        assert_eq!(Fixed(100).below(ms(100)), ms(100));
+        assert_eq!(Fixed(101).below(ms(100)), ms(0));
+        assert_eq!(Fixed(7).below(Duration::ZERO), Duration::ZERO);
+    }
+
     fn deadline(ms: u64) -> Deadline {
         Deadline::at(at(ms))
     }
