@@ -208,7 +208,16 @@ fn a_concurrent_duplicate_is_refused_while_the_first_is_in_progress() {
             )
         })
     };
-    std::thread::sleep(Duration::from_millis(400));
+    // The first holds its key once community sees its resident check (the
+    // claim comes first): wait for that, polling, rather than for a guess.
+    let waiting = std::time::Instant::now();
+    while community.count("/internal/residents/") == 0 {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(10),
+            "the first never reached community"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let second = call_with(
         &client,
         &acme.token,
@@ -305,9 +314,16 @@ fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing(
         )
     };
     relay("not-admin").assert_problem(401, "unauthorized");
-    // The failed attempt scheduled a retry about a second later.
-    std::thread::sleep(Duration::from_millis(1_100));
-    let r = relay(ADMIN_TOKEN);
+    // The failed attempt scheduled a retry about a second later: poll
+    // until it is due rather than sleep a guess.
+    let due = std::time::Instant::now();
+    let r = loop {
+        let r = relay(ADMIN_TOKEN);
+        if r.json()["delivered"] != 0 || due.elapsed() > Duration::from_secs(10) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(
         (r.json()["delivered"].as_i64(), r.json()["pending"].as_i64()),
@@ -362,13 +378,21 @@ fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
         1,
         "every delivery reached community; one notification"
     );
-    std::thread::sleep(Duration::from_millis(1_100));
-    let r = client.send(
-        "POST",
-        "/ops/outbox/relay",
-        &[("authorization", &format!("Bearer {ADMIN_TOKEN}"))],
-        None,
-    );
+    // The lost acknowledgement left the event pending, due again after its
+    // backoff: poll the relay until it is due rather than sleep a guess.
+    let due = std::time::Instant::now();
+    let r = loop {
+        let r = client.send(
+            "POST",
+            "/ops/outbox/relay",
+            &[("authorization", &format!("Bearer {ADMIN_TOKEN}"))],
+            None,
+        );
+        if r.json()["delivered"] != 0 || due.elapsed() > Duration::from_secs(10) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert_eq!(
         (r.json()["delivered"].as_i64(), r.json()["pending"].as_i64()),
         (Some(1), Some(0)),
