@@ -552,6 +552,68 @@ mod hostile_input {
     }
 }
 
+mod same_millisecond {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Rows made by different invocations in the same millisecond carry
+        /// ids in any order. Whatever the ids, and wherever a page ends,
+        /// paging returns every row once, in the order they were created —
+        /// including rows created between two pages.
+        #[test]
+        fn pages_follow_creation_order_whatever_the_ids(
+            ids in proptest::collection::hash_set("[0-9a-f]{8}", 2..12),
+            limit in 1u32..5,
+            late in 0usize..12,
+        ) {
+            let h = Harness::new();
+            let ctx = meridian_testing::context_at(h.app.store.clock().now(), std::time::Duration::from_secs(5), "community");
+            let insert = |suffix: &str, name: &str| {
+                // Same millisecond prefix, arbitrary tail: UUIDv7 made apart.
+                let id = format!("01a22ee8-e773-7000-8000-0000{suffix}");
+                h.app.store.execute(
+                    &ctx,
+                    "INSERT INTO residents (id, tenant_id, name, unit, created_at, updated_at) VALUES (?, ?, ?, '1', 'x', 'x')",
+                    &[id.as_str().into(), TENANT_A.into(), name.into()],
+                ).unwrap();
+            };
+            let ids: Vec<String> = ids.into_iter().collect();
+            let (first, rest) = ids.split_at(ids.len() / 2);
+            for (i, id) in first.iter().enumerate() {
+                insert(id, &format!("r{i:02}"));
+            }
+            let mut seen: Vec<String> = Vec::new();
+            let mut cursor: Option<String> = None;
+            let mut created = first.len();
+            let mut pages = 0;
+            loop {
+                let path = match &cursor {
+                    Some(c) => format!("/v1/a/residents?limit={limit}&cursor={c}"),
+                    None => format!("/v1/a/residents?limit={limit}"),
+                };
+                let page = h.resident(get(&path)).json_body();
+                seen.extend(page["items"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_owned()));
+                let Some(next) = page["next_cursor"].as_str() else { break };
+                cursor = Some(next.to_owned());
+                // Between two pages, the rest arrive (after `late` pages).
+                if pages == late.min(3) {
+                    for id in rest {
+                        insert(id, &format!("r{created:02}"));
+                        created += 1;
+                    }
+                }
+                pages += 1;
+                prop_assert!(pages < 100);
+            }
+            let expected: Vec<String> = (0..created).map(|i| format!("r{i:02}")).collect();
+            prop_assert_eq!(seen, expected);
+        }
+    }
+}
+
 #[test]
 fn head_is_served_like_get() {
     let h = Harness::new();
