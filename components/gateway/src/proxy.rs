@@ -64,7 +64,7 @@ pub fn pass_on(service: Service, upstream: OutboundResponse) -> Result<EdgeRespo
     let success = (200..300).contains(&upstream.status);
     let body_is_json = upstream.body.is_empty()
         || serde_json::from_slice::<serde::de::IgnoredAny>(&upstream.body).is_ok();
-    if !(is_problem || success && body_is_json) {
+    if !(is_problem || (success && body_is_json)) {
         eprintln!(
             "gateway: {} answered {} with an unexpected body ({} bytes)",
             service.name(),

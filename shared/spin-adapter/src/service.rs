@@ -56,22 +56,9 @@ impl ServiceSpec {
     }
 }
 
-/// Serves one request: refuses it at the gate, answers `GET /health`, or
-/// opens the store and hands the request to `app`. Every answer carries
-/// the request id.
-pub async fn serve<F, Fut>(request: ServiceRequest, spec: &ServiceSpec, app: F) -> ServiceResponse
-where
-    F: FnOnce(RequestContext, SpinStore, ServiceRequest) -> Fut,
-    Fut: Future<Output = ServiceResponse>,
-{
-    let admitted = match internal::admit(&request, spec.hop) {
-        Ok(admitted) => admitted,
-        Err(refusal) => return refusal,
-    };
-    serve_admitted(admitted.ctx, request, spec, app).await
-}
-
-async fn serve_admitted<F, Fut>(
+/// Serves one admitted request: answers `GET /health`, or opens the store
+/// and hands the request to `app`. Every answer carries the request id.
+async fn serve<F, Fut>(
     ctx: RequestContext,
     request: ServiceRequest,
     spec: &ServiceSpec,
@@ -116,7 +103,7 @@ pub async fn run<F, Fut>(
             match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
                 Ok(body) => {
                     request.body = body;
-                    serve_admitted(ctx, request, spec, app).await
+                    serve(ctx, request, spec, app).await
                 }
                 Err(unread) => {
                     let problem = unread
