@@ -89,13 +89,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
                         "billing: delivering event {} failed: {error}",
                         event.event_id
                     );
-                    let next = self
-                        .store
-                        .clock()
-                        .now()
-                        .plus(redelivery_delay(*attempts))
-                        .as_millis();
-                    repo::mark_failed(&self.store, ctx, &event.event_id, &error, next)
+                    self.back_off(ctx, &event.event_id, *attempts, &error)
                 }
             };
             if let Err(e) = recorded {
@@ -110,18 +104,29 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         report
     }
 
-    /// Backs off an outbox row that cannot be read as an event, so it is
-    /// looked at again later (after a fix) but never blocks the others.
-    fn set_aside(&self, ctx: &RequestContext, id: &str, attempts: i64, error: &str) {
-        eprintln!("billing: outbox row {id} cannot be read as an event: {error}");
+    /// Records a failed attempt at event `id` and schedules the next one
+    /// after its backoff.
+    fn back_off(
+        &self,
+        ctx: &RequestContext,
+        id: &str,
+        attempts: i64,
+        error: &str,
+    ) -> Result<(), meridian_platform::db::DbError> {
         let next = self
             .store
             .clock()
             .now()
             .plus(redelivery_delay(attempts))
             .as_millis();
-        let error = format!("undecodable: {error}");
-        if let Err(e) = repo::mark_failed(&self.store, ctx, id, &error, next) {
+        repo::mark_failed(&self.store, ctx, id, error, next)
+    }
+
+    /// Backs off an outbox row that cannot be read as an event, so it is
+    /// looked at again later (after a fix) but never blocks the others.
+    fn set_aside(&self, ctx: &RequestContext, id: &str, attempts: i64, error: &str) {
+        eprintln!("billing: outbox row {id} cannot be read as an event: {error}");
+        if let Err(e) = self.back_off(ctx, id, attempts, &format!("undecodable: {error}")) {
             eprintln!("billing: could not set outbox row {id} aside: {e}");
         }
     }
