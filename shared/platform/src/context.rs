@@ -131,11 +131,6 @@ impl RequestContext {
         Ok((scope.tenant_id.to_string(), scope))
     }
 
-    /// The budget this hop had when the request arrived.
-    pub fn budget_at_arrival(&self) -> Duration {
-        self.budget_at_arrival
-    }
-
     /// The time this hop keeps back to answer: see [`answer_reserve`].
     pub fn answer_reserve(&self) -> Duration {
         answer_reserve(self.budget_at_arrival)
