@@ -57,7 +57,7 @@ impl ServiceSpec {
 }
 
 /// Serves one admitted request: answers `GET /health`, or opens the store
-/// and hands the request to `app`. Every answer carries the request id.
+/// and hands the request to `app`.
 async fn serve<F, Fut>(
     ctx: RequestContext,
     request: ServiceRequest,
@@ -69,16 +69,14 @@ where
     Fut: Future<Output = ServiceResponse>,
 {
     let store = spec.open_store(&ctx);
-    let mut response = match store {
+    match store {
         Err(problem) => ServiceResponse::problem(&ctx, problem),
         Ok(_) if request.path == "/health" => ServiceResponse::json(
             200,
             &serde_json::json!({"status": "ok", "service": spec.hop}),
         ),
-        Ok(store) => app(ctx.clone(), store, request).await,
-    };
-    response.set_header(headers::REQUEST_ID, ctx.request_id().as_str());
-    response
+        Ok(store) => app(ctx, store, request).await,
+    }
 }
 
 /// The whole of a service's Spin entry point: admits the request on its
@@ -99,21 +97,24 @@ pub async fn run<F, Fut>(
         Err(refusal) => refusal,
         Ok(admitted) => {
             let ctx = admitted.ctx;
+            let request_id = ctx.request_id().clone();
             let until = ctx.work_deadline();
-            match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
-                Ok(body) => {
-                    request.body = body;
-                    serve(ctx, request, spec, app).await
-                }
-                Err(unread) => {
-                    let problem = unread
-                        .to_problem()
-                        .unwrap_or_else(|| ctx.spent().to_problem());
-                    let mut response = ServiceResponse::problem(&ctx, problem);
-                    response.set_header(headers::REQUEST_ID, ctx.request_id().as_str());
-                    response
-                }
-            }
+            // Every answer to an admitted request carries its request id.
+            let mut response =
+                match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
+                    Ok(body) => {
+                        request.body = body;
+                        serve(ctx, request, spec, app).await
+                    }
+                    Err(unread) => {
+                        let problem = unread
+                            .to_problem()
+                            .unwrap_or_else(|| ctx.spent().to_problem());
+                        ServiceResponse::problem(&ctx, problem)
+                    }
+                };
+            response.set_header(headers::REQUEST_ID, request_id.as_str());
+            response
         }
     };
     convert::send_response(out, response);
