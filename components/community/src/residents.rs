@@ -75,10 +75,8 @@ pub fn create<D: Database, C: Clock>(
     let mut b = JsonBody::parse(&request.body)?;
     let name = b.text("name", 1, 200);
     let unit = b.text("unit", 1, 50);
-    let email = b.patch_text("email", 1, 254, true);
-    let user = b.patch_text("user_id", 1, 64, true);
-    let email = email.and_then(|p| checked(&mut b, "email", p, normalize_email));
-    let user = user.and_then(|p| checked(&mut b, "user_id", p, user_id));
+    let email = b.patch_parsed("email", true, normalize_email);
+    let user = b.patch_parsed("user_id", true, user_id);
     b.finish()?;
     let (Some(name), Some(unit), Some(email), Some(user)) = (name, unit, email, user) else {
         return Err(incomplete());
@@ -118,10 +116,8 @@ pub fn update<D: Database, C: Clock>(
     }
     let name = b.patch_text("name", 1, 200, false);
     let unit = b.patch_text("unit", 1, 50, false);
-    let email = b.patch_text("email", 1, 254, true);
-    let user = b.patch_text("user_id", 1, 64, true);
-    let email = email.and_then(|p| checked(&mut b, "email", p, normalize_email));
-    let user = user.and_then(|p| checked(&mut b, "user_id", p, user_id));
+    let email = b.patch_parsed("email", true, normalize_email);
+    let user = b.patch_parsed("user_id", true, user_id);
     b.finish()?;
     let (Some(name), Some(unit), Some(email), Some(user)) = (name, unit, email, user) else {
         return Err(incomplete());
@@ -147,24 +143,6 @@ pub fn update<D: Database, C: Clock>(
             Ok(Written::same(200, &r))
         },
     )
-}
-
-fn checked(
-    b: &mut JsonBody,
-    field: &str,
-    patch: Patch<String>,
-    parse: impl FnOnce(&str) -> Result<String, &'static str>,
-) -> Option<Patch<String>> {
-    match patch {
-        Patch::Set(raw) => match parse(&raw) {
-            Ok(v) => Some(Patch::Set(v)),
-            Err(e) => {
-                b.error(field, e);
-                None
-            }
-        },
-        other => Some(other),
-    }
 }
 
 fn apply(slot: &mut Option<String>, patch: Patch<String>) {

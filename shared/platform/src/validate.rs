@@ -95,12 +95,15 @@ impl JsonBody {
         }
     }
 
-    /// An optional string: `Some(None)` when absent or null, `None` when invalid.
+    /// An optional string: `Some(None)` when absent or null, `None` when
+    /// invalid. The value is judged as sent — `min..=max` characters, no
+    /// control character but tab and newline, not blank — and kept
+    /// without surrounding whitespace. (Judging the sent value, not the
+    /// trimmed one, is what lets the contract state the rule as a schema.)
     pub fn optional_text(&mut self, field: &str, min: usize, max: usize) -> Option<Option<String>> {
         match self.take(field) {
             None => Some(None),
             Some(Value::String(s)) => {
-                let s = s.trim().to_owned();
                 let len = s.chars().count();
                 if len < min || len > max {
                     self.error(field, format!("must be {min} to {max} characters"));
@@ -108,8 +111,11 @@ impl JsonBody {
                 } else if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
                     self.error(field, "must not contain control characters");
                     None
+                } else if s.trim().is_empty() {
+                    self.error(field, "must not be blank");
+                    None
                 } else {
-                    Some(Some(s))
+                    Some(Some(s.trim().to_owned()))
                 }
             }
             Some(_) => {
@@ -168,14 +174,54 @@ impl JsonBody {
         }
     }
 
-    /// A required string turned into `T` by `parse`.
+    /// A required string turned into `T` by `parse`, exactly as sent: a
+    /// structured value (an id, an email, a code) is not trimmed.
     pub fn parsed<T, E: Display>(
         &mut self,
         field: &str,
         parse: impl FnOnce(&str) -> Result<T, E>,
     ) -> Option<T> {
-        let raw = self.text(field, 1, 1_000)?;
-        match parse(&raw) {
+        match self.take(field) {
+            None => {
+                self.error(field, "is required");
+                None
+            }
+            Some(value) => self.parse_string(field, &value, parse),
+        }
+    }
+
+    /// A structured field of a `PATCH` (or an optional one of a create):
+    /// absent keeps, `null` clears (only when `nullable`), a string turned
+    /// into `T` by `parse`, exactly as sent, replaces.
+    pub fn patch_parsed<T, E: Display>(
+        &mut self,
+        field: &str,
+        nullable: bool,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Option<Patch<T>> {
+        self.read.insert(field.to_owned());
+        match self.object.get(field).cloned() {
+            None => Some(Patch::Keep),
+            Some(Value::Null) if nullable => Some(Patch::Clear),
+            Some(Value::Null) => {
+                self.error(field, "cannot be null");
+                None
+            }
+            Some(value) => self.parse_string(field, &value, parse).map(Patch::Set),
+        }
+    }
+
+    fn parse_string<T, E: Display>(
+        &mut self,
+        field: &str,
+        value: &Value,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Option<T> {
+        let Value::String(raw) = value else {
+            self.error(field, "must be a string");
+            return None;
+        };
+        match parse(raw) {
             Ok(v) => Some(v),
             Err(e) => {
                 self.error(field, e.to_string());
@@ -232,11 +278,12 @@ pub fn incomplete() -> Problem {
     Problem::validation(vec![FieldError::new("body", "is incomplete")])
 }
 
-/// Lower-cases and checks an email address: one `@`, a non-empty local part,
-/// a dotted domain, no spaces, at most 254 characters.
+/// Lower-cases and checks an email address, as sent: one `@`, a non-empty
+/// local part, a dotted domain, no spaces or control characters, at most
+/// 254 characters.
 pub fn normalize_email(raw: &str) -> Result<String, &'static str> {
-    let email = raw.trim().to_ascii_lowercase();
-    let valid = email.len() <= 254
+    let email = raw.to_ascii_lowercase();
+    let valid = email.chars().count() <= 254
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
         && match email.split_once('@') {
             Some((local, domain)) => {
@@ -259,6 +306,7 @@ pub fn normalize_email(raw: &str) -> Result<String, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn fields_are_read_and_trimmed() {
@@ -266,6 +314,45 @@ mod tests {
         assert_eq!(b.text("name", 1, 10).as_deref(), Some("Ada"));
         assert_eq!(b.integer("age", 0, 200), Some(36));
         assert!(b.finish().is_ok());
+    }
+
+    #[test]
+    fn text_is_judged_as_sent() {
+        // Lengths count what was sent, surrounding spaces included; tab and
+        // newline are the only control characters allowed; blank is refused.
+        let accepted = [
+            ("Ada", "Ada"),
+            (" Ada\t", "Ada"),
+            ("a\nb", "a\nb"),
+            ("  x  ", "x"),
+        ];
+        for (sent, kept) in accepted {
+            let mut b = JsonBody::parse(json!({ "f": sent }).to_string().as_bytes()).unwrap();
+            assert_eq!(b.text("f", 1, 5).as_deref(), Some(kept), "{sent:?}");
+        }
+        for refused in ["", "   ", "\n\t", "  Ada  ", "a\rb", "\u{b}x", "a\u{85}"] {
+            let mut b = JsonBody::parse(json!({ "f": refused }).to_string().as_bytes()).unwrap();
+            assert_eq!(b.text("f", 1, 5), None, "{refused:?}");
+            assert!(b.finish().is_err());
+        }
+    }
+
+    #[test]
+    fn structured_values_are_parsed_exactly_as_sent() {
+        let body = br#"{"id":" 7","gone":null,"kept":"8","n":9}"#;
+        let mut b = JsonBody::parse(body).unwrap();
+        let exact = |s: &str| s.parse::<u8>();
+        assert_eq!(b.parsed("id", exact), None);
+        assert_eq!(b.patch_parsed("gone", true, exact), Some(Patch::Clear));
+        assert_eq!(b.patch_parsed("kept", true, exact), Some(Patch::Set(8)));
+        assert_eq!(b.patch_parsed("absent", true, exact), Some(Patch::Keep));
+        assert_eq!(b.patch_parsed("n", true, exact), None);
+        let p = b.finish().unwrap_err();
+        let fields: Vec<&str> = p.errors().iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["id", "n"]);
+        let mut b = JsonBody::parse(br#"{"id":null}"#).unwrap();
+        assert_eq!(b.parsed("id", exact), None);
+        assert_eq!(b.finish().unwrap_err().errors()[0].message, "is required");
     }
 
     #[test]
@@ -324,11 +411,20 @@ mod tests {
     #[test]
     fn emails_are_normalised_and_checked() {
         assert_eq!(
-            normalize_email(" Ada@Example.ORG "),
+            normalize_email("Ada@Example.ORG"),
             Ok("ada@example.org".into())
+        );
+        let longest = format!("{}@example.org", "é".repeat(242));
+        assert_eq!(
+            normalize_email(&longest).map(|e| e.chars().count()),
+            Ok(254)
         );
         for bad in [
             "",
+            " ada@example.org",
+            "ada@example.org\n",
+            "a\u{7}b@example.org",
+            &format!("{longest}x"),
             "ada",
             "ada@",
             "@example.org",
