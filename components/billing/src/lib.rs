@@ -18,6 +18,7 @@ use meridian_platform::db::Database;
 use meridian_platform::http::HttpClient;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::retry::{Jitter, Sleeper};
+use meridian_platform::routes::{self, RouteSpec};
 use meridian_platform::{Clock, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
 
@@ -56,14 +57,27 @@ pub async fn handle<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter 
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }
 
+/// The public paths this service serves and the methods each takes: the
+/// source of every 405's `Allow`, and checked against `openapi.yaml`.
+pub const ROUTES: &[RouteSpec] = &[
+    RouteSpec {
+        path: "/v1/{tenant}/invoices",
+        allow: "GET, HEAD, POST",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/invoices/{id}",
+        allow: "GET, HEAD, PATCH",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/invoices/{id}/payments",
+        allow: "GET, HEAD, POST",
+    },
+];
+
 /// The methods a public path takes, for a 405's `Allow`; `None` for a path
 /// no route serves.
 pub fn allowed(path: &[&str]) -> Option<&'static str> {
-    match path {
-        ["v1", _, "invoices"] | ["v1", _, "invoices", _, "payments"] => Some("GET, HEAD, POST"),
-        ["v1", _, "invoices", _] => Some("GET, HEAD, PATCH"),
-        _ => None,
-    }
+    routes::allowed(ROUTES, path)
 }
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.

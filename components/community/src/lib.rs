@@ -15,6 +15,7 @@ pub mod residents;
 
 use meridian_platform::db::Database;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::routes::{self, RouteSpec};
 use meridian_platform::{Clock, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
 
@@ -63,16 +64,39 @@ pub fn handle<D: Database, C: Clock>(
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }
 
+/// The public paths this service serves and the methods each takes: the
+/// source of every 405's `Allow`, and checked against `openapi.yaml`.
+pub const ROUTES: &[RouteSpec] = &[
+    RouteSpec {
+        path: "/v1/{tenant}/residents",
+        allow: "GET, HEAD, POST",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/residents/{id}",
+        allow: "GET, HEAD, PATCH, DELETE",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/residents/{id}/notifications",
+        allow: "GET, HEAD",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/complaints",
+        allow: "GET, HEAD, POST",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/complaints/{id}",
+        allow: "GET, HEAD, PATCH",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/announcements",
+        allow: "GET, HEAD, POST",
+    },
+];
+
 /// The methods a public path takes, for a 405's `Allow`; `None` for a path
 /// no route serves.
 pub fn allowed(path: &[&str]) -> Option<&'static str> {
-    match path {
-        ["v1", _, "residents" | "complaints" | "announcements"] => Some("GET, HEAD, POST"),
-        ["v1", _, "residents", _] => Some("GET, HEAD, PATCH, DELETE"),
-        ["v1", _, "complaints", _] => Some("GET, HEAD, PATCH"),
-        ["v1", _, "residents", _, "notifications"] => Some("GET, HEAD"),
-        _ => None,
-    }
+    routes::allowed(ROUTES, path)
 }
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.

@@ -14,6 +14,7 @@ use meridian_platform::upstream::Upstream;
 use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, UnixMillis};
 
 use crate::config::GatewayConfig;
+use crate::contract;
 use crate::edge::{EdgeRequest, EdgeResponse};
 use crate::proxy::forwarding_policy;
 use crate::routes::{route, Route, Service};
@@ -138,6 +139,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         let route = route(&request.method, &request.path);
         match route {
             Route::Health => return Ok(json(200, &serde_json::json!({"status": "ok"}))),
+            Route::Contract => return Ok(contract::response(request.header("if-none-match"))),
             Route::NotFound => return Err(Problem::no_route().into()),
             Route::MethodNotAllowed { allow } => {
                 return Err(Problem::method_not_allowed(&request.method, allow).into());
@@ -219,7 +221,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
                     .await
             }
             // Answered before the budget was made.
-            Route::Health | Route::NotFound | Route::MethodNotAllowed { .. } => {
+            Route::Health | Route::Contract | Route::NotFound | Route::MethodNotAllowed { .. } => {
                 Err(Problem::no_route().into())
             }
         }

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod config;
+pub mod contract;
 pub mod edge;
 pub mod proxy;
 pub mod ready;

@@ -1,4 +1,7 @@
-//! The gateway's route table: which service owns a public path.
+//! The gateway's route table: the paths it answers itself, and which
+//! service owns every other public path.
+
+use meridian_platform::routes::RouteSpec;
 
 /// A service behind the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +35,8 @@ pub enum Route {
     Health,
     /// `GET /readyz`: every downstream within the budget.
     Ready,
+    /// `GET /openapi.json`: the API contract.
+    Contract,
     /// `POST /v1/tenants`: platform admin creates a tenant.
     CreateTenant,
     /// `POST /ops/outbox/relay`: a scheduler asks billing to deliver pending events.
@@ -52,14 +57,58 @@ pub enum Route {
     NotFound,
 }
 
+/// The paths the gateway answers (or forwards as a whole) itself, with
+/// what each is. Every other public path is `/v1/{tenant}/...`, whose
+/// methods the owning service's own table lists.
+pub const OWN: &[(RouteSpec, Route)] = &[
+    (
+        RouteSpec {
+            path: "/healthz",
+            allow: "GET, HEAD",
+        },
+        Route::Health,
+    ),
+    (
+        RouteSpec {
+            path: "/readyz",
+            allow: "GET, HEAD",
+        },
+        Route::Ready,
+    ),
+    (
+        RouteSpec {
+            path: "/openapi.json",
+            allow: "GET, HEAD",
+        },
+        Route::Contract,
+    ),
+    (
+        RouteSpec {
+            path: "/v1/tenants",
+            allow: "POST",
+        },
+        Route::CreateTenant,
+    ),
+    (
+        RouteSpec {
+            path: "/ops/outbox/relay",
+            allow: "POST",
+        },
+        Route::Relay,
+    ),
+];
+
 /// Routes a request by method and path.
 pub fn route(method: &str, path: &str) -> Route {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    if let Some((spec, route)) = OWN.iter().find(|(spec, _)| spec.matches(&segments)) {
+        return if spec.methods().any(|m| m == method) {
+            route.clone()
+        } else {
+            Route::MethodNotAllowed { allow: spec.allow }
+        };
+    }
     match segments.as_slice() {
-        ["healthz"] => only(method, "GET", Route::Health),
-        ["readyz"] => only(method, "GET", Route::Ready),
-        ["v1", "tenants"] => only(method, "POST", Route::CreateTenant),
-        ["ops", "outbox", "relay"] => only(method, "POST", Route::Relay),
         ["v1", slug, rest @ ..] if !slug.is_empty() => match owner(rest) {
             Some(service) => Route::Tenant {
                 slug: (*slug).to_owned(),
@@ -68,20 +117,6 @@ pub fn route(method: &str, path: &str) -> Route {
             None => Route::NotFound,
         },
         _ => Route::NotFound,
-    }
-}
-
-fn only(method: &str, allowed: &'static str, route: Route) -> Route {
-    if method == allowed || (allowed == "GET" && method == "HEAD") {
-        route
-    } else {
-        Route::MethodNotAllowed {
-            allow: if allowed == "GET" {
-                "GET, HEAD"
-            } else {
-                allowed
-            },
-        }
     }
 }
 
@@ -113,6 +148,8 @@ mod tests {
         assert_eq!(route("GET", "/readyz"), Route::Ready);
         assert_eq!(route("POST", "/v1/tenants"), Route::CreateTenant);
         assert_eq!(route("POST", "/ops/outbox/relay"), Route::Relay);
+        assert_eq!(route("GET", "/openapi.json"), Route::Contract);
+        assert_eq!(route("HEAD", "/openapi.json"), Route::Contract);
         assert_eq!(
             route("GET", "/v1/tenants"),
             Route::MethodNotAllowed { allow: "POST" }

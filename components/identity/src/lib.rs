@@ -16,6 +16,7 @@ pub mod tokens;
 
 use meridian_platform::db::Database;
 use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::routes::{self, RouteSpec};
 use meridian_platform::{Clock, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
 
@@ -40,7 +41,7 @@ pub fn handle<D: Database, C: Clock>(
     let result = match (method, segments.as_slice()) {
         ("GET", ["internal", "resolve"]) => resolve::resolve(app, ctx, request),
         ("POST", ["v1", "tenants"]) => tenants::create(app, ctx, request),
-        ("GET", ["v1", _tenant]) => tenants::get(app, ctx),
+        ("GET", ["v1", slug]) if *slug != "tenants" => tenants::get(app, ctx),
         ("GET", ["v1", _, "members"]) => members::list(app, ctx, request),
         ("POST", ["v1", _, "members"]) => members::create(app, ctx, request),
         ("DELETE", ["v1", _, "members", id]) => members::delete(app, ctx, request, id),
@@ -54,17 +55,39 @@ pub fn handle<D: Database, C: Clock>(
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }
 
+/// The public paths this service serves and the methods each takes: the
+/// source of every 405's `Allow`, and checked against `openapi.yaml`.
+pub const ROUTES: &[RouteSpec] = &[
+    RouteSpec {
+        path: "/v1/tenants",
+        allow: "POST",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}",
+        allow: "GET, HEAD",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/members",
+        allow: "GET, HEAD, POST",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/members/{id}",
+        allow: "DELETE",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/tokens",
+        allow: "POST",
+    },
+    RouteSpec {
+        path: "/v1/{tenant}/tokens/{id}",
+        allow: "DELETE",
+    },
+];
+
 /// The methods a public path takes, for a 405's `Allow`; `None` for a path
 /// no route serves.
 pub fn allowed(path: &[&str]) -> Option<&'static str> {
-    match path {
-        ["v1", "tenants"] => Some("POST"),
-        ["v1", _] => Some("GET, HEAD"),
-        ["v1", _, "members"] => Some("GET, HEAD, POST"),
-        ["v1", _, "members", _] | ["v1", _, "tokens", _] => Some("DELETE"),
-        ["v1", _, "tokens"] => Some("POST"),
-        _ => None,
-    }
+    routes::allowed(ROUTES, path)
 }
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.

@@ -23,6 +23,7 @@ pub mod problem;
 pub mod propagation;
 pub mod request_id;
 pub mod retry;
+pub mod routes;
 pub mod secrets;
 pub mod tenancy;
 pub mod time;

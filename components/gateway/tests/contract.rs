@@ -1,0 +1,205 @@
+//! The contract and the code name the same routes. Every path and method
+//! in `openapi.yaml` (as the gateway serves it) is one the gateway routes
+//! and the owning service serves; every route the gateway and the services
+//! declare is in the document; and each service's handler takes exactly the
+//! methods its table declares, answering 405 with that `Allow` otherwise.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use billing::app::Billing;
+use community::app::Community;
+use futures::executor::block_on;
+use gateway::contract::DOCUMENT;
+use gateway::routes::{self, Route, Service, OWN};
+use identity::app::Identity;
+use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
+use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::routes::RouteSpec;
+use meridian_platform::tenancy::Role;
+use meridian_platform::upstream::Upstream;
+use meridian_platform::{Clock, RequestContext};
+use meridian_testing::{manual_clock, migrated_store_on, tenant_context, ClockSleeper, NoJitter};
+
+/// Every method a client might send.
+const METHODS: [&str; 8] = [
+    "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE",
+];
+
+const TENANT: &str = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
+const ADMIN: &str = "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02";
+
+/// Each path template of the document with the methods it lists.
+fn documented() -> BTreeMap<String, BTreeSet<String>> {
+    let doc: serde_json::Value = serde_json::from_str(DOCUMENT).expect("the contract is JSON");
+    doc["paths"]
+        .as_object()
+        .expect("the contract has paths")
+        .iter()
+        .map(|(path, item)| {
+            let methods = METHODS
+                .iter()
+                .filter(|m| item.get(m.to_ascii_lowercase()).is_some())
+                .map(|m| (*m).to_owned())
+                .collect();
+            (path.clone(), methods)
+        })
+        .collect()
+}
+
+fn services() -> [(Service, &'static [RouteSpec]); 3] {
+    [
+        (Service::Identity, identity::ROUTES),
+        (Service::Community, community::ROUTES),
+        (Service::Billing, billing::ROUTES),
+    ]
+}
+
+/// Each path template the gateway and the services declare, with its methods.
+fn declared() -> BTreeMap<String, BTreeSet<String>> {
+    let own = OWN.iter().map(|(spec, _)| spec);
+    let owned = services().into_iter().flat_map(|(_, table)| table.iter());
+    let mut all = BTreeMap::new();
+    for spec in own.chain(owned) {
+        let methods: BTreeSet<String> = spec.methods().map(str::to_owned).collect();
+        // `/v1/tenants` is the gateway's route to identity's handler: both
+        // list it, and must agree.
+        if let Some(previous) = all.insert(spec.path.to_owned(), methods.clone()) {
+            assert_eq!(
+                previous, methods,
+                "{} is declared twice, differently",
+                spec.path
+            );
+        }
+    }
+    all
+}
+
+/// A concrete path for a template.
+fn instance(template: &str) -> String {
+    template
+        .replace("{tenant}", "acme")
+        .replace("{id}", "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6aff")
+}
+
+#[test]
+fn the_document_and_the_route_tables_list_the_same_routes() {
+    let documented = documented();
+    let declared = declared();
+    assert!(documented.len() >= 19, "{documented:?}");
+    for (path, methods) in &documented {
+        assert_eq!(
+            declared.get(path),
+            Some(methods),
+            "{path}: the contract lists {methods:?}"
+        );
+    }
+    for (path, methods) in &declared {
+        assert_eq!(
+            documented.get(path),
+            Some(methods),
+            "{path}: the code serves {methods:?}"
+        );
+    }
+}
+
+#[test]
+fn the_gateway_sends_each_route_to_the_service_that_declares_it() {
+    for (spec, own) in OWN {
+        let path = instance(spec.path);
+        for method in METHODS {
+            let expected = if spec.methods().any(|m| m == method) {
+                own.clone()
+            } else {
+                Route::MethodNotAllowed { allow: spec.allow }
+            };
+            assert_eq!(routes::route(method, &path), expected, "{method} {path}");
+        }
+    }
+    for (service, table) in services() {
+        for spec in table.iter().filter(|s| s.path != "/v1/tenants") {
+            let path = instance(spec.path);
+            for method in METHODS {
+                assert_eq!(
+                    routes::route(method, &path),
+                    Route::Tenant {
+                        slug: "acme".into(),
+                        service
+                    },
+                    "{method} {path}"
+                );
+            }
+        }
+    }
+}
+
+/// A community nobody can reach: billing's routes are matched before any call.
+struct Unreachable;
+
+impl HttpClient for Unreachable {
+    async fn send(
+        &self,
+        _ctx: &RequestContext,
+        _request: OutboundRequest,
+    ) -> Result<OutboundResponse, SendError> {
+        Err(SendError::Connect("unreachable in this test".into()))
+    }
+}
+
+/// Whether an answer came from a route (any status but 405 and the 404 of
+/// a path no route serves).
+fn routed(response: &ServiceResponse) -> bool {
+    let body = response.json_body();
+    response.status != 405 && !(response.status == 404 && body["detail"] == "no such route")
+}
+
+#[test]
+fn each_service_takes_exactly_the_methods_it_declares() {
+    let clock = manual_clock();
+    let identity = Identity {
+        store: migrated_store_on(clock, identity::migrations::ALL),
+        admin_token: "admin-secret".into(),
+    };
+    let community = Community {
+        store: migrated_store_on(clock, community::migrations::ALL),
+    };
+    let billing = Billing {
+        store: migrated_store_on(clock, billing::migrations::ALL),
+        upstream: Upstream {
+            http: Unreachable,
+            clock,
+            sleeper: ClockSleeper(clock),
+            jitter: NoJitter,
+        },
+        community_url: "http://community.test".into(),
+        admin_token: "admin-secret".into(),
+    };
+    for (service, table) in services() {
+        for spec in table {
+            let path = instance(spec.path);
+            for method in METHODS {
+                let ctx = tenant_context(clock.now(), service.name(), TENANT, ADMIN, Role::Admin);
+                let request = ServiceRequest::new(method, &path);
+                let response = match service {
+                    Service::Identity => identity::handle(&identity, &ctx, &request),
+                    Service::Community => community::handle(&community, &ctx, &request),
+                    Service::Billing => block_on(billing::handle(&billing, &ctx, &request)),
+                };
+                if spec.methods().any(|m| m == method) {
+                    assert!(
+                        routed(&response),
+                        "{method} {path}: {} {:?}",
+                        response.status,
+                        response.json_body()
+                    );
+                } else {
+                    assert_eq!(response.status, 405, "{method} {path}");
+                    assert_eq!(
+                        response.header("allow"),
+                        Some(spec.allow),
+                        "{method} {path}"
+                    );
+                }
+            }
+        }
+    }
+}
