@@ -54,6 +54,18 @@ else
   echo "!!!!!!!! END-TO-END SUITE SKIPPED: no 'spin' on PATH and SPIN_BIN unset -- the app was NOT run; host tests only !!!!!!!!"
 fi
 
+step "API contract: lint openapi.yaml; Schemathesis against spin up when present"
+# Python with venv is the one system package the contract check needs.
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq python3 python3-venv python3-pip
+fi
+if ! SPIN_BIN="${spin_bin}" scripts/contract.sh; then
+  failed_runs=$((failed_runs + 1))
+  echo "test result: FAILED. 0 passed; 1 failed (the API contract check)" >>"$results"
+fi
+
 # One closing line with the totals of every test that actually ran; a
 # test binary that failed to build or crashed counts as a failure too. A
 # skipped end-to-end suite is said again right above it.

@@ -14,8 +14,12 @@ pub struct Tenant {
     pub id: String,
     /// The admin's user UUID.
     pub admin_user_id: String,
+    /// The admin's membership UUID.
+    pub membership_id: String,
     /// The admin's bearer token.
     pub token: String,
+    /// The admin token's UUID.
+    pub token_id: String,
 }
 
 impl Tenant {
@@ -44,7 +48,12 @@ pub fn create_tenant(client: &Client, slug: &str) -> Tenant {
         slug: slug.to_owned(),
         id: b["tenant"]["id"].as_str().expect("tenant id").to_owned(),
         admin_user_id: b["admin"]["user_id"].as_str().expect("user id").to_owned(),
+        membership_id: b["admin"]["membership_id"]
+            .as_str()
+            .expect("membership id")
+            .to_owned(),
         token: b["token"].as_str().expect("token").to_owned(),
+        token_id: b["token_id"].as_str().expect("token id").to_owned(),
     }
 }
 

@@ -380,3 +380,30 @@ fn a_body_that_stalls_midway_still_gets_a_504_at_the_budget() {
     drop(app); // fails the test if the abandoned body read trapped
     server.join().unwrap();
 }
+
+#[test]
+fn the_contract_is_served_without_auth_and_revalidated_by_etag() {
+    let app = SpinApp::start();
+    let client = app.client();
+    let full = client.get("/openapi.json");
+    assert_eq!(full.status, 200, "{}", full.body);
+    assert_eq!(full.header("content-type"), Some("application/json"));
+    assert_eq!(full.header("cache-control"), Some("public, max-age=3600"));
+    assert!(full.header("x-request-id").is_some());
+    let doc = full.json();
+    assert_eq!(doc["openapi"], "3.1.0");
+    // The document the gateway serves is the repository's, as built.
+    let source = std::fs::read_to_string(meridian_e2e::repo_root().join("openapi.yaml")).unwrap();
+    for path in doc["paths"].as_object().unwrap().keys() {
+        assert!(source.contains(&format!("\n  {path}:\n")), "{path}");
+    }
+    let etag = full.header("etag").expect("an ETag").to_owned();
+    let again = client.send("GET", "/openapi.json", &[("if-none-match", &etag)], None);
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    let head = client.send("HEAD", "/openapi.json", &[], None);
+    assert_eq!(head.status, 200);
+    let post = client.send("POST", "/openapi.json", &[], Some("{}"));
+    post.assert_problem(405, "method_not_allowed");
+    assert_eq!(post.header("allow"), Some("GET, HEAD"));
+}

@@ -1,0 +1,90 @@
+//! Schemathesis against a real `spin up`: starts the app on loopback,
+//! seeds a tenant, and runs `st run` on the contract the gateway serves,
+//! with `tests/contract/schemathesis.toml`. Extra arguments go to `st run`.
+//! Run through `scripts/contract.sh`, which installs Schemathesis.
+//!
+//! `SCHEMATHESIS` names the `st` executable (default: `st` on PATH). Every
+//! request of the run is recorded in `target/contract/run.har` and counted
+//! here. The exit status is 0 only when Schemathesis found nothing and no
+//! component trapped.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use anyhow::{bail, Context};
+use meridian_e2e::api::{add_resident, create_tenant};
+use meridian_e2e::{repo_root, SpinApp, ADMIN_TOKEN};
+
+fn main() -> anyhow::Result<ExitCode> {
+    let st = std::env::var_os("SCHEMATHESIS").map_or_else(|| PathBuf::from("st"), PathBuf::from);
+    let extra: Vec<String> = std::env::args().skip(1).collect();
+    let root = repo_root();
+    let config = root.join("tests/contract");
+    let out = root.join("target/contract");
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let har = out.join("run.har");
+    let _ = std::fs::remove_file(&har);
+
+    let app = SpinApp::start();
+    let tenant = create_tenant(&app.client(), "contract");
+    let resident = add_resident(&app.client(), &tenant, "Rosa Resident");
+    let dictionary = out.join("residents.dict");
+    std::fs::write(&dictionary, format!("\"{resident}\"\n"))
+        .with_context(|| format!("writing {}", dictionary.display()))?;
+    // Run from target/contract, where Schemathesis keeps its cache of
+    // failures for `st replay`.
+    let status = Command::new(&st)
+        .current_dir(&out)
+        .arg("--config-file")
+        .arg(config.join("schemathesis.toml"))
+        .arg("run")
+        .arg(format!("{}/openapi.json", app.url()))
+        .arg("--report")
+        .arg("har")
+        .arg("--report-har-path")
+        .arg(&har)
+        .args(&extra)
+        .env("MERIDIAN_URL", app.url())
+        .env("MERIDIAN_TENANT", &tenant.slug)
+        .env("MERIDIAN_TOKEN", &tenant.token)
+        .env("MERIDIAN_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("MERIDIAN_OWN_MEMBERSHIP", &tenant.membership_id)
+        .env("MERIDIAN_OWN_TOKEN", &tenant.token_id)
+        .env("MERIDIAN_HOOKS", config.join("hooks.py"))
+        .status()
+        .with_context(|| format!("running {}", st.display()))?;
+
+    let statuses = count_statuses(&har)?;
+    let total: usize = statuses.values().sum();
+    let by_status: Vec<String> = statuses.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+    println!("contract: {total} requests sent ({})", by_status.join(", "));
+    // A trap is answered 500 and would fail `not_a_server_error`; Spin's
+    // log is checked as well, so a crash can never hide.
+    let logs = app.logs();
+    if logs.contains("guest invocation failed") || logs.contains("Error processing request") {
+        bail!("a component trapped during the run:\n{logs}");
+    }
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Requests in a HAR file, by response status.
+fn count_statuses(har: &std::path::Path) -> anyhow::Result<BTreeMap<u64, usize>> {
+    let text = std::fs::read_to_string(har)
+        .with_context(|| format!("reading Schemathesis's report {}", har.display()))?;
+    let report: serde_json::Value =
+        serde_json::from_str(&text).context("parsing the HAR report")?;
+    let entries = report["log"]["entries"]
+        .as_array()
+        .context("the HAR report has no entries")?;
+    let mut statuses = BTreeMap::new();
+    for entry in entries {
+        let status = entry["response"]["status"].as_u64().unwrap_or(0);
+        *statuses.entry(status).or_default() += 1;
+    }
+    Ok(statuses)
+}
