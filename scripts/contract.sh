@@ -58,5 +58,5 @@ case "$mode" in
   custom) args=("${extra[@]}") ;;
 esac
 echo "schemathesis ${args[*]} against a real spin up ($("$spin_bin" --version))"
-SPIN_BIN="$spin_bin" SCHEMATHESIS="$venv/bin/st" \
+SPIN_BIN="$spin_bin" SCHEMATHESIS="$PWD/$venv/bin/st" \
   cargo run --quiet --locked -p meridian-e2e --bin contract -- "${args[@]}"

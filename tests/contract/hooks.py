@@ -11,10 +11,12 @@ careful client would, so that every failure it reports is Meridian's.
   that any 5xx is a failure: a budget too small for the work (a generated
   "1") is answered 504 by design, which the fault matrix covers. Malformed
   values are sent as generated, to be refused with 400.
-- The run must not remove its own credentials: deleting the seeded admin's
-  membership or revoking the seeded token (ids it can learn from list
-  answers) would turn every later call into a 401. Such a call is pointed
-  at an id that does not exist instead (a 404, which the contract allows).
+- The run must not remove its own credentials or fixtures: deleting the
+  seeded admin's membership or revoking the seeded token (ids it can learn
+  from list answers) would turn every later call into a 401, and deleting
+  the seeded resident would make most later invoices a 422. Such a call is
+  pointed at an id that does not exist instead (a 404, which the contract
+  allows).
 """
 
 import os
@@ -28,6 +30,7 @@ WELL_FORMED_TIMEOUT = re.compile(r"^[ \t]*[0-9]*[1-9][0-9]*[ \t]*$")
 OWN_IDS = {
     "/v1/{tenant}/members/{id}": os.environ.get("MERIDIAN_OWN_MEMBERSHIP", ""),
     "/v1/{tenant}/tokens/{id}": os.environ.get("MERIDIAN_OWN_TOKEN", ""),
+    "/v1/{tenant}/residents/{id}": os.environ.get("MERIDIAN_RESIDENT", ""),
 }
 
 

@@ -18,6 +18,12 @@ use meridian_e2e::{repo_root, SpinApp, ADMIN_TOKEN};
 
 fn main() -> anyhow::Result<ExitCode> {
     let st = std::env::var_os("SCHEMATHESIS").map_or_else(|| PathBuf::from("st"), PathBuf::from);
+    // `st` runs in another directory: a relative path must not change meaning.
+    let st = if st.is_relative() && st.components().count() > 1 {
+        std::env::current_dir()?.join(st)
+    } else {
+        st
+    };
     let extra: Vec<String> = std::env::args().skip(1).collect();
     let root = repo_root();
     let config = root.join("tests/contract");
@@ -51,6 +57,7 @@ fn main() -> anyhow::Result<ExitCode> {
         .env("MERIDIAN_ADMIN_TOKEN", ADMIN_TOKEN)
         .env("MERIDIAN_OWN_MEMBERSHIP", &tenant.membership_id)
         .env("MERIDIAN_OWN_TOKEN", &tenant.token_id)
+        .env("MERIDIAN_RESIDENT", &resident)
         .env("MERIDIAN_HOOKS", config.join("hooks.py"))
         .status()
         .with_context(|| format!("running {}", st.display()))?;
