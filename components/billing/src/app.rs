@@ -1,10 +1,10 @@
 //! Billing's collaborators: its store, the upstream caller for community,
 //! and the platform admin token that guards the public relay trigger.
 
-use meridian_platform::db::{Database, Store};
+use meridian_platform::http::retry::{Jitter, Sleeper};
+use meridian_platform::http::upstream::Upstream;
 use meridian_platform::http::HttpClient;
-use meridian_platform::retry::{Jitter, Sleeper};
-use meridian_platform::upstream::Upstream;
+use meridian_platform::store::db::{Database, Store};
 use meridian_platform::Clock;
 
 /// The billing service.

@@ -3,15 +3,16 @@
 //! resident at community, write invoice + idempotency record + outbox event
 //! in one transaction, then deliver the event if time allows.
 
-use meridian_platform::db::Database;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
-use meridian_platform::idempotency::{self, write_once, Begun, Written};
 use meridian_platform::ids::{new_id, parse_id};
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::page::{query_param, PageRequest};
-use meridian_platform::problem::FieldError;
-use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
-use meridian_platform::validate::{incomplete, JsonBody};
+use meridian_platform::input::query::query_param;
+use meridian_platform::input::validate::{incomplete, JsonBody};
+use meridian_platform::store::db::Database;
+use meridian_platform::store::idempotency::{self, write_once, Begun, IdempotencyKey, Written};
+use meridian_platform::store::page::PageRequest;
+use meridian_platform::wire::problem::FieldError;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
@@ -170,7 +171,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         let (tenant, scope) = ctx.staff()?;
         let actor = scope.actor_id.to_string();
         let input = read_new_invoice(&request.body)?;
-        let key = request.idempotency_key()?;
+        let key = IdempotencyKey::of(request)?;
         // The claim comes first, so a concurrent duplicate is refused at
         // once instead of racing through the resident check.
         let write = match idempotency::begin(

@@ -14,11 +14,11 @@ pub mod outbox;
 pub mod payments;
 pub mod repo;
 
-use meridian_platform::db::Database;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::retry::{Jitter, Sleeper};
+use meridian_platform::http::routes::{self, RouteSpec};
 use meridian_platform::http::HttpClient;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::retry::{Jitter, Sleeper};
-use meridian_platform::routes::{self, RouteSpec};
+use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
 
@@ -85,7 +85,7 @@ pub fn allowed(path: &[&str]) -> Option<&'static str> {
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod entry {
-    use meridian_platform::upstream::Upstream;
+    use meridian_platform::http::upstream::Upstream;
     use meridian_platform::SystemClock;
     use meridian_spin::{service, vars, PollSleeper, RandomJitter, SpinHttp};
     use spin_sdk::http::{IncomingRequest, ResponseOutparam};

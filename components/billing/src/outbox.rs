@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use meridian_platform::db::Database;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::http::{HttpClient, OutboundRequest};
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::secrets::constant_time_eq;
+use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde::Serialize;
 
@@ -112,7 +112,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         id: &str,
         attempts: i64,
         error: &str,
-    ) -> Result<(), meridian_platform::db::DbError> {
+    ) -> Result<(), meridian_platform::store::db::DbError> {
         let next = self
             .store
             .clock()

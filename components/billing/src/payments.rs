@@ -2,15 +2,15 @@
 //! lowers the balance atomically, marks the invoice paid at zero, and emits
 //! `payment.received` in the same transaction.
 
-use meridian_platform::db::Database;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::retry::{Jitter, Sleeper};
 use meridian_platform::http::HttpClient;
-use meridian_platform::idempotency::{write_once, Written};
 use meridian_platform::ids::new_id;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::page::PageRequest;
-use meridian_platform::problem::FieldError;
-use meridian_platform::retry::{Jitter, Sleeper};
-use meridian_platform::validate::{incomplete, JsonBody};
+use meridian_platform::input::validate::{incomplete, JsonBody};
+use meridian_platform::store::db::Database;
+use meridian_platform::store::idempotency::{write_once, Written};
+use meridian_platform::store::page::PageRequest;
+use meridian_platform::wire::problem::FieldError;
 use meridian_platform::{Clock, Problem, RequestContext};
 use serde_json::json;
 

@@ -2,7 +2,7 @@
 //! checks the budget before each statement; every query filters by tenant
 //! (the relay's outbox scan is the one cross-tenant read, by design).
 
-use meridian_platform::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::{Clock, RequestContext};
 
 use crate::model::{Invoice, OutboxEvent};

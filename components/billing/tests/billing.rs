@@ -8,14 +8,14 @@ use std::time::Duration;
 use billing::app::Billing;
 use community::app::Community;
 use futures::executor::block_on;
-use meridian_platform::admission::InternalGate;
+use meridian_platform::budget::admission::InternalGate;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::upstream::Upstream;
 use meridian_platform::http::{
     internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
-use meridian_platform::upstream::Upstream;
 use meridian_platform::{Clock, Deadline, RequestContext};
 use meridian_testing::{
     assert_embeds_every_migration, context_at, manual_clock, migrated_store_on, tenant_context,
@@ -547,10 +547,10 @@ fn a_keyed_invoice_is_created_once_replayed_and_guarded() {
         (422, "idempotency_key_reused")
     );
     // A duplicate arriving while the first still holds the key: 409.
-    let key = meridian_platform::idempotency::IdempotencyKey::parse("inv-2").unwrap();
+    let key = meridian_platform::store::idempotency::IdempotencyKey::parse("inv-2").unwrap();
     let ctx = h.ctx(TENANT, MANAGER, Role::Manager);
     let body = invoice_body(&resident, 800).to_string();
-    meridian_platform::idempotency::begin(
+    meridian_platform::store::idempotency::begin(
         &h.app.store,
         &ctx,
         Some(&key),
@@ -641,7 +641,7 @@ fn a_hanging_consumer_costs_the_inline_delivery_not_the_committed_answer() {
     *h.community().hang.borrow_mut() = Some("/internal/events");
     let started = h.clock.now();
     let ctx = RequestContext::new(
-        meridian_platform::request_id::RequestId::parse("hang").unwrap(),
+        meridian_platform::wire::request_id::RequestId::parse("hang").unwrap(),
         Deadline::after(started, Duration::from_millis(400)),
         started,
         "billing",
@@ -704,7 +704,7 @@ fn a_short_budget_skips_inline_delivery_but_keeps_the_event() {
     let resident = h.new_resident();
     let now = h.clock.now();
     let short = RequestContext::new(
-        meridian_platform::request_id::RequestId::parse("short").unwrap(),
+        meridian_platform::wire::request_id::RequestId::parse("short").unwrap(),
         Deadline::after(now, Duration::from_millis(40)),
         now,
         "billing",
@@ -728,7 +728,7 @@ fn an_expired_request_makes_no_call_and_writes_nothing() {
     let resident = h.new_resident();
     let now = h.clock.now();
     let expired = RequestContext::new(
-        meridian_platform::request_id::RequestId::parse("late").unwrap(),
+        meridian_platform::wire::request_id::RequestId::parse("late").unwrap(),
         Deadline::at(now),
         now,
         "billing",
@@ -797,7 +797,7 @@ fn the_relay_stops_within_its_budget_and_reports_what_is_left() {
     // Each delivery takes ~2 ms of the fake's time; 15 ms fits a few, not all.
     let now = h.clock.now();
     let short = RequestContext::new(
-        meridian_platform::request_id::RequestId::parse("relay").unwrap(),
+        meridian_platform::wire::request_id::RequestId::parse("relay").unwrap(),
         Deadline::after(now, Duration::from_millis(15)),
         now,
         "billing",

@@ -1,12 +1,12 @@
 //! Announcements: `GET, POST /v1/{tenant}/announcements`. Members read;
 //! admins and managers publish.
 
-use meridian_platform::db::Database;
-use meridian_platform::idempotency::{write_once, Written};
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::new_id;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::page::PageRequest;
-use meridian_platform::validate::{incomplete, JsonBody};
+use meridian_platform::input::validate::{incomplete, JsonBody};
+use meridian_platform::store::db::Database;
+use meridian_platform::store::idempotency::{write_once, Written};
+use meridian_platform::store::page::PageRequest;
 use meridian_platform::{Clock, Problem, RequestContext};
 
 use crate::app::Community;

@@ -1,6 +1,6 @@
 //! Community's collaborators.
 
-use meridian_platform::db::{Database, Store};
+use meridian_platform::store::db::{Database, Store};
 use meridian_platform::Clock;
 
 /// The community service: its store.

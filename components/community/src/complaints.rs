@@ -2,14 +2,15 @@
 //! /v1/{tenant}/complaints/{id}`. Any member files; residents see their
 //! own; admins and managers see all and move them along.
 
-use meridian_platform::db::{Database, Store};
-use meridian_platform::idempotency::{write_once, Written};
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::{new_id, parse_id};
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::page::{query_param, PageRequest};
-use meridian_platform::problem::FieldError;
+use meridian_platform::input::query::query_param;
+use meridian_platform::input::validate::{incomplete, JsonBody};
+use meridian_platform::store::db::{Database, Store};
+use meridian_platform::store::idempotency::{write_once, Written};
+use meridian_platform::store::page::PageRequest;
 use meridian_platform::tenancy::TenantScope;
-use meridian_platform::validate::{incomplete, JsonBody};
+use meridian_platform::wire::problem::FieldError;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
 use crate::app::Community;

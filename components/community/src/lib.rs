@@ -13,9 +13,9 @@ pub mod notifications;
 pub mod repo;
 pub mod residents;
 
-use meridian_platform::db::Database;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::routes::{self, RouteSpec};
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::routes::{self, RouteSpec};
+use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
 

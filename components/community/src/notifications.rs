@@ -2,11 +2,11 @@
 //! (`POST /internal/events`) is keyed by event id, so a repeated delivery
 //! changes nothing and still succeeds.
 
-use meridian_platform::db::Database;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::parse_id;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::page::PageRequest;
-use meridian_platform::validate::{incomplete, JsonBody};
+use meridian_platform::input::validate::{incomplete, JsonBody};
+use meridian_platform::store::db::Database;
+use meridian_platform::store::page::PageRequest;
 use meridian_platform::{Clock, Problem, RequestContext};
 use serde_json::json;
 

@@ -2,7 +2,7 @@
 //! store checks the budget before each statement; every query filters by
 //! tenant.
 
-use meridian_platform::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::{Clock, RequestContext};
 
 use crate::model::{Announcement, Complaint, Notification, Resident};

@@ -1,13 +1,13 @@
 //! Residents: `GET, POST /v1/{tenant}/residents`, `GET, PATCH, DELETE
 //! /v1/{tenant}/residents/{id}`, and the internal read billing uses.
 
-use meridian_platform::db::Database;
-use meridian_platform::idempotency::{write_once, Written};
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::{new_id, parse_id};
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::page::PageRequest;
-use meridian_platform::problem::FieldError;
-use meridian_platform::validate::{incomplete, normalize_email, JsonBody, Patch};
+use meridian_platform::input::validate::{incomplete, normalize_email, JsonBody, Patch};
+use meridian_platform::store::db::Database;
+use meridian_platform::store::idempotency::{write_once, Written};
+use meridian_platform::store::page::PageRequest;
+use meridian_platform::wire::problem::FieldError;
 use meridian_platform::{Clock, Problem, RequestContext};
 
 use crate::app::Community;

@@ -1,7 +1,7 @@
 //! Community's handlers over a real (host) SQLite with the real migrations.
 
 use community::app::Community;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, Deadline, RequestContext};
@@ -508,7 +508,7 @@ fn an_expired_request_touches_nothing() {
     let h = Harness::new();
     let now = h.app.store.clock().now();
     let expired = RequestContext::new(
-        meridian_platform::request_id::RequestId::parse("late").unwrap(),
+        meridian_platform::wire::request_id::RequestId::parse("late").unwrap(),
         Deadline::at(now),
         now,
         "community",

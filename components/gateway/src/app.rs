@@ -3,14 +3,15 @@
 
 use std::time::Duration;
 
-use meridian_platform::body::BodyError;
 use meridian_platform::budget::answer_reserve;
-use meridian_platform::headers;
+use meridian_platform::http::body::BodyError;
+use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
+use meridian_platform::http::upstream::Upstream;
 use meridian_platform::http::HttpClient;
-use meridian_platform::request_id::RequestId;
-use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
+use meridian_platform::store::idempotency::IdempotencyKey;
 use meridian_platform::time::duration_ms;
-use meridian_platform::upstream::Upstream;
+use meridian_platform::wire::headers;
+use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, UnixMillis};
 
 use crate::config::GatewayConfig;
@@ -20,7 +21,7 @@ use crate::proxy::forwarding_policy;
 use crate::routes::{route, Route, Service};
 use crate::timing::ServerTiming;
 
-pub use meridian_platform::body::MAX_BODY_BYTES;
+pub use meridian_platform::http::body::MAX_BODY_BYTES;
 
 /// The least budget worth forwarding a request with.
 pub const MIN_UPSTREAM_BUDGET: Duration = Duration::from_millis(2);
@@ -185,7 +186,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             .into());
         }
         // Reads, and writes the owner can deduplicate by key, may be repeated.
-        let policy = forwarding_policy(&request.method, request.idempotency_key()?.as_ref());
+        let policy = forwarding_policy(&request.method, IdempotencyKey::of(request)?.as_ref());
 
         match route {
             Route::Ready => self.ready(&ctx, budget, trace).await,

@@ -2,7 +2,7 @@
 //! built (see `build.rs`) and served as `GET /openapi.json`. One build
 //! serves one document, so caches may keep it and revalidate by ETag.
 
-use meridian_platform::message::ServiceResponse;
+use meridian_platform::http::message::ServiceResponse;
 
 /// The document, compact JSON.
 pub const DOCUMENT: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));

@@ -1,8 +1,8 @@
 //! The public request and response as plain values, and the header hygiene
 //! applied at the edge.
 
-use meridian_platform::headers;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::wire::headers;
 
 /// A public request, as the gateway received it.
 pub type EdgeRequest = ServiceRequest;

@@ -19,8 +19,8 @@ pub mod timing;
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod entry {
-    use meridian_platform::body::MAX_BODY_BYTES;
-    use meridian_platform::upstream::Upstream;
+    use meridian_platform::http::body::MAX_BODY_BYTES;
+    use meridian_platform::http::upstream::Upstream;
     use meridian_platform::{Clock, SystemClock};
     use meridian_spin::{convert, vars, PollSleeper, RandomJitter, SpinHttp};
     use spin_sdk::http::{IncomingRequest, ResponseOutparam};

@@ -1,8 +1,8 @@
 //! Forwarding a public request to the service that owns it.
 
+use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
-use meridian_platform::idempotency::IdempotencyKey;
-use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
+use meridian_platform::store::idempotency::IdempotencyKey;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
 use crate::app::{EdgeBudget, Gateway, Refusal, Trace};

@@ -1,8 +1,8 @@
 //! `/readyz`: every downstream's `/health`, concurrently, within the budget.
 
 use futures::future::join_all;
+use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::http::{HttpClient, OutboundRequest};
-use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
 use crate::app::{json, EdgeBudget, Gateway, Refusal, Trace};

@@ -1,10 +1,10 @@
 //! Tenant resolution: slug and bearer token to tenant, actor and role, in
 //! one retry-safe call to identity.
 
-use meridian_platform::headers;
+use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::http::{HttpClient, OutboundRequest, SendError};
-use meridian_platform::retry::{Jitter, RetryPolicy, Sleeper};
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
+use meridian_platform::wire::headers;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde::Deserialize;
 

@@ -1,7 +1,7 @@
 //! The gateway's route table: the paths it answers itself, and which
 //! service owns every other public path.
 
-use meridian_platform::routes::RouteSpec;
+use meridian_platform::http::routes::RouteSpec;
 
 /// A service behind the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

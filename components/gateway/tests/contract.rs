@@ -12,11 +12,11 @@ use futures::executor::block_on;
 use gateway::contract::DOCUMENT;
 use gateway::routes::{self, Route, Service, OWN};
 use identity::app::Identity;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::routes::RouteSpec;
+use meridian_platform::http::upstream::Upstream;
 use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::routes::RouteSpec;
 use meridian_platform::tenancy::Role;
-use meridian_platform::upstream::Upstream;
 use meridian_platform::{Clock, RequestContext};
 use meridian_testing::{manual_clock, migrated_store_on, tenant_context, ClockSleeper, NoJitter};
 

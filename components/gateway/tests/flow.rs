@@ -9,13 +9,13 @@ use futures::executor::block_on;
 use gateway::app::Gateway;
 use gateway::config::GatewayConfig;
 use gateway::edge::{EdgeRequest, EdgeResponse};
-use meridian_platform::body::BodyError;
 use meridian_platform::budget::BudgetConfig;
+use meridian_platform::http::body::BodyError;
+use meridian_platform::http::upstream::Upstream;
 use meridian_platform::http::{
     internal_headers, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
 use meridian_platform::time::ManualClock;
-use meridian_platform::upstream::Upstream;
 use meridian_platform::{Clock, RequestContext, UnixMillis};
 use meridian_testing::{ClockSleeper, NoJitter};
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! Identity's collaborators, and helpers its handlers share.
 
-use meridian_platform::db::{Database, Store};
+use meridian_platform::store::db::{Database, Store};
 use meridian_platform::Clock;
 
 /// The identity service: its store and the platform admin's token.

@@ -1,13 +1,13 @@
 //! `GET, POST /v1/{tenant}/members` and `DELETE /v1/{tenant}/members/{id}` (admins).
 
-use meridian_platform::db::Database;
-use meridian_platform::idempotency::{write_once, Written};
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::{new_id, parse_id};
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::page::PageRequest;
+use meridian_platform::input::validate::{incomplete, normalize_email, JsonBody};
 use meridian_platform::secrets::token_hash;
+use meridian_platform::store::db::Database;
+use meridian_platform::store::idempotency::{write_once, Written};
+use meridian_platform::store::page::PageRequest;
 use meridian_platform::tenancy::Role;
-use meridian_platform::validate::{incomplete, normalize_email, JsonBody};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 

@@ -1,7 +1,7 @@
 //! Identity's SQL. Every function takes the request context first; the
 //! store checks the budget before each statement.
 
-use meridian_platform::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::{Clock, RequestContext};
 
 use crate::model::{Member, Tenant};

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use meridian_platform::db::Database;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::page::query_param;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::input::query::query_param;
 use meridian_platform::secrets::{constant_time_eq, token_hash};
+use meridian_platform::store::db::Database;
 use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 

@@ -1,12 +1,12 @@
 //! `POST /v1/tenants` (platform admin) and `GET /v1/{tenant}`.
 
-use meridian_platform::db::Database;
-use meridian_platform::idempotency::{self, Begun, StoredResponse, Written};
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::new_id;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::input::validate::{incomplete, normalize_email, JsonBody};
 use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};
+use meridian_platform::store::db::Database;
+use meridian_platform::store::idempotency::{self, Begun, IdempotencyKey, StoredResponse, Written};
 use meridian_platform::tenancy::{Role, TenantSlug};
-use meridian_platform::validate::{incomplete, normalize_email, JsonBody};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
@@ -69,7 +69,7 @@ pub fn create<D: Database, C: Clock>(
         ));
     }
     let input = read_new_tenant(&request.body)?;
-    let key = request.idempotency_key()?;
+    let key = IdempotencyKey::of(request)?;
     let write = match idempotency::begin(
         &app.store,
         ctx,

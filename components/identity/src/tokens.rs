@@ -1,12 +1,12 @@
 //! `POST /v1/{tenant}/tokens` and `DELETE /v1/{tenant}/tokens/{id}`.
 
-use meridian_platform::db::Database;
-use meridian_platform::idempotency::{write_once, Written};
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::{new_id, parse_id};
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::input::validate::JsonBody;
 use meridian_platform::secrets::token_hash;
+use meridian_platform::store::db::Database;
+use meridian_platform::store::idempotency::{write_once, Written};
 use meridian_platform::tenancy::Role;
-use meridian_platform::validate::JsonBody;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 

@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use identity::app::Identity;
-use meridian_platform::db::Store;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::migrate::migrate;
-use meridian_platform::request_id::RequestId;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::store::db::Store;
+use meridian_platform::store::migrate::migrate;
 use meridian_platform::tenancy::{Role, TenantScope};
 use meridian_platform::time::ManualClock;
+use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, Deadline, RequestContext, UnixMillis};
 use meridian_testing::{assert_embeds_every_migration, HostSqlite};
 use serde_json::{json, Value};

@@ -8,14 +8,14 @@
 
 use std::time::Duration;
 
-use crate::body::{BodyBuffer, BodyError};
+use crate::budget::deadline::Deadline;
+use crate::budget::propagation::{Arrival, BudgetHeaders, MAX_PROPAGATED_BUDGET};
 use crate::budget::BudgetConfig;
-use crate::deadline::Deadline;
-use crate::idempotency::IdempotencyKey;
-use crate::page::{PageRequest, MAX_LIMIT};
-use crate::propagation::{Arrival, BudgetHeaders, MAX_PROPAGATED_BUDGET};
+use crate::http::body::{BodyBuffer, BodyError};
+use crate::input::validate::JsonBody;
+use crate::store::idempotency::IdempotencyKey;
+use crate::store::page::{PageRequest, MAX_LIMIT};
 use crate::time::UnixMillis;
-use crate::validate::JsonBody;
 
 const NOW: u64 = 1_700_000_000_000;
 

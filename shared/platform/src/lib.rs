@@ -5,32 +5,20 @@
 //! host; `meridian-spin` adapts it to the runtime.
 #![forbid(unsafe_code)]
 
-pub mod admission;
-pub mod body;
+// By concern; each group's module says what it holds.
 pub mod budget;
-pub mod checks;
-pub mod context;
-pub mod db;
-pub mod deadline;
-pub mod headers;
 pub mod http;
-pub mod idempotency;
+pub mod input;
+pub mod store;
+pub mod wire;
+
+pub mod checks;
 pub mod ids;
-pub mod message;
-pub mod migrate;
-pub mod page;
-pub mod problem;
-pub mod propagation;
-pub mod request_id;
-pub mod retry;
-pub mod routes;
 pub mod secrets;
 pub mod tenancy;
 pub mod time;
-pub mod upstream;
-pub mod validate;
 
-pub use context::RequestContext;
-pub use deadline::Deadline;
-pub use problem::{ErrorCode, Problem};
+pub use budget::context::RequestContext;
+pub use budget::deadline::Deadline;
 pub use time::{Clock, SystemClock, UnixMillis};
+pub use wire::problem::{ErrorCode, Problem};

@@ -4,8 +4,8 @@
 
 use futures::future::{select, Either};
 use futures::StreamExt;
-use meridian_platform::body::{declared_too_large, BodyBuffer, BodyError};
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::body::{declared_too_large, BodyBuffer, BodyError};
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::{Clock, Deadline, SystemClock};
 use spin_sdk::http::{
     Fields, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam,

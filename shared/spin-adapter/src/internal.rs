@@ -1,11 +1,11 @@
 //! The entry gate of every internal service (`identity`, `community`,
 //! `billing`): token, deadline, budget — before any tenant-scoped work.
 
-use meridian_platform::admission::{Admitted, InternalGate};
-use meridian_platform::headers::REQUEST_ID;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::propagation::DEFAULT_SKEW_THRESHOLD;
-use meridian_platform::request_id::RequestId;
+use meridian_platform::budget::admission::{Admitted, InternalGate};
+use meridian_platform::budget::propagation::DEFAULT_SKEW_THRESHOLD;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::wire::headers::REQUEST_ID;
+use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, SystemClock};
 
 use crate::vars;

@@ -1,6 +1,6 @@
 //! Backoff jitter from the host's random source.
 
-use meridian_platform::retry::Jitter;
+use meridian_platform::http::retry::Jitter;
 
 /// Jitter drawn from `wasi:random` (through `getrandom`).
 #[derive(Debug, Default, Clone, Copy)]

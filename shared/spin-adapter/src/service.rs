@@ -4,11 +4,11 @@
 
 use std::future::Future;
 
-use meridian_platform::body::MAX_BODY_BYTES;
-use meridian_platform::db::{DbError, Store};
-use meridian_platform::headers;
-use meridian_platform::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::migrate::{migrate, Migration, MigrationError};
+use meridian_platform::http::body::MAX_BODY_BYTES;
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::store::db::{DbError, Store};
+use meridian_platform::store::migrate::{migrate, Migration, MigrationError};
+use meridian_platform::wire::headers;
 use meridian_platform::{ErrorCode, Problem, RequestContext, SystemClock};
 use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 

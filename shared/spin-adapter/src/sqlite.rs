@@ -1,6 +1,6 @@
 //! Spin SQLite behind the platform's `Database` trait.
 
-use meridian_platform::db::{Database, DbError, Row, Value};
+use meridian_platform::store::db::{Database, DbError, Row, Value};
 use spin_sdk::sqlite::{Connection, Error, Value as SpinValue};
 
 /// A connection to one of the app's SQLite databases, by label.

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use meridian_platform::retry::Sleeper;
+use meridian_platform::http::retry::Sleeper;
 use spin_executor::CancelOnDropToken;
 use wasi::clocks::monotonic_clock;
 

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use meridian_platform::db::{Database, DbError, Row, Value};
-use meridian_platform::request_id::RequestId;
+use meridian_platform::store::db::{Database, DbError, Row, Value};
+use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Deadline, RequestContext, UnixMillis};
 use rusqlite::types::ValueRef;
 
@@ -87,7 +87,7 @@ pub fn context_at(now: UnixMillis, budget: Duration, hop: &'static str) -> Reque
 /// so a file added on disk but not embedded (or the reverse) fails a test.
 pub fn assert_embeds_every_migration(
     service: &str,
-    migrations: &[meridian_platform::migrate::Migration],
+    migrations: &[meridian_platform::store::migrate::Migration],
 ) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../migrations")
@@ -129,20 +129,22 @@ pub fn manual_clock() -> &'static meridian_platform::time::ManualClock {
 
 /// An in-memory store on a manual clock, migrated with `migrations`.
 pub fn migrated_store(
-    migrations: &[meridian_platform::migrate::Migration],
-) -> meridian_platform::db::Store<HostSqlite, &'static meridian_platform::time::ManualClock> {
+    migrations: &[meridian_platform::store::migrate::Migration],
+) -> meridian_platform::store::db::Store<HostSqlite, &'static meridian_platform::time::ManualClock>
+{
     migrated_store_on(manual_clock(), migrations)
 }
 
 /// An in-memory store on `clock`, migrated with `migrations`.
 pub fn migrated_store_on(
     clock: &'static meridian_platform::time::ManualClock,
-    migrations: &[meridian_platform::migrate::Migration],
-) -> meridian_platform::db::Store<HostSqlite, &'static meridian_platform::time::ManualClock> {
+    migrations: &[meridian_platform::store::migrate::Migration],
+) -> meridian_platform::store::db::Store<HostSqlite, &'static meridian_platform::time::ManualClock>
+{
     use meridian_platform::Clock;
-    let store = meridian_platform::db::Store::new(HostSqlite::in_memory(), clock);
+    let store = meridian_platform::store::db::Store::new(HostSqlite::in_memory(), clock);
     let ctx = context_at(clock.now(), Duration::from_secs(5), "migrate");
-    meridian_platform::migrate::migrate(&store, &ctx, migrations).expect("migrations apply");
+    meridian_platform::store::migrate::migrate(&store, &ctx, migrations).expect("migrations apply");
     store
 }
 
@@ -201,7 +203,7 @@ pub fn hostile_body(
 /// A backoff sleeper that only moves a manual clock.
 pub struct ClockSleeper<'c>(pub &'c meridian_platform::time::ManualClock);
 
-impl meridian_platform::retry::Sleeper for ClockSleeper<'_> {
+impl meridian_platform::http::retry::Sleeper for ClockSleeper<'_> {
     async fn sleep(&self, d: Duration) {
         self.0.advance(d);
     }
@@ -211,7 +213,7 @@ impl meridian_platform::retry::Sleeper for ClockSleeper<'_> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoJitter;
 
-impl meridian_platform::retry::Jitter for NoJitter {
+impl meridian_platform::http::retry::Jitter for NoJitter {
     fn next_u64(&mut self) -> u64 {
         0
     }

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use meridian_platform::db::Store;
-use meridian_platform::idempotency::{
+use meridian_platform::store::db::Store;
+use meridian_platform::store::idempotency::{
     claim, complete, fingerprint, release, Claimed, IdempotencyError, IdempotencyKey, Scope,
     StoredResponse,
 };
@@ -18,7 +18,7 @@ fn store() -> Store<HostSqlite, &'static ManualClock> {
         UnixMillis::from_millis(1_700_000_000_000),
     )));
     let s = Store::new(HostSqlite::in_memory(), clock);
-    for stmt in meridian_platform::migrate::split_statements(DDL) {
+    for stmt in meridian_platform::store::migrate::split_statements(DDL) {
         s.execute(&ctx_of(&s, 1_000), stmt, &[]).unwrap();
     }
     s
@@ -152,7 +152,7 @@ fn a_record_is_kept_for_exactly_the_retention_period() {
     // DESIGN: "kept at least 24 hours" — spelled out, not read from the
     // constant under test.
     let day = Duration::from_secs(24 * 3600);
-    assert_eq!(meridian_platform::idempotency::RETENTION, day);
+    assert_eq!(meridian_platform::store::idempotency::RETENTION, day);
     s.clock().advance(day - Duration::from_millis(1));
     assert_eq!(
         claim(&s, &ctx_of(&s, 1_000), &scope(&k, "u1"), &fp),
@@ -169,7 +169,7 @@ fn a_record_is_kept_for_exactly_the_retention_period() {
 
 #[test]
 fn an_abandoned_write_gives_its_key_back_at_once() {
-    use meridian_platform::idempotency::{begin, Begun};
+    use meridian_platform::store::idempotency::{begin, Begun};
     let s = store();
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
@@ -186,7 +186,7 @@ fn an_abandoned_write_gives_its_key_back_at_once() {
 
 #[test]
 fn a_replay_answers_with_the_stored_status_and_body() {
-    use meridian_platform::idempotency::{begin, Begun};
+    use meridian_platform::store::idempotency::{begin, Begun};
     let s = store();
     let ctx = ctx_of(&s, 1_000);
     for (k, stored) in [

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use meridian_platform::db::{DbError, Store};
+use meridian_platform::store::db::{DbError, Store};
 use meridian_platform::{Clock, SystemClock};
 use meridian_testing::{context_at, HostSqlite};
 

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use meridian_platform::db::{DbError, Store};
-use meridian_platform::migrate::{migrate, Migration, MigrationError};
+use meridian_platform::store::db::{DbError, Store};
+use meridian_platform::store::migrate::{migrate, Migration, MigrationError};
 use meridian_platform::time::ManualClock;
 use meridian_platform::UnixMillis;
 use meridian_testing::{context_at, HostSqlite};

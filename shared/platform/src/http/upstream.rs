@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use crate::context::RequestContext;
+use crate::budget::context::RequestContext;
+use crate::http::retry::{self, Jitter, RetryPolicy, Sleeper};
 use crate::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
-use crate::retry::{self, Jitter, RetryPolicy, Sleeper};
 use crate::time::Clock;
 
 /// Everything needed to call another service under the budget.

@@ -3,11 +3,11 @@
 
 use thiserror::Error;
 
-use crate::context::RequestContext;
-use crate::headers;
-use crate::propagation::BudgetHeaders;
-use crate::retry::{classify_status, Verdict};
+use crate::budget::context::RequestContext;
+use crate::budget::propagation::BudgetHeaders;
+use crate::http::retry::{classify_status, Verdict};
 use crate::time::UnixMillis;
+use crate::wire::headers;
 
 /// A request to another service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +70,7 @@ impl OutboundResponse {
     pub fn problem_code(&self) -> Option<String> {
         let is_problem = self
             .header("content-type")
-            .is_some_and(|ct| ct.starts_with(crate::problem::PROBLEM_JSON));
+            .is_some_and(|ct| ct.starts_with(crate::wire::problem::PROBLEM_JSON));
         if !is_problem {
             return None;
         }
@@ -186,9 +186,9 @@ pub fn split_url(url: &str) -> Option<UrlParts<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deadline::Deadline;
-    use crate::request_id::RequestId;
+    use crate::budget::deadline::Deadline;
     use crate::tenancy::{Role, TenantScope};
+    use crate::wire::request_id::RequestId;
     use std::time::Duration;
 
     #[test]

@@ -2,6 +2,10 @@
 
 use thiserror::Error;
 
+use crate::http::message::ServiceRequest;
+use crate::wire::headers;
+use crate::wire::problem::{ErrorCode, Problem};
+
 /// Longest key accepted.
 pub const MAX_KEY_LEN: usize = 255;
 
@@ -22,6 +26,16 @@ impl IdempotencyKey {
             && raw.bytes().all(|b| b.is_ascii_graphic());
         ok.then(|| Self(raw.to_owned()))
             .ok_or(InvalidIdempotencyKey)
+    }
+
+    /// The `Idempotency-Key` a request carries, if any; a malformed key is
+    /// a 400 `invalid_idempotency_key`.
+    pub fn of(request: &ServiceRequest) -> Result<Option<Self>, Problem> {
+        request
+            .header(headers::IDEMPOTENCY_KEY)
+            .map(Self::parse)
+            .transpose()
+            .map_err(|e| Problem::new(ErrorCode::InvalidIdempotencyKey, e.to_string()))
     }
 
     /// The key's text.

@@ -350,7 +350,7 @@ mod tests {
     fn a_405_names_the_allowed_methods_in_its_header() {
         let p = Problem::method_not_allowed("PUT", "GET, HEAD, POST");
         assert_eq!((p.status(), p.code()), (405, ErrorCode::MethodNotAllowed));
-        let r = crate::message::ServiceResponse::problem_for("req-1", p);
+        let r = crate::http::message::ServiceResponse::problem_for("req-1", p);
         assert_eq!(r.header("allow"), Some("GET, HEAD, POST"));
         assert_eq!(json_of(&r.body)["code"], "method_not_allowed");
     }

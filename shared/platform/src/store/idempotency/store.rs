@@ -20,10 +20,10 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::key::IdempotencyKey;
-use crate::context::RequestContext;
-use crate::db::{Database, DbError, Row, Store, Value};
-use crate::problem::{ErrorCode, Problem};
+use crate::budget::context::RequestContext;
+use crate::store::db::{Database, DbError, Row, Store, Value};
 use crate::time::Clock;
+use crate::wire::problem::{ErrorCode, Problem};
 
 /// How long a completed record is kept: at least a day.
 pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use crate::budget::answer_reserve;
-use crate::deadline::Deadline;
-use crate::problem::{ErrorCode, Problem};
-use crate::request_id::RequestId;
+use crate::budget::deadline::Deadline;
 use crate::tenancy::{Role, TenantScope};
 use crate::time::{duration_ms, UnixMillis};
+use crate::wire::problem::{ErrorCode, Problem};
+use crate::wire::request_id::RequestId;
 
 /// Everything a hop knows about the request it is serving.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! Cursor pagination: `?limit=` (1–100, default 20) and an opaque `?cursor=`.
 
-use crate::message::ServiceResponse;
-use crate::problem::{ErrorCode, Problem};
+use crate::http::message::ServiceResponse;
+use crate::input::query::query_param;
+use crate::wire::problem::{ErrorCode, Problem};
 
 /// Default page size.
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -97,40 +98,6 @@ fn decode_cursor(cursor: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// The first value of a query parameter, percent-decoded.
-pub fn query_param(query: &str, name: &str) -> Option<String> {
-    query
-        .split('&')
-        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| percent_decode(v))
-}
-
-fn percent_decode(raw: &str) -> String {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => match raw
-                .get(i + 1..i + 3)
-                .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                Some(decoded) => {
-                    out.push(decoded);
-                    i += 2;
-                }
-                None => out.push(b'%'),
-            },
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,17 +164,5 @@ mod tests {
             after: None,
         };
         assert_eq!(page.finish(vec![(1, 1), (2, 2)]), (vec![1, 2], None));
-    }
-
-    #[test]
-    fn query_parameters_are_percent_decoded() {
-        assert_eq!(
-            query_param("slug=maple-court&x=1", "slug").as_deref(),
-            Some("maple-court")
-        );
-        assert_eq!(query_param("q=a%20b+c", "q").as_deref(), Some("a b c"));
-        assert_eq!(query_param("q=100%", "q").as_deref(), Some("100%"));
-        assert_eq!(query_param("flag", "flag").as_deref(), Some(""));
-        assert_eq!(query_param("a=1", "b"), None);
     }
 }

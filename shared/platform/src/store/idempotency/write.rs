@@ -5,12 +5,12 @@ use super::key::IdempotencyKey;
 use super::store::{
     claim, complete, fingerprint, release, Claimed, IdempotencyError, Scope, StoredResponse,
 };
-use crate::context::RequestContext;
-use crate::db::{Database, Store};
-use crate::headers::IDEMPOTENT_REPLAYED;
-use crate::message::{ServiceRequest, ServiceResponse};
-use crate::problem::Problem;
+use crate::budget::context::RequestContext;
+use crate::http::message::{ServiceRequest, ServiceResponse};
+use crate::store::db::{Database, Store};
 use crate::time::Clock;
+use crate::wire::headers::IDEMPOTENT_REPLAYED;
+use crate::wire::problem::Problem;
 
 /// What a write produced: the response to send, and the one to keep for
 /// replays — the same, unless the response holds a secret that must not be
@@ -112,7 +112,7 @@ pub fn write_once<D: Database, C: Clock>(
 ) -> Result<ServiceResponse, Problem> {
     let scope = ctx.scope()?;
     let (tenant, actor) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
-    let key = request.idempotency_key()?;
+    let key = IdempotencyKey::of(request)?;
     match begin(
         store,
         ctx,

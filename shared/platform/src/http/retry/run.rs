@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::classify::Verdict;
 use super::policy::{Decision, GiveUp, Jitter, RetryPolicy};
-use crate::deadline::Deadline;
+use crate::budget::deadline::Deadline;
 use crate::time::Clock;
 
 /// Waits without blocking other work. In a component this is a

@@ -3,10 +3,9 @@
 
 use serde::Serialize;
 
-use crate::context::RequestContext;
-use crate::headers;
-use crate::idempotency::IdempotencyKey;
-use crate::problem::{ErrorCode, Problem, PROBLEM_JSON};
+use crate::budget::context::RequestContext;
+use crate::wire::headers;
+use crate::wire::problem::{Problem, PROBLEM_JSON};
 
 /// A request a component received.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,14 +51,6 @@ impl ServiceRequest {
     /// The first value of a header.
     pub fn header(&self, name: &str) -> Option<&str> {
         find_header(&self.headers, name)
-    }
-
-    /// The `Idempotency-Key`, if one was sent; a malformed key is a 400.
-    pub fn idempotency_key(&self) -> Result<Option<IdempotencyKey>, Problem> {
-        self.header(headers::IDEMPOTENCY_KEY)
-            .map(IdempotencyKey::parse)
-            .transpose()
-            .map_err(|e| Problem::new(ErrorCode::InvalidIdempotencyKey, e.to_string()))
     }
 
     /// The token of an `Authorization: Bearer <token>` header.

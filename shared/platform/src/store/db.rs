@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::context::{BudgetSpent, RequestContext};
+use crate::budget::context::{BudgetSpent, RequestContext};
 use crate::time::{duration_ms, Clock, UnixMillis};
 
 /// A SQLite value.
@@ -116,11 +116,11 @@ pub enum DbError {
     Decode(String),
 }
 
-impl From<DbError> for crate::problem::Problem {
+impl From<DbError> for crate::wire::problem::Problem {
     /// Budget: the hop's 504. Constraint: a 409. Anything else: a 500 whose
     /// cause is logged, never sent.
     fn from(e: DbError) -> Self {
-        use crate::problem::{ErrorCode, Problem};
+        use crate::wire::problem::{ErrorCode, Problem};
         match e {
             DbError::Budget(spent) => spent.to_problem(),
             DbError::Locked(detail) => {
@@ -301,8 +301,8 @@ impl<D: Database, C: Clock> Store<D, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request_id::RequestId;
     use crate::time::ManualClock;
+    use crate::wire::request_id::RequestId;
     use crate::Deadline;
     use std::cell::RefCell;
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::deadline::Deadline;
+use crate::budget::deadline::Deadline;
 use crate::time::{duration_ms, UnixMillis};
 
 /// A source of randomness for backoff jitter.

@@ -3,8 +3,8 @@
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::context::RequestContext;
-use crate::db::{Database, DbError, Store, Value};
+use crate::budget::context::RequestContext;
+use crate::store::db::{Database, DbError, Store, Value};
 use crate::time::Clock;
 
 /// One migration file, embedded in the component at build time.

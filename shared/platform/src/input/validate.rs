@@ -6,7 +6,7 @@ use std::fmt::Display;
 
 use serde_json::{Map, Value};
 
-use crate::problem::{ErrorCode, FieldError, Problem};
+use crate::wire::problem::{ErrorCode, FieldError, Problem};
 
 /// Largest body an internal service reads (the gateway allows 1 MiB overall).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;

@@ -4,7 +4,7 @@
 
 use thiserror::Error;
 
-use crate::problem::{ErrorCode, Problem};
+use crate::wire::problem::{ErrorCode, Problem};
 
 /// The largest request body any component accepts.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use crate::context::RequestContext;
-use crate::headers;
-use crate::problem::{ErrorCode, Problem};
-use crate::propagation::{Arrival, PropagationError};
-use crate::request_id::RequestId;
+use crate::budget::context::RequestContext;
+use crate::budget::propagation::{Arrival, PropagationError};
 use crate::secrets::constant_time_eq;
 use crate::tenancy::{ActorId, Role, TenantId, TenantScope};
 use crate::time::{duration_ms, UnixMillis};
+use crate::wire::headers;
+use crate::wire::problem::{ErrorCode, Problem};
+use crate::wire::request_id::RequestId;
 
 /// The settings of one internal service's gate.
 #[derive(Debug, Clone, Copy)]

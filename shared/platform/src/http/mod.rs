@@ -1,0 +1,12 @@
+//! HTTP as the services use it: inbound and outbound messages, bodies read
+//! to a limit and a deadline, route tables, the upstream caller and its
+//! retries.
+
+pub mod body;
+pub mod message;
+pub mod outbound;
+pub mod retry;
+pub mod routes;
+pub mod upstream;
+
+pub use outbound::*;
