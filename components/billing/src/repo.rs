@@ -14,15 +14,15 @@ const INVOICE_COLUMNS: &str = "id, resident_id, amount_cents, currency, descript
 
 fn invoice_from(r: &Row) -> Result<Invoice, DbError> {
     Ok(Invoice {
-        id: r.text(0)?.to_owned(),
-        resident_id: r.text(1)?.to_owned(),
-        amount_cents: r.integer(2)?,
-        currency: r.text(3)?.to_owned(),
-        description: r.text(4)?.to_owned(),
-        due_date: r.text(5)?.to_owned(),
-        status: r.text(6)?.to_owned(),
-        balance_cents: r.integer(7)?,
-        created_at: r.text(8)?.to_owned(),
+        id: r.text("id")?.to_owned(),
+        resident_id: r.text("resident_id")?.to_owned(),
+        amount_cents: r.integer("amount_cents")?,
+        currency: r.text("currency")?.to_owned(),
+        description: r.text("description")?.to_owned(),
+        due_date: r.text("due_date")?.to_owned(),
+        status: r.text("status")?.to_owned(),
+        balance_cents: r.integer("balance_cents")?,
+        created_at: r.text("created_at")?.to_owned(),
     })
 }
 
@@ -148,7 +148,7 @@ pub fn apply_payment<D: Database, C: Clock>(
         ],
     )?;
     rows.first()
-        .map(|r| Ok((r.integer(0)?, r.text(1)?.to_owned())))
+        .map(|r| Ok((r.integer("balance_cents")?, r.text("status")?.to_owned())))
         .transpose()
 }
 
@@ -230,8 +230,8 @@ pub fn list_payments<D: Database, C: Clock>(
     )?;
     sequenced(&rows, |r| {
         Ok(serde_json::json!({
-            "id": r.text(0)?, "invoice_id": invoice_id, "amount_cents": r.integer(1)?,
-            "method": r.text(2)?, "created_at": r.text(3)?,
+            "id": r.text("id")?, "invoice_id": invoice_id, "amount_cents": r.integer("amount_cents")?,
+            "method": r.text("method")?, "created_at": r.text("created_at")?,
         }))
     })
 }
@@ -258,12 +258,13 @@ pub fn enqueue<D: Database, C: Clock>(
 
 fn event_from(r: &Row) -> Result<OutboxEvent, DbError> {
     Ok(OutboxEvent {
-        event_id: r.text(0)?.to_owned(),
-        tenant_id: r.text(1)?.to_owned(),
-        kind: r.text(2)?.to_owned(),
-        resident_id: r.text(3)?.to_owned(),
-        payload: serde_json::from_str(r.text(4)?).map_err(|e| DbError::Decode(e.to_string()))?,
-        created_at: r.text(5)?.to_owned(),
+        event_id: r.text("id")?.to_owned(),
+        tenant_id: r.text("tenant_id")?.to_owned(),
+        kind: r.text("type")?.to_owned(),
+        resident_id: r.text("resident_id")?.to_owned(),
+        payload: serde_json::from_str(r.text("payload")?)
+            .map_err(|e| DbError::Decode(e.to_string()))?,
+        created_at: r.text("created_at")?.to_owned(),
     })
 }
 
@@ -302,11 +303,11 @@ pub fn due_events<D: Database, C: Clock>(
     )?
     .iter()
     .map(|r| {
-        let attempts = r.integer(6)?;
+        let attempts = r.integer("attempts")?;
         Ok(match event_from(r) {
             Ok(event) => Due::Ready(event, attempts),
             Err(error) => Due::Undecodable {
-                id: r.text(0)?.to_owned(),
+                id: r.text("id")?.to_owned(),
                 attempts,
                 error,
             },
@@ -322,11 +323,11 @@ pub fn pending_count<D: Database, C: Clock>(
 ) -> Result<i64, DbError> {
     db.query(
         ctx,
-        "SELECT COUNT(*) FROM outbox_events WHERE delivered_at IS NULL",
+        "SELECT COUNT(*) AS pending FROM outbox_events WHERE delivered_at IS NULL",
         &[],
     )?
     .first()
-    .map_or(Ok(0), |r| r.integer(0))
+    .map_or(Ok(0), |r| r.integer("pending"))
 }
 
 /// Records a delivered event.

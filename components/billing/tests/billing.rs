@@ -186,7 +186,7 @@ impl Harness {
     fn count(&self, sql: &str) -> i64 {
         let ctx = context_at(self.clock.now(), Duration::from_secs(1), "test");
         self.app.store.query(&ctx, sql, &[]).unwrap()[0]
-            .integer(0)
+            .integer("n")
             .unwrap()
     }
 
@@ -246,7 +246,7 @@ fn an_invoice_is_written_with_its_event_and_the_event_delivered_inline() {
         (Some("open"), Some(12_500))
     );
     assert_eq!(
-        h.count("SELECT COUNT(*) FROM outbox_events WHERE delivered_at IS NOT NULL"),
+        h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE delivered_at IS NOT NULL"),
         1
     );
     let notes = h.notifications(&resident);
@@ -276,7 +276,8 @@ fn an_unknown_resident_is_a_422_and_nothing_is_written() {
         (422, vec!["resident_id".to_owned()])
     );
     assert_eq!(
-        h.count("SELECT COUNT(*) FROM invoices") + h.count("SELECT COUNT(*) FROM outbox_events"),
+        h.count("SELECT COUNT(*) AS n FROM invoices")
+            + h.count("SELECT COUNT(*) AS n FROM outbox_events"),
         0
     );
 }
@@ -304,7 +305,7 @@ fn bad_amounts_currencies_and_dates_are_refused() {
         fields(&h.manager(post("/v1/a/invoices", &body))),
         ["currency", "due_date", "discount"]
     );
-    assert_eq!(h.count("SELECT COUNT(*) FROM invoices"), 0);
+    assert_eq!(h.count("SELECT COUNT(*) AS n FROM invoices"), 0);
     assert_eq!(
         h.community().calls.get(),
         0,
@@ -539,7 +540,7 @@ fn a_keyed_invoice_is_created_once_replayed_and_guarded() {
         (201, Some("true"))
     );
     assert_eq!(first.json_body(), again.json_body());
-    assert_eq!(h.count("SELECT COUNT(*) FROM invoices"), 1);
+    assert_eq!(h.count("SELECT COUNT(*) AS n FROM invoices"), 1);
     assert_eq!(h.notifications(&resident).len(), 1);
     let reused = h.manager(keyed(&invoice_body(&resident, 701), "inv-1"));
     assert_eq!(
@@ -567,7 +568,7 @@ fn a_keyed_invoice_is_created_once_replayed_and_guarded() {
         (concurrent.status, code(&concurrent).as_str()),
         (409, "idempotency_key_in_progress")
     );
-    assert_eq!(h.count("SELECT COUNT(*) FROM invoices"), 1);
+    assert_eq!(h.count("SELECT COUNT(*) AS n FROM invoices"), 1);
 }
 
 #[test]
@@ -586,7 +587,7 @@ fn when_community_is_down_nothing_is_written_and_the_key_can_be_retried() {
         3,
         "the resident check is a read and was retried"
     );
-    assert_eq!(h.count("SELECT COUNT(*) FROM invoices"), 0);
+    assert_eq!(h.count("SELECT COUNT(*) AS n FROM invoices"), 0);
     *h.community().down.borrow_mut() = None;
     let r = h.manager(req());
     assert_eq!((r.status, r.header("idempotent-replayed")), (201, None));
@@ -600,10 +601,10 @@ fn the_relay_delivers_what_inline_delivery_could_not_and_duplicates_change_nothi
     let r = h.manager(post("/v1/a/invoices", &invoice_body(&resident, 1_000)));
     assert_eq!(r.status, 201, "the write does not depend on delivery");
     assert_eq!(
-        h.count("SELECT COUNT(*) FROM outbox_events WHERE delivered_at IS NULL"),
+        h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE delivered_at IS NULL"),
         1
     );
-    assert_eq!(h.count("SELECT attempts FROM outbox_events"), 1);
+    assert_eq!(h.count("SELECT attempts AS n FROM outbox_events"), 1);
     assert!(h.notifications(&resident).is_empty());
     *h.community().down.borrow_mut() = None;
     // Not due yet: the failed attempt scheduled the next one a second later.
@@ -657,7 +658,7 @@ fn a_hanging_consumer_costs_the_inline_delivery_not_the_committed_answer() {
         "answered after {took:?}"
     );
     assert_eq!(
-        h.count("SELECT COUNT(*) FROM outbox_events WHERE attempts = 1 AND last_error IS NOT NULL AND delivered_at IS NULL"),
+        h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE attempts = 1 AND last_error IS NOT NULL AND delivered_at IS NULL"),
         1,
         "the failed delivery was recorded and backed off"
     );
@@ -693,7 +694,7 @@ fn an_undecodable_outbox_row_is_set_aside_and_does_not_block_the_relay() {
     assert_eq!(r.json_body()["pending"], 1);
     assert_eq!(h.notifications(&resident).len(), 1);
     assert_eq!(
-        h.count("SELECT COUNT(*) FROM outbox_events WHERE last_error LIKE 'undecodable:%' AND next_attempt_at_ms > 0"),
+        h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE last_error LIKE 'undecodable:%' AND next_attempt_at_ms > 0"),
         1
     );
 }
@@ -716,7 +717,7 @@ fn a_short_budget_skips_inline_delivery_but_keeps_the_event() {
     );
     assert_eq!(r.status, 201);
     assert_eq!(
-        h.count("SELECT COUNT(*) FROM outbox_events WHERE delivered_at IS NULL"),
+        h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE delivered_at IS NULL"),
         1
     );
     assert_eq!(h.relay("admin-secret").json_body()["delivered"], 1);
@@ -743,8 +744,8 @@ fn an_expired_request_makes_no_call_and_writes_nothing() {
     assert_eq!((r.status, code(&r).as_str()), (504, "deadline_exceeded"));
     assert_eq!(h.community().calls.get(), before);
     assert_eq!(
-        h.count("SELECT COUNT(*) FROM invoices")
-            + h.count("SELECT COUNT(*) FROM idempotency_records"),
+        h.count("SELECT COUNT(*) AS n FROM invoices")
+            + h.count("SELECT COUNT(*) AS n FROM idempotency_records"),
         0
     );
 }

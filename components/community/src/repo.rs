@@ -14,13 +14,13 @@ const RESIDENT_COLUMNS: &str = "id, name, unit, email, user_id, created_at, upda
 
 fn resident_from(r: &Row) -> Result<Resident, DbError> {
     Ok(Resident {
-        id: r.text(0)?.to_owned(),
-        name: r.text(1)?.to_owned(),
-        unit: r.text(2)?.to_owned(),
-        email: r.opt_text(3)?.map(str::to_owned),
-        user_id: r.opt_text(4)?.map(str::to_owned),
-        created_at: r.text(5)?.to_owned(),
-        updated_at: r.text(6)?.to_owned(),
+        id: r.text("id")?.to_owned(),
+        name: r.text("name")?.to_owned(),
+        unit: r.text("unit")?.to_owned(),
+        email: r.opt_text("email")?.map(str::to_owned),
+        user_id: r.opt_text("user_id")?.map(str::to_owned),
+        created_at: r.text("created_at")?.to_owned(),
+        updated_at: r.text("updated_at")?.to_owned(),
     })
 }
 
@@ -73,7 +73,7 @@ pub fn residents_linked_to<D: Database, C: Clock>(
         &[tenant.into(), user_id.into()],
     )?
     .iter()
-    .map(|r| r.text(0).map(str::to_owned))
+    .map(|r| r.text("id").map(str::to_owned))
     .collect()
 }
 
@@ -124,14 +124,14 @@ const COMPLAINT_COLUMNS: &str =
 
 fn complaint_from(r: &Row) -> Result<Complaint, DbError> {
     Ok(Complaint {
-        id: r.text(0)?.to_owned(),
-        resident_id: r.text(1)?.to_owned(),
-        subject: r.text(2)?.to_owned(),
-        body: r.text(3)?.to_owned(),
-        status: r.text(4)?.to_owned(),
-        filed_by: r.text(5)?.to_owned(),
-        created_at: r.text(6)?.to_owned(),
-        updated_at: r.text(7)?.to_owned(),
+        id: r.text("id")?.to_owned(),
+        resident_id: r.text("resident_id")?.to_owned(),
+        subject: r.text("subject")?.to_owned(),
+        body: r.text("body")?.to_owned(),
+        status: r.text("status")?.to_owned(),
+        filed_by: r.text("filed_by")?.to_owned(),
+        created_at: r.text("created_at")?.to_owned(),
+        updated_at: r.text("updated_at")?.to_owned(),
     })
 }
 
@@ -233,11 +233,11 @@ pub fn set_complaint_status<D: Database, C: Clock>(
 
 fn announcement_from(r: &Row) -> Result<Announcement, DbError> {
     Ok(Announcement {
-        id: r.text(0)?.to_owned(),
-        title: r.text(1)?.to_owned(),
-        body: r.text(2)?.to_owned(),
-        author_id: r.text(3)?.to_owned(),
-        published_at: r.text(4)?.to_owned(),
+        id: r.text("id")?.to_owned(),
+        title: r.text("title")?.to_owned(),
+        body: r.text("body")?.to_owned(),
+        author_id: r.text("author_id")?.to_owned(),
+        published_at: r.text("published_at")?.to_owned(),
     })
 }
 
@@ -342,10 +342,10 @@ pub fn list_notifications<D: Database, C: Clock>(
     )?;
     sequenced(&rows, |r| {
         Ok(Notification {
-            event_id: r.text(0)?.to_owned(),
-            kind: r.text(1)?.to_owned(),
-            payload: serde_json::from_str(r.text(2)?).unwrap_or(serde_json::Value::Null),
-            created_at: r.text(3)?.to_owned(),
+            event_id: r.text("event_id")?.to_owned(),
+            kind: r.text("type")?.to_owned(),
+            payload: serde_json::from_str(r.text("payload")?).unwrap_or(serde_json::Value::Null),
+            created_at: r.text("created_at")?.to_owned(),
         })
     })
 }

@@ -68,9 +68,9 @@ impl Harness {
         let ctx = self.ctx(TENANT_A, ADMIN, Role::Admin);
         self.app
             .store
-            .query(&ctx, &format!("SELECT COUNT(*) FROM {table}"), &[])
+            .query(&ctx, &format!("SELECT COUNT(*) AS n FROM {table}"), &[])
             .unwrap()[0]
-            .integer(0)
+            .integer("n")
             .unwrap()
     }
 }

@@ -11,10 +11,10 @@ pub type Db<D, C> = Store<D, C>;
 
 fn tenant_from(row: &Row) -> Result<Tenant, DbError> {
     Ok(Tenant {
-        id: row.text(0)?.to_owned(),
-        slug: row.text(1)?.to_owned(),
-        name: row.text(2)?.to_owned(),
-        created_at: row.text(3)?.to_owned(),
+        id: row.text("id")?.to_owned(),
+        slug: row.text("slug")?.to_owned(),
+        name: row.text("name")?.to_owned(),
+        created_at: row.text("created_at")?.to_owned(),
     })
 }
 
@@ -76,7 +76,7 @@ pub fn user_by_email<D: Database, C: Clock>(
         &[email.into()],
     )?;
     rows.first()
-        .map(|r| Ok((r.text(0)?.to_owned(), r.text(1)?.to_owned())))
+        .map(|r| Ok((r.text("id")?.to_owned(), r.text("name")?.to_owned())))
         .transpose()
 }
 
@@ -135,12 +135,12 @@ const MEMBER_COLUMNS: &str = "m.id, m.person_id, u.email, m.name, m.role, m.crea
 
 fn member_from(row: &Row) -> Result<Member, DbError> {
     Ok(Member {
-        id: row.text(0)?.to_owned(),
-        user_id: row.text(1)?.to_owned(),
-        email: row.text(2)?.to_owned(),
-        name: row.text(3)?.to_owned(),
-        role: row.text(4)?.to_owned(),
-        created_at: row.text(5)?.to_owned(),
+        id: row.text("id")?.to_owned(),
+        user_id: row.text("person_id")?.to_owned(),
+        email: row.text("email")?.to_owned(),
+        name: row.text("name")?.to_owned(),
+        role: row.text("role")?.to_owned(),
+        created_at: row.text("created_at")?.to_owned(),
     })
 }
 
@@ -198,7 +198,7 @@ pub fn membership_of_person<D: Database, C: Clock>(
         &[tenant_id.into(), person_id.into()],
     )?;
     rows.first()
-        .map(|r| r.text(0).map(str::to_owned))
+        .map(|r| r.text("id").map(str::to_owned))
         .transpose()
 }
 
@@ -215,7 +215,7 @@ pub fn membership_of<D: Database, C: Clock>(
         &[tenant_id.into(), user_id.into()],
     )?;
     rows.first()
-        .map(|r| r.text(0).map(str::to_owned))
+        .map(|r| r.text("id").map(str::to_owned))
         .transpose()
 }
 
@@ -227,10 +227,10 @@ pub fn admin_count<D: Database, C: Clock>(
 ) -> Result<i64, DbError> {
     let rows = db.query(
         ctx,
-        "SELECT COUNT(*) FROM memberships WHERE tenant_id = ? AND role = 'admin'",
+        "SELECT COUNT(*) AS admins FROM memberships WHERE tenant_id = ? AND role = 'admin'",
         &[tenant_id.into()],
     )?;
-    rows.first().map_or(Ok(0), |r| r.integer(0))
+    rows.first().map_or(Ok(0), |r| r.integer("admins"))
 }
 
 /// Removes a membership and every token it had.
@@ -313,12 +313,12 @@ pub fn token_owner<D: Database, C: Clock>(
     rows.first()
         .map(|r| {
             Ok(TokenOwner {
-                token_id: r.text(0)?.to_owned(),
-                hash: r.text(1)?.to_owned(),
-                tenant_id: r.text(2)?.to_owned(),
-                user_id: r.text(3)?.to_owned(),
-                role: r.text(4)?.to_owned(),
-                last_used_at: r.opt_text(5)?.map(str::to_owned),
+                token_id: r.text("id")?.to_owned(),
+                hash: r.text("token_hash")?.to_owned(),
+                tenant_id: r.text("tenant_id")?.to_owned(),
+                user_id: r.text("person_id")?.to_owned(),
+                role: r.text("role")?.to_owned(),
+                last_used_at: r.opt_text("last_used_at")?.map(str::to_owned),
             })
         })
         .transpose()
@@ -352,7 +352,7 @@ pub fn token_owner_in_tenant<D: Database, C: Clock>(
         &[tenant_id.into(), token_id.into()],
     )?;
     rows.first()
-        .map(|r| r.text(0).map(str::to_owned))
+        .map(|r| r.text("person_id").map(str::to_owned))
         .transpose()
 }
 

@@ -96,11 +96,11 @@ impl Harness {
             .store
             .query(
                 &self.ctx(None),
-                &format!("SELECT COUNT(*) FROM {table}"),
+                &format!("SELECT COUNT(*) AS n FROM {table}"),
                 &[],
             )
             .unwrap()[0]
-            .integer(0)
+            .integer("n")
             .unwrap()
     }
 }
@@ -176,7 +176,7 @@ fn a_new_tenant_comes_with_an_admin_and_a_working_token() {
         .store
         .query(&h.ctx(None), "SELECT token_hash FROM api_tokens", &[])
         .unwrap();
-    assert_ne!(stored[0].text(0).unwrap(), token);
+    assert_ne!(stored[0].text("token_hash").unwrap(), token);
 }
 
 #[test]
@@ -343,12 +343,16 @@ fn existing_members_keep_their_names_and_ids_and_shared_users_are_split() {
             &[],
         )
         .unwrap();
-    assert_eq!(rows[0].text(1).unwrap(), "u1", "the first keeps its id");
-    let split = rows[1].text(1).unwrap();
+    assert_eq!(
+        rows[0].text("person_id").unwrap(),
+        "u1",
+        "the first keeps its id"
+    );
+    let split = rows[1].text("person_id").unwrap();
     assert!(meridian_platform::ids::parse_id(split).is_some(), "{split}");
     assert_ne!(split, "u1");
-    assert_eq!(rows[0].text(2).unwrap(), "Alice");
-    assert_eq!(rows[1].text(2).unwrap(), "Alice");
+    assert_eq!(rows[0].text("name").unwrap(), "Alice");
+    assert_eq!(rows[1].text("name").unwrap(), "Alice");
 }
 
 #[test]

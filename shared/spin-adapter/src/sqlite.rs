@@ -1,5 +1,7 @@
 //! Spin SQLite behind the platform's `Database` trait.
 
+use std::sync::Arc;
+
 use meridian_platform::store::db::{Database, DbError, Row, Value};
 use spin_sdk::sqlite::{Connection, Error, Value as SpinValue};
 
@@ -17,10 +19,16 @@ impl Database for SpinSqlite {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         let params: Vec<SpinValue> = params.iter().map(to_spin).collect();
         let result = self.0.execute(sql, &params).map_err(map_error)?;
+        let columns: Arc<[String]> = result.columns.into();
         Ok(result
             .rows
             .into_iter()
-            .map(|r| Row(r.values.into_iter().map(from_spin).collect()))
+            .map(|r| {
+                Row::new(
+                    columns.clone(),
+                    r.values.into_iter().map(from_spin).collect(),
+                )
+            })
             .collect())
     }
 }

@@ -27,7 +27,9 @@ impl HostSqlite {
 impl Database for HostSqlite {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         let mut stmt = self.0.prepare(sql).map_err(map_err)?;
-        let columns = stmt.column_count();
+        let names: std::sync::Arc<[String]> =
+            stmt.column_names().into_iter().map(str::to_owned).collect();
+        let columns = names.len();
         let params = rusqlite::params_from_iter(params.iter().map(to_sql));
         let mut rows = stmt.query(params).map_err(map_err)?;
         let mut out = Vec::new();
@@ -35,7 +37,7 @@ impl Database for HostSqlite {
             let values = (0..columns)
                 .map(|i| row.get_ref(i).map(from_sql).map_err(map_err))
                 .collect::<Result<_, _>>()?;
-            out.push(Row(values));
+            out.push(Row::new(names.clone(), values));
         }
         Ok(out)
     }

@@ -247,5 +247,5 @@ fn expired_records_are_purged_when_new_keys_arrive() {
         )
         .unwrap();
     assert_eq!(left.len(), 1);
-    assert_eq!(left[0].text(0).unwrap(), "new");
+    assert_eq!(left[0].text("idem_key").unwrap(), "new");
 }

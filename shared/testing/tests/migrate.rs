@@ -38,7 +38,7 @@ fn tables(store: &Store<HostSqlite, ManualClock>) -> Vec<String> {
         )
         .unwrap()
         .iter()
-        .map(|r| r.text(0).unwrap().to_owned())
+        .map(|r| r.text("name").unwrap().to_owned())
         .collect()
 }
 
@@ -55,7 +55,7 @@ fn migrations_apply_in_order_once_and_are_recorded() {
         )
         .unwrap();
     assert_eq!(recorded.len(), 2);
-    assert_eq!(recorded[1].text(1).unwrap(), "0002_tags.sql");
+    assert_eq!(recorded[1].text("name").unwrap(), "0002_tags.sql");
     s.execute(
         &ctx(),
         "INSERT INTO notes (id, body, tag) VALUES ('a', 'b', 'c')",

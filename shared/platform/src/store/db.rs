@@ -2,6 +2,7 @@
 //! that checks the request budget before every statement.
 
 use std::cell::Cell;
+use std::sync::Arc;
 use std::time::Duration;
 
 use thiserror::Error;
@@ -48,49 +49,67 @@ impl<T: Into<Value>> From<Option<T>> for Value {
     }
 }
 
-/// One result row.
+/// One result row, read by column name (the name SQLite reports: the
+/// column's own, or its `AS` alias), never by position, so a change to a
+/// `SELECT` list cannot silently shift what a field reads.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row(pub Vec<Value>);
+pub struct Row {
+    columns: Arc<[String]>,
+    values: Vec<Value>,
+}
 
 impl Row {
-    /// Column `i` as an integer.
-    pub fn integer(&self, i: usize) -> Result<i64, DbError> {
-        match self.0.get(i) {
-            Some(Value::Integer(v)) => Ok(*v),
+    /// A row of `values`, named by `columns` (shared by a result's rows).
+    pub fn new(columns: Arc<[String]>, values: Vec<Value>) -> Self {
+        Self { columns, values }
+    }
+
+    fn value(&self, column: &str) -> Result<&Value, DbError> {
+        self.columns
+            .iter()
+            .position(|c| c == column)
+            .and_then(|i| self.values.get(i))
+            .ok_or_else(|| DbError::Decode(format!("no column {column} in the result")))
+    }
+
+    /// A column as an integer.
+    pub fn integer(&self, column: &str) -> Result<i64, DbError> {
+        match self.value(column)? {
+            Value::Integer(v) => Ok(*v),
             other => Err(DbError::Decode(format!(
-                "column {i}: expected integer, got {other:?}"
+                "column {column}: expected integer, got {other:?}"
             ))),
         }
     }
 
-    /// Column `i` as text.
-    pub fn text(&self, i: usize) -> Result<&str, DbError> {
-        match self.0.get(i) {
-            Some(Value::Text(v)) => Ok(v),
+    /// A column as text.
+    pub fn text(&self, column: &str) -> Result<&str, DbError> {
+        match self.value(column)? {
+            Value::Text(v) => Ok(v),
             other => Err(DbError::Decode(format!(
-                "column {i}: expected text, got {other:?}"
+                "column {column}: expected text, got {other:?}"
             ))),
         }
     }
 
-    /// Column `i` as text or NULL.
-    pub fn opt_text(&self, i: usize) -> Result<Option<&str>, DbError> {
-        match self.0.get(i) {
-            Some(Value::Null) => Ok(None),
-            _ => self.text(i).map(Some),
+    /// A column as text or NULL.
+    pub fn opt_text(&self, column: &str) -> Result<Option<&str>, DbError> {
+        match self.value(column)? {
+            Value::Null => Ok(None),
+            _ => self.text(column).map(Some),
         }
     }
 }
 
 /// Decodes the rows of a list query that selects the row's sequence
-/// number last (`SELECT …, seq`), as `(seq, row)` pairs for a page.
+/// number (`SELECT …, seq`), as `(seq, row)` pairs for a page.
 pub fn sequenced<T>(
     rows: &[Row],
     decode: impl Fn(&Row) -> Result<T, DbError>,
 ) -> Result<Vec<(i64, T)>, DbError> {
     rows.iter()
         .map(|r| {
-            let seq = r.integer(r.0.len().saturating_sub(1))?;
+            let seq = r.integer("seq")?;
             Ok((seq, decode(r)?))
         })
         .collect()

@@ -72,9 +72,9 @@ pub fn migrate<D: Database, C: Clock>(
         let sum = checksum(m.sql);
         if let Some(row) = recorded
             .iter()
-            .find(|r| r.integer(0).ok() == Some(i64::from(m.version)))
+            .find(|r| r.integer("version").ok() == Some(i64::from(m.version)))
         {
-            if row.text(1)? != sum {
+            if row.text("checksum")? != sum {
                 return Err(MigrationError::Edited {
                     version: m.version,
                     name: m.name,

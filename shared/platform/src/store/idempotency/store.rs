@@ -131,7 +131,7 @@ pub fn claim<D: Database, C: Clock>(
             ),
             &scope_params(scope),
         )?;
-        let existing = rows.first().filter(|r| r.integer(5).is_ok_and(|exp| exp > now as i64));
+        let existing = rows.first().filter(|r| r.integer("expires_at_ms").is_ok_and(|exp| exp > now as i64));
         match existing {
             None => {
                 // Housekeeping on the write path, bounded: expired records go.
@@ -170,16 +170,19 @@ fn decide<D: Database, C: Clock>(
     row: &Row,
     now: u64,
 ) -> Result<Claimed, IdempotencyError> {
-    if row.text(0)? != fingerprint {
+    if row.text("request_hash")? != fingerprint {
         return Err(IdempotencyError::Reused);
     }
-    if row.text(1)? == "completed" {
-        let status = u16::try_from(row.integer(2)?)
+    if row.text("state")? == "completed" {
+        let status = u16::try_from(row.integer("response_status")?)
             .map_err(|_| DbError::Decode("response_status".into()))?;
-        let body = row.opt_text(3)?.unwrap_or_default().to_owned();
+        let body = row
+            .opt_text("response_body")?
+            .unwrap_or_default()
+            .to_owned();
         return Ok(Claimed::Replay(StoredResponse { status, body }));
     }
-    if row.integer(4)? > now as i64 {
+    if row.integer("locked_until_ms")? > now as i64 {
         return Err(IdempotencyError::InProgress);
     }
     // The previous owner's deadline has passed: it can no longer complete.
