@@ -4,19 +4,18 @@
 //! in one transaction, then deliver the event if time allows.
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
-use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
+use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::{OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::input::query::query_param;
 use meridian_platform::input::validate::{incomplete, JsonBody};
-use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{self, write_once, Begun, IdempotencyKey, Written};
 use meridian_platform::store::page::PageRequest;
 use meridian_platform::wire::problem::FieldError;
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
-use crate::app::Billing;
+use crate::app::{Billing, Env};
 use crate::model::{Invoice, OutboxEvent};
 use crate::money::{currency, due_date, MAX_AMOUNT_CENTS};
 use crate::repo::{self, InvoiceFilter};
@@ -65,10 +64,8 @@ pub(crate) fn community_failure(
     what: &str,
 ) -> Problem {
     match outcome {
-        Ok(r) if r.problem_code().as_deref() == Some("deadline_exceeded") => {
-            ctx.spent().to_problem()
-        }
-        Err(SendError::Deadline) => ctx.spent().to_problem(),
+        Ok(r) if r.spent_the_budget() => ctx.spent().into(),
+        Err(SendError::Deadline(spent)) => spent.into(),
         Ok(r) => {
             eprintln!(
                 "billing: community answered {} when asked to {what}",
@@ -89,7 +86,7 @@ pub(crate) fn community_failure(
     }
 }
 
-impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billing<D, C, H, S, J> {
+impl<E: Env> Billing<E> {
     /// Lists invoices, optionally `?status=` and `?resident_id=`; a
     /// resident-role member sees only the invoices of their own residents.
     pub async fn list_invoices(

@@ -15,14 +15,11 @@ pub mod payments;
 pub mod repo;
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::http::retry::{Jitter, Sleeper};
 use meridian_platform::http::routes::{self, RouteSpec};
-use meridian_platform::http::HttpClient;
-use meridian_platform::store::db::Database;
-use meridian_platform::{Clock, Problem, RequestContext};
+use meridian_platform::{Problem, RequestContext};
 use meridian_spin::service::ServiceSpec;
 
-use app::Billing;
+use app::{Billing, Env};
 
 /// The service's name, database and schema.
 pub const SPEC: ServiceSpec = ServiceSpec {
@@ -32,8 +29,8 @@ pub const SPEC: ServiceSpec = ServiceSpec {
 };
 
 /// The route table: the public paths the gateway forwards, and the relay.
-pub async fn handle<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone>(
-    app: &Billing<D, C, H, S, J>,
+pub async fn handle<E: Env>(
+    app: &Billing<E>,
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> ServiceResponse {
@@ -85,13 +82,16 @@ pub fn allowed(path: &[&str]) -> Option<&'static str> {
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod entry {
-    use meridian_platform::http::upstream::Upstream;
-    use meridian_platform::SystemClock;
-    use meridian_spin::{service, vars, PollSleeper, RandomJitter, SpinHttp};
+    use meridian_spin::sqlite::SpinSqlite;
+    use meridian_spin::{service, vars, Spin};
     use spin_sdk::http::{IncomingRequest, ResponseOutparam};
     use spin_sdk::http_component;
 
-    use crate::app::Billing;
+    use crate::app::{Billing, Env};
+
+    impl Env for Spin {
+        type Db = SpinSqlite;
+    }
 
     #[http_component]
     async fn handle(incoming: IncomingRequest, out: ResponseOutparam) {
@@ -102,12 +102,7 @@ mod entry {
             |ctx, store, request| async move {
                 let app = Billing {
                     store,
-                    upstream: Upstream {
-                        http: SpinHttp::new(vars::internal_token()),
-                        clock: SystemClock,
-                        sleeper: PollSleeper,
-                        jitter: RandomJitter,
-                    },
+                    upstream: Spin::upstream(),
                     community_url: vars::service_url(
                         "community_url",
                         "http://community.spin.internal",

@@ -5,23 +5,17 @@
 
 use std::time::Duration;
 
+use meridian_platform::budget::steps;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
-use meridian_platform::http::{HttpClient, OutboundRequest};
+use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::OutboundRequest;
 use meridian_platform::secrets::constant_time_eq;
-use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde::Serialize;
 
-use crate::app::Billing;
+use crate::app::{Billing, Env};
 use crate::model::OutboxEvent;
 use crate::repo;
-
-/// Inline delivery is optional: it runs only with at least this much budget left.
-pub const INLINE_DELIVERY_BUDGET: Duration = Duration::from_millis(50);
-
-/// The least budget worth starting one delivery with.
-pub const MIN_DELIVERY_BUDGET: Duration = Duration::from_millis(10);
 
 /// Events one relay run looks at.
 pub const RELAY_BATCH: i64 = 100;
@@ -42,7 +36,7 @@ pub fn redelivery_delay(attempts: i64) -> Duration {
     Duration::from_secs(1u64 << attempts.clamp(0, 8) as u32).min(Duration::from_secs(300))
 }
 
-impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billing<D, C, H, S, J> {
+impl<E: Env> Billing<E> {
     /// Delivers `events` in order while the budget allows.
     ///
     /// Each delivery is an optional step: it works to the hop's work
@@ -58,7 +52,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
         let mut report = DeliveryReport::default();
         for (event, attempts) in events {
             if step
-                .ensure(self.store.clock().now(), MIN_DELIVERY_BUDGET)
+                .ensure(self.store.clock().now(), steps::DELIVERY)
                 .is_err()
             {
                 report.skipped += 1;
@@ -137,7 +131,7 @@ impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billin
     pub async fn deliver_inline(&self, ctx: &RequestContext, events: Vec<OutboxEvent>) {
         if ctx
             .for_step()
-            .ensure(self.store.clock().now(), INLINE_DELIVERY_BUDGET)
+            .ensure(self.store.clock().now(), steps::INLINE_DELIVERY)
             .is_err()
         {
             return;

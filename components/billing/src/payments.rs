@@ -3,23 +3,20 @@
 //! `payment.received` in the same transaction.
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::http::retry::{Jitter, Sleeper};
-use meridian_platform::http::HttpClient;
 use meridian_platform::ids::new_id;
 use meridian_platform::input::validate::{incomplete, JsonBody};
-use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
 use meridian_platform::store::page::PageRequest;
 use meridian_platform::wire::problem::FieldError;
-use meridian_platform::{Clock, Problem, RequestContext};
+use meridian_platform::{Problem, RequestContext};
 use serde_json::json;
 
-use crate::app::Billing;
+use crate::app::{Billing, Env};
 use crate::model::{OutboxEvent, Payment};
 use crate::money::{payment_method, MAX_AMOUNT_CENTS};
 use crate::repo::{self, NewPayment};
 
-impl<D: Database, C: Clock, H: HttpClient, S: Sleeper, J: Jitter + Clone> Billing<D, C, H, S, J> {
+impl<E: Env> Billing<E> {
     /// Records a payment (admins and managers). Overpaying, or paying a
     /// void or paid invoice, is a 422.
     pub async fn create_payment(

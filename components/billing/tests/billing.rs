@@ -5,12 +5,12 @@
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
-use billing::app::Billing;
+use billing::app::{Billing, Env};
 use community::app::Community;
 use futures::executor::block_on;
 use meridian_platform::budget::admission::InternalGate;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::http::upstream::Upstream;
+use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::http::{
     internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
@@ -63,7 +63,7 @@ impl HttpClient for InProcessCommunity {
             .is_some_and(|prefix| path.starts_with(prefix))
         {
             self.clock.advance(ctx.remaining(self.clock.now()));
-            return Err(SendError::Deadline);
+            return Err(ctx.spent().into());
         }
         let mut inbound =
             ServiceRequest::new(&request.method, &path).with_body(request.body.clone());
@@ -89,8 +89,21 @@ impl HttpClient for InProcessCommunity {
     }
 }
 
-type App =
-    Billing<HostSqlite, &'static ManualClock, InProcessCommunity, ClockSleeper<'static>, NoJitter>;
+/// Billing on a host SQLite and a manual clock, calling community in-process.
+struct TestEnv;
+
+impl Calls for TestEnv {
+    type Http = InProcessCommunity;
+    type Clock = &'static ManualClock;
+    type Sleeper = ClockSleeper<'static>;
+    type Jitter = NoJitter;
+}
+
+impl Env for TestEnv {
+    type Db = HostSqlite;
+}
+
+type App = Billing<TestEnv>;
 
 struct Harness {
     app: App,

@@ -1,15 +1,11 @@
 //! The gateway's request flow: budget first, then routing, resolution and
 //! forwarding, and the headers every answer carries.
 
-use std::time::Duration;
-
-use meridian_platform::budget::answer_reserve;
+use meridian_platform::budget::{answer_reserve, steps};
 use meridian_platform::http::body::BodyError;
-use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
-use meridian_platform::http::upstream::Upstream;
-use meridian_platform::http::HttpClient;
+use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::store::idempotency::IdempotencyKey;
-use meridian_platform::time::duration_ms;
 use meridian_platform::wire::headers;
 use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, UnixMillis};
@@ -17,71 +13,34 @@ use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, Uni
 use crate::config::GatewayConfig;
 use crate::contract;
 use crate::edge::{EdgeRequest, EdgeResponse};
+use crate::exchange::{Exchange, Refusal, Trace};
 use crate::proxy::forwarding_policy;
-use crate::routes::{route, Route, Service};
-use crate::timing::ServerTiming;
+use crate::routes::{route, Route};
 
 pub use meridian_platform::http::body::MAX_BODY_BYTES;
 
-/// The least budget worth forwarding a request with.
-pub const MIN_UPSTREAM_BUDGET: Duration = Duration::from_millis(2);
-
-/// The gateway with its collaborators: the upstream caller (HTTP client,
-/// clock, backoff sleeper and jitter). Spin supplies real ones; tests fakes.
-pub struct Gateway<H, C, S, J> {
+/// The gateway with its settings and what its calls run on: Spin's in the
+/// component, fakes in tests.
+pub struct Gateway<E: Calls> {
     /// Settings.
     pub config: GatewayConfig,
     /// Calls to the services.
-    pub upstream: Upstream<H, C, S, J>,
+    pub upstream: Upstream<E>,
 }
 
-/// What one request learned on the way, reported in headers.
-#[derive(Debug, Default)]
-pub struct Trace {
-    /// Per-hop timings.
-    pub timing: ServerTiming,
-    /// Upstream attempts made for this request (resolution and forwarding
-    /// together), when any call was made.
-    pub attempts: Option<u32>,
+/// What admission decided about a request.
+enum Admission {
+    /// Answered by the gateway alone, before any budget was made.
+    Answered(EdgeResponse),
+    /// To be served under `ctx`, forwarded (if it is) with `policy`.
+    Admitted {
+        route: Route,
+        ctx: RequestContext,
+        policy: RetryPolicy,
+    },
 }
 
-impl Trace {
-    /// Adds one call's attempts to the request's total.
-    pub fn count_attempts(&mut self, attempts: u32) {
-        self.attempts = Some(self.attempts.unwrap_or(0) + attempts);
-    }
-}
-
-/// An answer that is not a success from the gateway's own flow.
-#[derive(Debug)]
-pub enum Refusal {
-    /// The gateway's own problem.
-    Problem(Problem),
-    /// A downstream's answer, passed on as it came.
-    Upstream(EdgeResponse),
-}
-
-impl From<Problem> for Refusal {
-    fn from(p: Problem) -> Self {
-        Self::Problem(p)
-    }
-}
-
-/// The budget of one public request.
-#[derive(Debug, Clone, Copy)]
-pub struct EdgeBudget {
-    /// What the client was granted.
-    pub granted: Duration,
-}
-
-impl EdgeBudget {
-    /// The gateway's own 504.
-    pub fn exceeded(self) -> Problem {
-        Problem::deadline_exceeded("gateway", duration_ms(self.granted))
-    }
-}
-
-impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J> {
+impl<E: Calls> Gateway<E> {
     /// Answers one public request whose body is already in hand (tests,
     /// and callers that read it elsewhere).
     pub async fn handle(&self, request: EdgeRequest) -> EdgeResponse {
@@ -94,10 +53,9 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
     /// budget's when the timeout header is malformed, which is refused once
     /// the body is in).
     pub fn read_deadline(&self, head: &EdgeRequest, arrived: UnixMillis) -> Deadline {
-        let budget = &self.config.budget;
-        let granted = budget
-            .budget_for(head.header(headers::TIMEOUT_MS))
-            .unwrap_or_else(|_| budget.default_budget());
+        let granted = self
+            .granted(head)
+            .unwrap_or_else(|_| self.config.budget.default_budget());
         Deadline::after(arrived, granted).child(answer_reserve(granted))
     }
 
@@ -110,37 +68,60 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         arrived: UnixMillis,
         body: Option<BodyError>,
     ) -> EdgeResponse {
-        let started = arrived;
         let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
         let mut trace = Trace::default();
-        let mut response = match self
-            .dispatch(&request, &request_id, started, body, &mut trace)
-            .await
-        {
+        let outcome = match self.admit(&request, &request_id, arrived, body) {
+            Ok(Admission::Answered(response)) => Ok(response),
+            Ok(Admission::Admitted { route, ctx, policy }) => {
+                let mut exchange = Exchange::new(&self.upstream, &self.config, ctx);
+                let outcome = exchange.serve(route, &request, &policy).await;
+                trace = exchange.trace;
+                outcome
+            }
+            Err(refusal) => Err(refusal),
+        };
+        let mut response = match outcome {
             Ok(response) | Err(Refusal::Upstream(response)) => response,
-            Err(Refusal::Problem(problem)) => problem_response(problem, &request_id),
+            Err(Refusal::Problem(problem)) => {
+                EdgeResponse::problem_for(request_id.as_str(), problem)
+            }
         };
         response.set_header(headers::REQUEST_ID, request_id.as_str());
         if let Some(attempts) = trace.attempts {
             response.set_header(headers::ATTEMPTS, attempts.to_string());
         }
-        let total = self.upstream.clock.now().since(started);
+        let total = self.upstream.clock.now().since(arrived);
         response.set_header(headers::SERVER_TIMING, trace.timing.header_value(total));
         response
     }
 
-    async fn dispatch(
+    /// The client's budget: the timeout header's, capped, or the default.
+    fn granted(&self, request: &EdgeRequest) -> Result<std::time::Duration, Problem> {
+        self.config
+            .budget
+            .budget_for(request.header(headers::TIMEOUT_MS))
+            .map_err(|e| Problem::new(ErrorCode::InvalidTimeout, e.to_string()))
+    }
+
+    /// Everything decided before any call: the route, the budget, the body,
+    /// and whether forwarding may be repeated.
+    fn admit(
         &self,
         request: &EdgeRequest,
         request_id: &RequestId,
-        started: UnixMillis,
+        arrived: UnixMillis,
         body: Option<BodyError>,
-        trace: &mut Trace,
-    ) -> Result<EdgeResponse, Refusal> {
+    ) -> Result<Admission, Refusal> {
         let route = route(&request.method, &request.path);
         match route {
-            Route::Health => return Ok(json(200, &serde_json::json!({"status": "ok"}))),
-            Route::Contract => return Ok(contract::response(request.header("if-none-match"))),
+            Route::Health => {
+                let ok = EdgeResponse::json(200, &serde_json::json!({"status": "ok"}));
+                return Ok(Admission::Answered(ok));
+            }
+            Route::Contract => {
+                let document = contract::response(request.header("if-none-match"));
+                return Ok(Admission::Answered(document));
+            }
             Route::NotFound => return Err(Problem::no_route().into()),
             Route::MethodNotAllowed { allow } => {
                 return Err(Problem::method_not_allowed(&request.method, allow).into());
@@ -148,20 +129,12 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             Route::Ready | Route::CreateTenant | Route::Relay | Route::Tenant { .. } => {}
         }
 
-        // The budget starts before any routing work that costs time.
-        let granted = self
-            .config
-            .budget
-            .budget_for(request.header(headers::TIMEOUT_MS))
-            .map_err(|e| Problem::new(ErrorCode::InvalidTimeout, e.to_string()))?;
-        let budget = EdgeBudget { granted };
-        // The whole budget is the gateway's; its calls (see `Upstream::call`)
-        // work to the budget less the answer reserve, so the gateway can
-        // still answer with its own 504 before the client's budget ends.
+        // The budget runs from arrival, before any routing work that costs time.
+        let granted = self.granted(request)?;
         let ctx = RequestContext::new(
             request_id.clone(),
-            Deadline::after(started, granted),
-            started,
+            Deadline::after(arrived, granted),
+            arrived,
             "gateway",
         );
         let body = body.or_else(|| {
@@ -170,14 +143,13 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         if let Some(problem) = body.as_ref().and_then(BodyError::to_problem) {
             return Err(problem.into());
         }
-        if body == Some(BodyError::Deadline)
-            || ctx
-                .for_step()
-                .ensure(self.upstream.clock.now(), MIN_UPSTREAM_BUDGET)
-                .is_err()
-        {
-            return Err(budget.exceeded().into());
+        let now = self.upstream.clock.now();
+        if body == Some(BodyError::Deadline) {
+            return Err(Problem::from(ctx.spent()).into());
         }
+        ctx.for_step()
+            .ensure(now, steps::CALL)
+            .map_err(Problem::from)?;
         if !request.body.is_empty() && !declares_json(request.header("content-type")) {
             return Err(Problem::new(
                 ErrorCode::UnsupportedMediaType,
@@ -187,45 +159,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         }
         // Reads, and writes the owner can deduplicate by key, may be repeated.
         let policy = forwarding_policy(&request.method, IdempotencyKey::of(request)?.as_ref());
-
-        match route {
-            Route::Ready => self.ready(&ctx, budget, trace).await,
-            Route::CreateTenant => {
-                self.forward(
-                    &ctx,
-                    Service::Identity,
-                    request,
-                    &policy,
-                    true,
-                    budget,
-                    trace,
-                )
-                .await
-            }
-            Route::Relay => {
-                let relay = EdgeRequest {
-                    path: "/internal/outbox/relay".into(),
-                    query: String::new(),
-                    ..request.clone()
-                };
-                // Delivery is keyed by event id, so a relay run is safe to repeat.
-                let policy = RetryPolicy::standard();
-                self.forward(&ctx, Service::Billing, &relay, &policy, true, budget, trace)
-                    .await
-            }
-            Route::Tenant { slug, service } => {
-                let scope = self
-                    .resolve(&ctx, &slug, request.header("authorization"), budget, trace)
-                    .await?;
-                let ctx = ctx.with_tenant(scope);
-                self.forward(&ctx, service, request, &policy, false, budget, trace)
-                    .await
-            }
-            // Answered before the budget was made.
-            Route::Health | Route::Contract | Route::NotFound | Route::MethodNotAllowed { .. } => {
-                Err(Problem::no_route().into())
-            }
-        }
+        Ok(Admission::Admitted { route, ctx, policy })
     }
 }
 
@@ -242,16 +176,6 @@ pub fn declares_json(content_type: Option<&str>) -> bool {
     kind.eq_ignore_ascii_case("application")
         && (subtype.eq_ignore_ascii_case("json")
             || subtype.len() > 5 && subtype[subtype.len() - 5..].eq_ignore_ascii_case("+json"))
-}
-
-/// A JSON answer.
-pub fn json(status: u16, body: &serde_json::Value) -> EdgeResponse {
-    EdgeResponse::json(status, body)
-}
-
-/// A problem+json answer carrying the request id.
-pub fn problem_response(problem: Problem, request_id: &RequestId) -> EdgeResponse {
-    EdgeResponse::problem_for(request_id.as_str(), problem)
 }
 
 #[cfg(test)]

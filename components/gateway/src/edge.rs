@@ -10,13 +10,23 @@ pub type EdgeRequest = ServiceRequest;
 /// The gateway's answer.
 pub type EdgeResponse = ServiceResponse;
 
+/// Whether a forwarded request keeps the client's `Authorization`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credentials {
+    /// Forwarded: the service checks it itself (the platform admin token).
+    Keep,
+    /// Dropped: the gateway resolved it, and the service trusts the
+    /// tenant headers the gateway sets instead.
+    Strip,
+}
+
 /// The headers of `request` that may travel upstream: no internal,
-/// hop-by-hop or runtime-added header, and no credentials unless
-/// `keep_authorization`. Internal headers are stripped here so that only
-/// the gateway's own, set by the client afterwards, ever reach a service.
+/// hop-by-hop or runtime-added header, and no credentials unless asked to
+/// keep them. Internal headers are stripped here so that only the
+/// gateway's own, set by the client afterwards, ever reach a service.
 pub fn forwardable_headers(
     request: &EdgeRequest,
-    keep_authorization: bool,
+    credentials: Credentials,
 ) -> Vec<(String, String)> {
     request
         .headers
@@ -26,7 +36,7 @@ pub fn forwardable_headers(
                 && !headers::is_hop_by_hop(n)
                 && !headers::is_runtime_added(n)
                 && n != headers::REQUEST_ID
-                && (keep_authorization || !n.eq_ignore_ascii_case("authorization"))
+                && (credentials == Credentials::Keep || !n.eq_ignore_ascii_case("authorization"))
         })
         .cloned()
         .collect()
@@ -63,7 +73,7 @@ mod tests {
             ("content-type", "application/json"),
             ("accept", "application/json"),
         ]);
-        let names: Vec<_> = forwardable_headers(&r, false)
+        let names: Vec<_> = forwardable_headers(&r, Credentials::Strip)
             .into_iter()
             .map(|(n, _)| n)
             .collect();
@@ -73,8 +83,8 @@ mod tests {
     #[test]
     fn credentials_travel_only_when_asked() {
         let r = request(&[("authorization", "Bearer t")]);
-        assert!(forwardable_headers(&r, false).is_empty());
-        assert_eq!(forwardable_headers(&r, true).len(), 1);
+        assert!(forwardable_headers(&r, Credentials::Strip).is_empty());
+        assert_eq!(forwardable_headers(&r, Credentials::Keep).len(), 1);
     }
 
     #[test]
@@ -84,7 +94,7 @@ mod tests {
             ("host", "x"),
             ("spin-full-url", "u"),
         ]);
-        assert!(forwardable_headers(&r, true).is_empty());
+        assert!(forwardable_headers(&r, Credentials::Keep).is_empty());
     }
 
     #[test]

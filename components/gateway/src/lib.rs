@@ -8,6 +8,7 @@ pub mod app;
 pub mod config;
 pub mod contract;
 pub mod edge;
+pub mod exchange;
 pub mod proxy;
 pub mod ready;
 pub mod resolve;
@@ -20,9 +21,8 @@ pub mod timing;
 #[allow(unsafe_code)]
 mod entry {
     use meridian_platform::http::body::MAX_BODY_BYTES;
-    use meridian_platform::http::upstream::Upstream;
     use meridian_platform::{Clock, SystemClock};
-    use meridian_spin::{convert, vars, PollSleeper, RandomJitter, SpinHttp};
+    use meridian_spin::{convert, vars, Spin};
     use spin_sdk::http::{IncomingRequest, ResponseOutparam};
     use spin_sdk::http_component;
 
@@ -38,12 +38,7 @@ mod entry {
                 community_url: vars::service_url("community_url", "http://community.spin.internal"),
                 billing_url: vars::service_url("billing_url", "http://billing.spin.internal"),
             },
-            upstream: Upstream {
-                http: SpinHttp::new(vars::internal_token()),
-                clock: SystemClock,
-                sleeper: PollSleeper,
-                jitter: RandomJitter,
-            },
+            upstream: Spin::upstream(),
         };
         // The budget runs from here: a slow upload spends it like slow work.
         let arrived = SystemClock.now();

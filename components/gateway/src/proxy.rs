@@ -1,12 +1,13 @@
 //! Forwarding a public request to the service that owns it.
 
-use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
-use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
+use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::upstream::Calls;
+use meridian_platform::http::{OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::store::idempotency::IdempotencyKey;
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{ErrorCode, Problem};
 
-use crate::app::{EdgeBudget, Gateway, Refusal, Trace};
-use crate::edge::{forwardable_headers, is_returnable, EdgeRequest, EdgeResponse};
+use crate::edge::{forwardable_headers, is_returnable, Credentials, EdgeRequest, EdgeResponse};
+use crate::exchange::{Exchange, Refusal};
 use crate::routes::Service;
 
 /// The retry policy for a forwarded request: reads, and writes the owning
@@ -20,19 +21,15 @@ pub fn forwarding_policy(method: &str, key: Option<&IdempotencyKey>) -> RetryPol
     }
 }
 
-impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J> {
+impl<E: Calls> Exchange<'_, E> {
     /// Forwards `request` to `service` with the gateway's headers, under the
     /// budget and the caller's retry policy, and passes the answer back.
-    #[allow(clippy::too_many_arguments)]
     pub async fn forward(
-        &self,
-        ctx: &RequestContext,
+        &mut self,
         service: Service,
         request: &EdgeRequest,
         policy: &RetryPolicy,
-        with_credentials: bool,
-        budget: EdgeBudget,
-        trace: &mut Trace,
+        credentials: Credentials,
     ) -> Result<EdgeResponse, Refusal> {
         let url = format!(
             "{}{}",
@@ -41,15 +38,15 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         );
         let mut outbound =
             OutboundRequest::new(&request.method, url).with_body(request.body.clone());
-        outbound.headers = forwardable_headers(request, with_credentials);
+        outbound.headers = forwardable_headers(request, credentials);
 
-        let call = self.upstream.call(ctx, policy, outbound).await;
-        trace.timing.record(service.name(), call.took);
-        trace.count_attempts(call.attempts);
+        let call = self.upstream.call(&self.ctx, policy, outbound).await;
+        self.trace.timing.record(service.name(), call.took);
+        self.trace.count_attempts(call.attempts);
 
         match call.response {
             Ok(upstream) => pass_on(service, upstream).map_err(Refusal::from),
-            Err(SendError::Deadline) => Err(budget.exceeded().into()),
+            Err(SendError::Deadline(spent)) => Err(Problem::from(spent).into()),
             Err(e) => Err(unavailable(service, &e).into()),
         }
     }

@@ -1,28 +1,26 @@
 //! `/readyz`: every downstream's `/health`, concurrently, within the budget.
 
-use futures::future::join_all;
-use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
-use meridian_platform::http::{HttpClient, OutboundRequest};
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use std::time::Duration;
 
-use crate::app::{json, EdgeBudget, Gateway, Refusal, Trace};
+use futures::future::join_all;
+use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::upstream::Calls;
+use meridian_platform::http::OutboundRequest;
+use meridian_platform::{Clock, ErrorCode, Problem};
+
 use crate::edge::EdgeResponse;
+use crate::exchange::{Exchange, Refusal};
 use crate::routes::Service;
 
-impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J> {
+impl<E: Calls> Exchange<'_, E> {
     /// 200 when every service answers its health probe in time, else 503
     /// naming the ones that did not (504 when the budget ran out first).
-    pub async fn ready(
-        &self,
-        ctx: &RequestContext,
-        budget: EdgeBudget,
-        trace: &mut Trace,
-    ) -> Result<EdgeResponse, Refusal> {
+    pub async fn ready(&mut self) -> Result<EdgeResponse, Refusal> {
+        let (upstream, config, ctx) = (self.upstream, self.config, &self.ctx);
         let probes = Service::ALL.map(|service| async move {
-            let url = format!("{}/health", self.config.base_url(service));
+            let url = format!("{}/health", config.base_url(service));
             // Health probes are reads: safe to repeat.
-            let call = self
-                .upstream
+            let call = upstream
                 .call(
                     ctx,
                     &RetryPolicy::standard(),
@@ -34,7 +32,7 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         let mut failing = Vec::new();
         let mut checks = serde_json::Map::new();
         for (service, call) in join_all(probes).await {
-            trace.timing.record(service.name(), call.took);
+            self.trace.timing.record(service.name(), call.took);
             let status = match &call.response {
                 Ok(r) if r.status == 200 => "ok".to_owned(),
                 Ok(r) => format!("status {}", r.status),
@@ -46,17 +44,17 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
             checks.insert(service.name().into(), status.into());
         }
         if failing.is_empty() {
-            return Ok(json(
+            return Ok(EdgeResponse::json(
                 200,
                 &serde_json::json!({"status": "ready", "checks": checks}),
             ));
         }
-        if ctx
+        if let Err(spent) = self
+            .ctx
             .for_step()
-            .ensure(self.upstream.clock.now(), std::time::Duration::ZERO)
-            .is_err()
+            .ensure(self.upstream.clock.now(), Duration::ZERO)
         {
-            return Err(budget.exceeded().into());
+            return Err(Problem::from(spent).into());
         }
         Err(Problem::new(
             ErrorCode::UpstreamUnavailable,

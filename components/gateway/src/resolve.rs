@@ -1,14 +1,15 @@
 //! Tenant resolution: slug and bearer token to tenant, actor and role, in
 //! one retry-safe call to identity.
 
-use meridian_platform::http::retry::{Jitter, RetryPolicy, Sleeper};
-use meridian_platform::http::{HttpClient, OutboundRequest, SendError};
+use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::upstream::Calls;
+use meridian_platform::http::{OutboundRequest, SendError};
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::wire::headers;
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{ErrorCode, Problem};
 use serde::Deserialize;
 
-use crate::app::{EdgeBudget, Gateway, Refusal, Trace};
+use crate::exchange::{Exchange, Refusal};
 use crate::proxy::{pass_on, unavailable};
 use crate::routes::Service;
 
@@ -20,15 +21,12 @@ struct Resolved {
     role: String,
 }
 
-impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J> {
+impl<E: Calls> Exchange<'_, E> {
     /// Resolves `slug` and the bearer token once for the whole request.
     pub async fn resolve(
-        &self,
-        ctx: &RequestContext,
+        &mut self,
         slug: &str,
         authorization: Option<&str>,
-        budget: EdgeBudget,
-        trace: &mut Trace,
     ) -> Result<TenantScope, Refusal> {
         let authorization = authorization
             .filter(|a| headers::bearer_token(a).is_some())
@@ -49,14 +47,14 @@ impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Gateway<H, C, S, J>
         // Resolution is a read: safe to repeat within the budget.
         let call = self
             .upstream
-            .call(ctx, &RetryPolicy::standard(), request)
+            .call(&self.ctx, &RetryPolicy::standard(), request)
             .await;
-        trace.timing.record("resolve", call.took);
-        trace.count_attempts(call.attempts);
+        self.trace.timing.record("resolve", call.took);
+        self.trace.count_attempts(call.attempts);
 
         let response = match call.response {
             Ok(r) => r,
-            Err(SendError::Deadline) => return Err(budget.exceeded().into()),
+            Err(SendError::Deadline(spent)) => return Err(Problem::from(spent).into()),
             Err(e) => return Err(unavailable(Service::Identity, &e).into()),
         };
         if response.status != 200 {

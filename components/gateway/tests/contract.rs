@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use billing::app::Billing;
+use billing::app::{Billing, Env};
 use community::app::Community;
 use futures::executor::block_on;
 use gateway::contract::DOCUMENT;
@@ -14,11 +14,14 @@ use gateway::routes::{self, Route, Service, OWN};
 use identity::app::Identity;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::routes::RouteSpec;
-use meridian_platform::http::upstream::Upstream;
+use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::tenancy::Role;
+use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext};
-use meridian_testing::{manual_clock, migrated_store_on, tenant_context, ClockSleeper, NoJitter};
+use meridian_testing::{
+    manual_clock, migrated_store_on, tenant_context, ClockSleeper, HostSqlite, NoJitter,
+};
 
 /// Every method a client might send.
 const METHODS: [&str; 8] = [
@@ -135,6 +138,19 @@ fn the_gateway_sends_each_route_to_the_service_that_declares_it() {
 /// A community nobody can reach: billing's routes are matched before any call.
 struct Unreachable;
 
+struct TestEnv;
+
+impl Calls for TestEnv {
+    type Http = Unreachable;
+    type Clock = &'static ManualClock;
+    type Sleeper = ClockSleeper<'static>;
+    type Jitter = NoJitter;
+}
+
+impl Env for TestEnv {
+    type Db = HostSqlite;
+}
+
 impl HttpClient for Unreachable {
     async fn send(
         &self,
@@ -162,7 +178,7 @@ fn each_service_takes_exactly_the_methods_it_declares() {
     let community = Community {
         store: migrated_store_on(clock, community::migrations::ALL),
     };
-    let billing = Billing {
+    let billing: Billing<TestEnv> = Billing {
         store: migrated_store_on(clock, billing::migrations::ALL),
         upstream: Upstream {
             http: Unreachable,

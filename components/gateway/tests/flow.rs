@@ -11,7 +11,7 @@ use gateway::config::GatewayConfig;
 use gateway::edge::{EdgeRequest, EdgeResponse};
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::body::BodyError;
-use meridian_platform::http::upstream::Upstream;
+use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::http::{
     internal_headers, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
@@ -127,7 +127,7 @@ impl HttpClient for FakeUpstream<'_> {
         match reply {
             Reply::Answer { after_ms, .. } if Duration::from_millis(after_ms) > remaining => {
                 self.clock.advance(remaining);
-                Err(SendError::Deadline)
+                Err(ctx.spent().into())
             }
             Reply::Answer {
                 after_ms,
@@ -157,15 +157,25 @@ impl HttpClient for FakeUpstream<'_> {
             }
             Reply::Hang => {
                 self.clock.advance(remaining);
-                Err(SendError::Deadline)
+                Err(ctx.spent().into())
             }
         }
     }
 }
 
+/// The gateway on a manual clock, calling the scripted upstream.
+struct TestEnv;
+
+impl Calls for TestEnv {
+    type Http = FakeUpstream<'static>;
+    type Clock = &'static ManualClock;
+    type Sleeper = ClockSleeper<'static>;
+    type Jitter = NoJitter;
+}
+
 struct Harness {
     clock: &'static ManualClock,
-    gateway: Gateway<FakeUpstream<'static>, &'static ManualClock, ClockSleeper<'static>, NoJitter>,
+    gateway: Gateway<TestEnv>,
 }
 
 impl Harness {

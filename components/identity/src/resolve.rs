@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use meridian_platform::budget::steps;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::input::query::query_param;
 use meridian_platform::secrets::{constant_time_eq, token_hash};
@@ -74,7 +75,7 @@ fn touch<D: Database, C: Clock>(
     // Optional: it works to the hop's work deadline, never into the reserve
     // the resolution's answer needs.
     let step = ctx.for_step();
-    if recent || step.ensure(now, Duration::from_millis(20)).is_err() {
+    if recent || step.ensure(now, steps::TOKEN_TOUCH).is_err() {
         return;
     }
     if let Err(e) = repo::touch_token(&app.store, &step, &owner.token_id, &now.to_rfc3339()) {

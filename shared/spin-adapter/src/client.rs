@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use futures::future::{select, Either};
 use futures::SinkExt;
+use meridian_platform::budget::steps;
 use meridian_platform::http::{
     internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
@@ -19,9 +20,6 @@ use spin_sdk::wit::wasi::http0_2_0::outgoing_handler;
 use spin_sdk::wit::wasi::http0_2_0::types::{ErrorCode, FutureIncomingResponse, RequestOptions};
 
 use crate::timer::Timer;
-
-/// The least budget worth starting a call with.
-pub const MIN_CALL_BUDGET: Duration = Duration::from_millis(2);
 
 /// The budget-aware client every component uses for internal calls.
 #[derive(Debug, Clone)]
@@ -45,24 +43,20 @@ impl HttpClient for SpinHttp {
         request: OutboundRequest,
     ) -> Result<OutboundResponse, SendError> {
         let now = SystemClock.now();
-        if ctx.ensure(now, MIN_CALL_BUDGET).is_err() {
-            return Err(SendError::Deadline);
-        }
+        ctx.ensure(now, steps::CALL)?;
         let remaining = ctx.remaining(now);
         let internal = internal_headers(ctx, now, &self.internal_token);
         let exchange = Box::pin(exchange(request, internal, remaining));
         match select(exchange, Box::pin(Timer::after(remaining))).await {
             // A transport timeout set from the budget can fire a hair before
             // the race timer: a failure once the budget is gone is the deadline.
-            Either::Left((Err(_), _))
-                if ctx.ensure(SystemClock.now(), MIN_CALL_BUDGET).is_err() =>
-            {
-                Err(SendError::Deadline)
+            Either::Left((Err(_), _)) if ctx.ensure(SystemClock.now(), steps::CALL).is_err() => {
+                Err(ctx.spent().into())
             }
             Either::Left((result, _)) => result,
             // Dropping the exchange drops the pending response, which
             // abandons the call.
-            Either::Right(((), _)) => Err(SendError::Deadline),
+            Either::Right(((), _)) => Err(ctx.spent().into()),
         }
     }
 }
@@ -228,9 +222,11 @@ async fn read(response: IncomingResponse) -> Result<OutboundResponse, SendError>
 
 fn map_error(code: ErrorCode) -> SendError {
     match code {
+        // The transport's timeouts are set from the budget: `send` turns a
+        // failure once the budget is gone into the deadline.
         ErrorCode::ConnectionTimeout
         | ErrorCode::HttpResponseTimeout
-        | ErrorCode::ConnectionReadTimeout => SendError::Deadline,
+        | ErrorCode::ConnectionReadTimeout => SendError::Transport(format!("timed out: {code:?}")),
         ErrorCode::HttpRequestDenied
         | ErrorCode::HttpRequestUriInvalid
         | ErrorCode::HttpRequestMethodInvalid => SendError::Refused(format!("{code:?}")),

@@ -16,3 +16,28 @@ pub mod vars;
 pub use client::SpinHttp;
 pub use jitter::RandomJitter;
 pub use timer::{sleep, PollSleeper};
+
+use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::SystemClock;
+
+/// Spin as the runtime of a component's calls to other services.
+pub struct Spin;
+
+impl Calls for Spin {
+    type Http = SpinHttp;
+    type Clock = SystemClock;
+    type Sleeper = PollSleeper;
+    type Jitter = RandomJitter;
+}
+
+impl Spin {
+    /// The upstream caller, proving itself with the `internal_token` variable.
+    pub fn upstream() -> Upstream<Spin> {
+        Upstream {
+            http: SpinHttp::new(vars::internal_token()),
+            clock: SystemClock,
+            sleeper: PollSleeper,
+            jitter: RandomJitter,
+        }
+    }
+}

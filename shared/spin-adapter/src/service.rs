@@ -45,7 +45,7 @@ impl ServiceSpec {
                 }
                 Ok(store)
             }
-            Err(MigrationError::Db(DbError::Budget(spent))) => Err(spent.to_problem()),
+            Err(MigrationError::Db(DbError::Budget(spent))) => Err(spent.into()),
             Err(e) => Err(self.unavailable("migrating", &e)),
         }
     }
@@ -107,9 +107,7 @@ pub async fn run<F, Fut>(
                         serve(ctx, request, spec, app).await
                     }
                     Err(unread) => {
-                        let problem = unread
-                            .to_problem()
-                            .unwrap_or_else(|| ctx.spent().to_problem());
+                        let problem = unread.to_problem().unwrap_or_else(|| ctx.spent().into());
                         ServiceResponse::problem(&ctx, problem)
                     }
                 };

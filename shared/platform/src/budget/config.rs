@@ -97,14 +97,6 @@ fn parse_client_timeout(raw: &str) -> Result<Duration, InvalidTimeout> {
     Ok(Duration::from_millis(ms))
 }
 
-/// The answer reserve: the part of a budget a hop keeps back so that it can
-/// still turn a late or failed step into its own answer (the gateway's 504,
-/// a service's 201 after an optional step timed out) before its caller gives
-/// up. A twentieth of the budget the hop was given, kept between 1 and 50 ms.
-pub fn answer_reserve(budget: Duration) -> Duration {
-    (budget / 20).clamp(Duration::from_millis(1), Duration::from_millis(50))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,13 +154,6 @@ mod tests {
             BudgetConfig::parse("3000", "ten"),
             Err(BudgetConfigError::NotANumber("max_request_budget_ms", _))
         ));
-    }
-
-    #[test]
-    fn the_reserve_scales_with_the_budget_within_bounds() {
-        assert_eq!(answer_reserve(ms(1)), ms(1));
-        assert_eq!(answer_reserve(ms(400)), ms(20));
-        assert_eq!(answer_reserve(ms(3_000)), ms(50));
     }
 
     proptest! {

@@ -22,19 +22,23 @@ pub struct RequestContext {
     reserved: bool,
 }
 
-/// The budget cannot fit the next step; the step was not started.
+/// The budget cannot fit the next step; the step was not started. Every
+/// way a budget runs out — a statement refused (`DbError::Budget`), a call
+/// abandoned (`SendError::Deadline`), a downstream's own 504 seen by a
+/// service, the gateway's timer — becomes this one value, and it becomes
+/// the one 504 (`Problem::from`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BudgetSpent {
     /// The hop that gave up.
     pub hop: &'static str,
-    /// The budget the hop had on arrival, in ms.
+    /// The budget that hop had when the request arrived there, in ms (the
+    /// one meaning of `budget_ms` on the wire).
     pub budget_ms: u64,
 }
 
-impl BudgetSpent {
-    /// The 504 this turns into.
-    pub fn to_problem(self) -> Problem {
-        Problem::deadline_exceeded(self.hop, self.budget_ms)
+impl From<BudgetSpent> for Problem {
+    fn from(spent: BudgetSpent) -> Self {
+        Problem::deadline_exceeded(spent.hop, spent.budget_ms)
     }
 }
 
@@ -253,7 +257,7 @@ mod tests {
 
     #[test]
     fn the_spent_problem_names_hop_and_budget() {
-        let p = ctx(0, 250).spent().to_problem();
+        let p = Problem::from(ctx(0, 250).spent());
         assert_eq!(p.status(), 504);
         let v: serde_json::Value = serde_json::from_slice(&p.to_json()).unwrap();
         assert_eq!(v["hop"], "community");

@@ -8,8 +8,9 @@ pub mod config;
 pub mod context;
 pub mod deadline;
 pub mod propagation;
+pub mod steps;
 
 pub use config::{
-    answer_reserve, BudgetConfig, BudgetConfigError, InvalidTimeout, DEFAULT_BUDGET,
-    DEFAULT_MAX_BUDGET,
+    BudgetConfig, BudgetConfigError, InvalidTimeout, DEFAULT_BUDGET, DEFAULT_MAX_BUDGET,
 };
+pub use steps::answer_reserve;

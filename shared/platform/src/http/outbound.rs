@@ -3,11 +3,12 @@
 
 use thiserror::Error;
 
-use crate::budget::context::RequestContext;
+use crate::budget::context::{BudgetSpent, RequestContext};
 use crate::budget::propagation::BudgetHeaders;
 use crate::http::retry::{classify_status, Verdict};
 use crate::time::UnixMillis;
 use crate::wire::headers;
+use crate::wire::problem::ErrorCode;
 
 /// A request to another service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +79,12 @@ impl OutboundResponse {
         body.get("code")?.as_str().map(str::to_owned)
     }
 
+    /// Whether the downstream ran out of the shared budget: its own 504
+    /// `deadline_exceeded`. For the caller the budget is spent as well.
+    pub fn spent_the_budget(&self) -> bool {
+        self.problem_code().as_deref() == Some(ErrorCode::DeadlineExceeded.as_str())
+    }
+
     /// Whether another attempt could help (see [`classify_status`]).
     pub fn verdict(&self) -> Verdict {
         classify_status(
@@ -92,8 +99,8 @@ impl OutboundResponse {
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum SendError {
     /// The budget ran out before or during the call; it was abandoned.
-    #[error("the request budget ran out")]
-    Deadline,
+    #[error("{0}")]
+    Deadline(BudgetSpent),
     /// The connection could not be made (refused, DNS, TLS).
     #[error("connection failed: {0}")]
     Connect(String),
@@ -106,13 +113,19 @@ pub enum SendError {
     Refused(String),
 }
 
+impl From<BudgetSpent> for SendError {
+    fn from(spent: BudgetSpent) -> Self {
+        Self::Deadline(spent)
+    }
+}
+
 impl SendError {
     /// Connection and transport failures are transient; running out of
     /// budget or a refused call is final.
     pub fn verdict(&self) -> Verdict {
         match self {
             Self::Connect(_) | Self::Transport(_) => Verdict::Transient { retry_after: None },
-            Self::Deadline | Self::Refused(_) => Verdict::Final,
+            Self::Deadline(_) | Self::Refused(_) => Verdict::Final,
         }
     }
 }
@@ -251,6 +264,7 @@ mod tests {
             body: br#"{"code":"deadline_exceeded"}"#.to_vec(),
         };
         assert_eq!(r.problem_code().as_deref(), Some("deadline_exceeded"));
+        assert!(r.spent_the_budget());
         assert_eq!(r.verdict(), Verdict::Final);
         r.headers[0].1 = "text/plain".into();
         assert_eq!(r.problem_code(), None);
@@ -263,7 +277,14 @@ mod tests {
             SendError::Connect("refused".into()).verdict(),
             Verdict::Transient { .. }
         ));
-        assert_eq!(SendError::Deadline.verdict(), Verdict::Final);
+        assert_eq!(
+            SendError::from(BudgetSpent {
+                hop: "billing",
+                budget_ms: 400
+            })
+            .verdict(),
+            Verdict::Final
+        );
         assert_eq!(
             SendError::Refused("denied".into()).verdict(),
             Verdict::Final

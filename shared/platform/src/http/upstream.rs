@@ -8,16 +8,31 @@ use crate::http::retry::{self, Jitter, RetryPolicy, Sleeper};
 use crate::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use crate::time::Clock;
 
-/// Everything needed to call another service under the budget.
-pub struct Upstream<H, C, S, J> {
+/// What calls to other services run on, named once: Spin's client, clock,
+/// sleeper and jitter in a component, fakes in tests. A component's types
+/// take one parameter bounded by this (or by a trait extending it) instead
+/// of four.
+pub trait Calls {
     /// Outbound HTTP (raced against the budget).
-    pub http: H,
+    type Http: HttpClient;
     /// Wall clock.
-    pub clock: C,
+    type Clock: Clock;
     /// Backoff sleeper.
-    pub sleeper: S,
+    type Sleeper: Sleeper;
     /// Backoff jitter.
-    pub jitter: J,
+    type Jitter: Jitter + Clone;
+}
+
+/// Everything needed to call another service under the budget.
+pub struct Upstream<E: Calls> {
+    /// Outbound HTTP (raced against the budget).
+    pub http: E::Http,
+    /// Wall clock.
+    pub clock: E::Clock,
+    /// Backoff sleeper.
+    pub sleeper: E::Sleeper,
+    /// Backoff jitter.
+    pub jitter: E::Jitter,
 }
 
 /// The outcome of a call.
@@ -31,7 +46,7 @@ pub struct Call {
     pub took: Duration,
 }
 
-impl<H: HttpClient, C: Clock, S: Sleeper, J: Jitter + Clone> Upstream<H, C, S, J> {
+impl<E: Calls> Upstream<E> {
     /// Sends `request` under `ctx`'s budget, repeating transient failures
     /// only as far as `policy` allows. The policy is the caller's statement
     /// of whether the call is safe to repeat.

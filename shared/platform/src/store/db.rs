@@ -8,6 +8,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::budget::context::{BudgetSpent, RequestContext};
+use crate::budget::steps;
 use crate::time::{duration_ms, Clock, UnixMillis};
 
 /// A SQLite value.
@@ -141,7 +142,7 @@ impl From<DbError> for crate::wire::problem::Problem {
     fn from(e: DbError) -> Self {
         use crate::wire::problem::{ErrorCode, Problem};
         match e {
-            DbError::Budget(spent) => spent.to_problem(),
+            DbError::Budget(spent) => spent.into(),
             DbError::Locked(detail) => {
                 eprintln!("storage locked: {detail}");
                 Problem::new(
@@ -189,9 +190,6 @@ impl<D: Database + ?Sized> Database for &D {
     }
 }
 
-/// The least budget worth starting a statement with.
-pub const DEFAULT_STATEMENT_BUDGET: Duration = Duration::from_millis(2);
-
 /// How much earlier than needed a lock wait is set to end, so that one
 /// setting stays valid for this long of later statements. Without it the
 /// bound would need a `PRAGMA` before every statement.
@@ -226,7 +224,7 @@ impl<D: Database, C: Clock> Store<D, C> {
         Self {
             db,
             clock,
-            statement_budget: DEFAULT_STATEMENT_BUDGET,
+            statement_budget: steps::STATEMENT,
             lock_wait: Cell::new(LockWait::Unset),
         }
     }

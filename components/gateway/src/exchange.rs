@@ -1,0 +1,108 @@
+//! One public request on its way through the gateway, once admitted: the
+//! context it is served in (request id, the edge budget as a deadline, the
+//! tenant once resolved), what its calls run on, and what it learned for
+//! the answer's headers. The steps it takes are its methods: resolving the
+//! tenant (`resolve.rs`), forwarding (`proxy.rs`), probing (`ready.rs`).
+
+use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::{Problem, RequestContext};
+
+use crate::config::GatewayConfig;
+use crate::edge::{Credentials, EdgeRequest, EdgeResponse};
+use crate::routes::{Route, Service};
+use crate::timing::ServerTiming;
+
+/// What one request learned on the way, reported in headers.
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// Per-hop timings.
+    pub timing: ServerTiming,
+    /// Upstream attempts made for this request (resolution and forwarding
+    /// together), when any call was made.
+    pub attempts: Option<u32>,
+}
+
+impl Trace {
+    /// Adds one call's attempts to the request's total.
+    pub fn count_attempts(&mut self, attempts: u32) {
+        self.attempts = Some(self.attempts.unwrap_or(0) + attempts);
+    }
+}
+
+/// An answer that is not a success from the gateway's own flow.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The gateway's own problem.
+    Problem(Problem),
+    /// A downstream's answer, passed on as it came.
+    Upstream(EdgeResponse),
+}
+
+impl From<Problem> for Refusal {
+    fn from(p: Problem) -> Self {
+        Self::Problem(p)
+    }
+}
+
+/// An admitted public request being served.
+pub struct Exchange<'g, E: Calls> {
+    /// Calls to the services.
+    pub upstream: &'g Upstream<E>,
+    /// Where the services live.
+    pub config: &'g GatewayConfig,
+    /// The request's context: the whole edge budget is the gateway's (its
+    /// calls work to it less the answer reserve, see `Upstream::call`).
+    pub ctx: RequestContext,
+    /// Timings and attempts, for the answer's headers.
+    pub trace: Trace,
+}
+
+impl<'g, E: Calls> Exchange<'g, E> {
+    /// Starts serving a request admitted with `ctx`.
+    pub fn new(upstream: &'g Upstream<E>, config: &'g GatewayConfig, ctx: RequestContext) -> Self {
+        Self {
+            upstream,
+            config,
+            ctx,
+            trace: Trace::default(),
+        }
+    }
+
+    /// Serves `route`; `policy` says whether forwarding it may be repeated.
+    pub async fn serve(
+        &mut self,
+        route: Route,
+        request: &EdgeRequest,
+        policy: &RetryPolicy,
+    ) -> Result<EdgeResponse, Refusal> {
+        match route {
+            Route::Ready => self.ready().await,
+            Route::CreateTenant => {
+                self.forward(Service::Identity, request, policy, Credentials::Keep)
+                    .await
+            }
+            Route::Relay => {
+                let relay = EdgeRequest {
+                    path: "/internal/outbox/relay".into(),
+                    query: String::new(),
+                    ..request.clone()
+                };
+                // Delivery is keyed by event id, so a relay run is safe to repeat.
+                let policy = RetryPolicy::standard();
+                self.forward(Service::Billing, &relay, &policy, Credentials::Keep)
+                    .await
+            }
+            Route::Tenant { slug, service } => {
+                let scope = self.resolve(&slug, request.header("authorization")).await?;
+                self.ctx = self.ctx.clone().with_tenant(scope);
+                self.forward(service, request, policy, Credentials::Strip)
+                    .await
+            }
+            // Answered at admission, before any budget was made.
+            Route::Health | Route::Contract | Route::NotFound | Route::MethodNotAllowed { .. } => {
+                Err(Problem::no_route().into())
+            }
+        }
+    }
+}
