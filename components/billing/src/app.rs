@@ -3,6 +3,7 @@
 
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::store::db::{Database, Store};
+use meridian_platform::time::Timestamp;
 use meridian_platform::Clock;
 
 /// What billing runs on: the database, and what its calls to community run
@@ -26,7 +27,7 @@ pub struct Billing<E: Env> {
 
 impl<E: Env> Billing<E> {
     /// Now, as stored in time columns.
-    pub fn timestamp(&self) -> String {
-        self.store.clock().now().to_rfc3339()
+    pub fn timestamp(&self) -> Timestamp {
+        Timestamp::at(self.store.clock().now())
     }
 }

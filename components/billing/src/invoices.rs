@@ -8,7 +8,7 @@ use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::{OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::input::query::query_param;
-use meridian_platform::input::validate::{incomplete, JsonBody};
+use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::idempotency::{self, write_once, Begun, IdempotencyKey, Written};
 use meridian_platform::store::page::PageRequest;
 use meridian_platform::wire::problem::FieldError;
@@ -16,42 +16,41 @@ use meridian_platform::{ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
 use crate::app::{Billing, Env};
-use crate::model::{Invoice, OutboxEvent};
-use crate::money::{currency, due_date, MAX_AMOUNT_CENTS};
+use crate::model::{Invoice, InvoiceStatus, OutboxEvent};
+use crate::money::{AmountCents, Currency, DueDate, MAX_AMOUNT_CENTS};
 use crate::repo::{self, InvoiceFilter};
 
 /// A validated invoice request.
+/// A validated invoice to create.
 struct NewInvoice {
     resident_id: String,
-    amount_cents: i64,
-    currency: String,
+    amount_cents: AmountCents,
+    currency: Currency,
     description: String,
-    due_date: String,
+    due_date: DueDate,
 }
 
-fn read_new_invoice(body: &[u8]) -> Result<NewInvoice, Problem> {
-    let mut b = JsonBody::parse(body)?;
-    let resident_id = b.parsed("resident_id", |s| parse_id(s).ok_or("must be a UUID"));
-    let amount_cents = b.integer("amount_cents", 1, MAX_AMOUNT_CENTS);
-    let currency = b.parsed("currency", currency);
-    let description = b.text("description", 1, 500);
-    let due_date = b.parsed("due_date", due_date);
-    b.finish()?;
-    match (resident_id, amount_cents, currency, description, due_date) {
-        (
-            Some(resident_id),
-            Some(amount_cents),
-            Some(currency),
-            Some(description),
-            Some(due_date),
-        ) => Ok(NewInvoice {
+impl TryFrom<&[u8]> for NewInvoice {
+    type Error = Problem;
+
+    fn try_from(body: &[u8]) -> Result<Self, Problem> {
+        let mut b = JsonBody::parse(body)?;
+        let fields = (
+            b.parsed("resident_id", |s| parse_id(s).ok_or("must be a UUID")),
+            b.integer("amount_cents", 1, MAX_AMOUNT_CENTS)
+                .and_then(AmountCents::new),
+            b.parsed("currency", Currency::parse),
+            b.text("description", 1, 500),
+            b.parsed("due_date", DueDate::parse),
+        );
+        let (resident_id, amount_cents, currency, description, due_date) = b.complete(fields)?;
+        Ok(Self {
             resident_id,
             amount_cents,
             currency,
             description,
             due_date,
-        }),
-        _ => Err(incomplete()),
+        })
     }
 }
 
@@ -100,11 +99,7 @@ impl<E: Env> Billing<E> {
             |what: &str| Problem::new(ErrorCode::InvalidRequest, format!("{what} is not valid"));
         let filter = InvoiceFilter {
             status: query_param(&request.query, "status")
-                .map(|s| {
-                    matches!(s.as_str(), "open" | "paid" | "void")
-                        .then_some(s)
-                        .ok_or_else(|| invalid("status"))
-                })
+                .map(|s| InvoiceStatus::parse(&s).map_err(|_| invalid("status")))
                 .transpose()?,
             resident_id: query_param(&request.query, "resident_id")
                 .map(|s| parse_id(&s).ok_or_else(|| invalid("resident_id")))
@@ -167,7 +162,7 @@ impl<E: Env> Billing<E> {
     ) -> Result<ServiceResponse, Problem> {
         let (tenant, scope) = ctx.staff()?;
         let actor = scope.actor_id.to_string();
-        let input = read_new_invoice(&request.body)?;
+        let input = NewInvoice::try_from(request.body.as_slice())?;
         let key = IdempotencyKey::of(request)?;
         // The claim comes first, so a concurrent duplicate is refused at
         // once instead of racing through the resident check.
@@ -194,8 +189,8 @@ impl<E: Env> Billing<E> {
             currency: input.currency,
             description: input.description,
             due_date: input.due_date,
-            status: "open".into(),
-            balance_cents: input.amount_cents,
+            status: InvoiceStatus::Open,
+            balance_cents: input.amount_cents.get(),
             created_at: now.clone(),
         };
         let event = OutboxEvent {
@@ -283,15 +278,11 @@ impl<E: Env> Billing<E> {
     ) -> Result<ServiceResponse, Problem> {
         let (tenant, _) = ctx.staff()?;
         let mut b = JsonBody::parse(&request.body)?;
-        let status = b.parsed("status", |s| {
-            if s == "void" {
-                Ok(())
-            } else {
-                Err("can only be set to void")
-            }
+        let status = b.parsed("status", |s| match InvoiceStatus::parse(s) {
+            Ok(InvoiceStatus::Void) => Ok(()),
+            _ => Err("can only be set to void"),
         });
-        b.finish()?;
-        status.ok_or_else(incomplete)?;
+        b.complete((status,))?;
         let id = parse_id(id).ok_or_else(|| Problem::not_found("invoice"))?;
         write_once(
             &self.store,
@@ -301,16 +292,18 @@ impl<E: Env> Billing<E> {
             |tx| {
                 let mut invoice = repo::invoice(tx, ctx, &tenant, &id)?
                     .ok_or_else(|| Problem::not_found("invoice"))?;
-                if !repo::void_invoice(tx, ctx, &tenant, &id, &self.timestamp())? {
+                let voided = invoice.status.may_be_voided()
+                    && repo::void_invoice(tx, ctx, &tenant, &id, &self.timestamp())?;
+                if !voided {
                     return Err(Problem::new(
                         ErrorCode::Conflict,
                         format!(
                             "an invoice that is {} or has payments cannot be voided",
-                            invoice.status
+                            invoice.status.as_str()
                         ),
                     ));
                 }
-                invoice.status = "void".into();
+                invoice.status = InvoiceStatus::Void;
                 Ok(Written::same(200, &invoice))
             },
         )

@@ -1,6 +1,58 @@
 //! Billing's resources as the API shows them, and the events it emits.
 
+use meridian_platform::time::Timestamp;
 use serde::Serialize;
+
+use crate::money::{AmountCents, Currency, DueDate, PaymentMethod};
+
+/// An invoice's place in its life: `open`, then `paid` (its balance
+/// reached zero) or `void` (withdrawn before any payment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InvoiceStatus {
+    /// Owed.
+    Open,
+    /// Paid in full.
+    Paid,
+    /// Withdrawn.
+    Void,
+}
+
+impl InvoiceStatus {
+    /// The wire (and column) name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Paid => "paid",
+            Self::Void => "void",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(raw: &str) -> Result<Self, &'static str> {
+        match raw {
+            "open" => Ok(Self::Open),
+            "paid" => Ok(Self::Paid),
+            "void" => Ok(Self::Void),
+            _ => Err("must be open, paid or void"),
+        }
+    }
+
+    /// Why an invoice in this state takes no payment, if it takes none.
+    pub const fn refuses_payment(self) -> Option<&'static str> {
+        match self {
+            Self::Open => None,
+            Self::Paid => Some("the invoice is already paid"),
+            Self::Void => Some("the invoice is void"),
+        }
+    }
+
+    /// Whether an invoice in this state may be voided (if it has no
+    /// payments either; the statement checks both at once).
+    pub const fn may_be_voided(self) -> bool {
+        matches!(self, Self::Open)
+    }
+}
 
 /// An invoice.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -9,41 +61,49 @@ pub struct Invoice {
     pub id: String,
     /// The resident billed.
     pub resident_id: String,
-    /// Total, minor units.
-    pub amount_cents: i64,
+    /// Total.
+    pub amount_cents: AmountCents,
     /// ISO 4217.
-    pub currency: String,
+    pub currency: Currency,
     /// What it is for.
     pub description: String,
-    /// `YYYY-MM-DD`.
-    pub due_date: String,
-    /// `open`, `paid` or `void`.
-    pub status: String,
+    /// When it is due.
+    pub due_date: DueDate,
+    /// Where it is in its life.
+    pub status: InvoiceStatus,
     /// Still owed, minor units.
     pub balance_cents: i64,
-    /// RFC 3339.
-    pub created_at: String,
+    /// When it was created.
+    pub created_at: Timestamp,
 }
 
-/// A payment against an invoice.
+/// A payment against an invoice, as an invoice's payments list it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Payment {
     /// UUID.
     pub id: String,
     /// The invoice paid.
     pub invoice_id: String,
-    /// Amount, minor units.
-    pub amount_cents: i64,
+    /// Amount.
+    pub amount_cents: AmountCents,
+    /// How it was paid.
+    pub method: PaymentMethod,
+    /// When it was recorded.
+    pub created_at: Timestamp,
+}
+
+/// A payment as its creation answers it: with what it did to the invoice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordedPayment {
+    /// The payment.
+    #[serde(flatten)]
+    pub payment: Payment,
     /// The invoice's currency.
-    pub currency: String,
-    /// `card`, `bank_transfer`, ...
-    pub method: String,
-    /// RFC 3339.
-    pub created_at: String,
+    pub currency: Currency,
     /// The invoice's balance after this payment.
     pub balance_cents: i64,
     /// The invoice's status after this payment.
-    pub invoice_status: String,
+    pub invoice_status: InvoiceStatus,
 }
 
 /// An event waiting in (or delivered from) the outbox.
@@ -60,6 +120,6 @@ pub struct OutboxEvent {
     pub kind: String,
     /// The event's data.
     pub payload: serde_json::Value,
-    /// RFC 3339.
-    pub created_at: String,
+    /// When it happened.
+    pub created_at: Timestamp,
 }

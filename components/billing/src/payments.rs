@@ -4,7 +4,7 @@
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::new_id;
-use meridian_platform::input::validate::{incomplete, JsonBody};
+use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::idempotency::{write_once, Written};
 use meridian_platform::store::page::PageRequest;
 use meridian_platform::wire::problem::FieldError;
@@ -12,8 +12,8 @@ use meridian_platform::{Problem, RequestContext};
 use serde_json::json;
 
 use crate::app::{Billing, Env};
-use crate::model::{OutboxEvent, Payment};
-use crate::money::{payment_method, MAX_AMOUNT_CENTS};
+use crate::model::{OutboxEvent, Payment, RecordedPayment};
+use crate::money::{AmountCents, PaymentMethod, MAX_AMOUNT_CENTS};
 use crate::repo::{self, NewPayment};
 
 impl<E: Env> Billing<E> {
@@ -29,12 +29,12 @@ impl<E: Env> Billing<E> {
         let actor = scope.actor_id.to_string();
         let invoice = self.find_invoice(ctx, &tenant, invoice_id)?;
         let mut b = JsonBody::parse(&request.body)?;
-        let amount = b.integer("amount_cents", 1, MAX_AMOUNT_CENTS);
-        let method = b.parsed("method", payment_method);
-        b.finish()?;
-        let (Some(amount), Some(method)) = (amount, method) else {
-            return Err(incomplete());
-        };
+        let fields = (
+            b.integer("amount_cents", 1, MAX_AMOUNT_CENTS)
+                .and_then(AmountCents::new),
+            b.parsed("method", PaymentMethod::parse),
+        );
+        let (amount, method) = b.complete(fields)?;
         let mut emitted = None;
         let response = write_once(
             &self.store,
@@ -49,10 +49,9 @@ impl<E: Env> Billing<E> {
                     // Re-read inside the transaction for an exact reason.
                     let current = repo::invoice(tx, ctx, &tenant, &invoice.id)?
                         .ok_or_else(|| Problem::not_found("invoice"))?;
-                    let message = match current.status.as_str() {
-                        "void" => "the invoice is void".to_owned(),
-                        "paid" => "the invoice is already paid".to_owned(),
-                        _ => format!(
+                    let message = match current.status.refuses_payment() {
+                        Some(reason) => reason.to_owned(),
+                        None => format!(
                             "exceeds the balance of {} {}",
                             current.balance_cents, current.currency
                         ),
@@ -62,13 +61,15 @@ impl<E: Env> Billing<E> {
                         message,
                     )]));
                 };
-                let payment = Payment {
-                    id: new_id(),
-                    invoice_id: invoice.id.clone(),
-                    amount_cents: amount,
+                let payment = RecordedPayment {
+                    payment: Payment {
+                        id: new_id(),
+                        invoice_id: invoice.id.clone(),
+                        amount_cents: amount,
+                        method,
+                        created_at: now.clone(),
+                    },
                     currency: invoice.currency.clone(),
-                    method: method.clone(),
-                    created_at: now.clone(),
                     balance_cents: balance,
                     invoice_status: status,
                 };
@@ -77,10 +78,10 @@ impl<E: Env> Billing<E> {
                     ctx,
                     &tenant,
                     &NewPayment {
-                        id: &payment.id,
-                        invoice_id: &payment.invoice_id,
+                        id: &payment.payment.id,
+                        invoice_id: &payment.payment.invoice_id,
                         amount_cents: amount,
-                        method: &method,
+                        method,
                         created_by: &actor,
                         created_at: &now,
                     },
@@ -91,7 +92,7 @@ impl<E: Env> Billing<E> {
                     resident_id: invoice.resident_id.clone(),
                     kind: "payment.received".into(),
                     payload: json!({
-                        "payment_id": payment.id, "invoice_id": payment.invoice_id, "amount_cents": amount,
+                        "payment_id": payment.payment.id, "invoice_id": payment.payment.invoice_id, "amount_cents": amount,
                         "currency": payment.currency, "balance_cents": payment.balance_cents,
                         "invoice_status": payment.invoice_status,
                     }),

@@ -3,26 +3,46 @@
 //! (the relay's outbox scan is the one cross-tenant read, by design).
 
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
-use crate::model::{Invoice, OutboxEvent};
+use crate::model::{Invoice, InvoiceStatus, OutboxEvent, Payment};
+use crate::money::{AmountCents, Currency, DueDate, PaymentMethod};
 
 /// Billing's storage.
 pub type Db<D, C> = Store<D, C>;
 
 const INVOICE_COLUMNS: &str = "id, resident_id, amount_cents, currency, description, due_date, status, balance_cents, created_at";
 
+/// A stored value that does not parse as its type: the row is not one
+/// billing wrote.
+fn undecodable(column: &str, value: impl std::fmt::Debug) -> DbError {
+    DbError::Decode(format!("column {column}: unexpected {value:?}"))
+}
+
+fn amount(r: &Row) -> Result<AmountCents, DbError> {
+    let cents = r.integer("amount_cents")?;
+    AmountCents::new(cents).ok_or_else(|| undecodable("amount_cents", cents))
+}
+
+fn status(r: &Row) -> Result<InvoiceStatus, DbError> {
+    let raw = r.text("status")?;
+    InvoiceStatus::parse(raw).map_err(|_| undecodable("status", raw))
+}
+
 fn invoice_from(r: &Row) -> Result<Invoice, DbError> {
+    let currency = r.text("currency")?;
+    let due_date = r.text("due_date")?;
     Ok(Invoice {
         id: r.text("id")?.to_owned(),
         resident_id: r.text("resident_id")?.to_owned(),
-        amount_cents: r.integer("amount_cents")?,
-        currency: r.text("currency")?.to_owned(),
+        amount_cents: amount(r)?,
+        currency: Currency::parse(currency).map_err(|_| undecodable("currency", currency))?,
         description: r.text("description")?.to_owned(),
-        due_date: r.text("due_date")?.to_owned(),
-        status: r.text("status")?.to_owned(),
+        due_date: DueDate::parse(due_date).map_err(|_| undecodable("due_date", due_date))?,
+        status: status(r)?,
         balance_cents: r.integer("balance_cents")?,
-        created_at: r.text("created_at")?.to_owned(),
+        created_at: r.timestamp("created_at")?,
     })
 }
 
@@ -30,7 +50,7 @@ fn invoice_from(r: &Row) -> Result<Invoice, DbError> {
 #[derive(Debug, Default)]
 pub struct InvoiceFilter {
     /// Only this status.
-    pub status: Option<String>,
+    pub status: Option<InvoiceStatus>,
     /// Only this resident's.
     pub resident_id: Option<String>,
     /// Only these residents' (what a resident-role member may see).
@@ -60,8 +80,8 @@ pub fn list_invoices<D: Database, C: Clock>(
         ),
         &[
             tenant.into(),
-            filter.status.clone().into(),
-            filter.status.clone().into(),
+            filter.status.map(InvoiceStatus::as_str).into(),
+            filter.status.map(InvoiceStatus::as_str).into(),
             filter.resident_id.clone().into(),
             filter.resident_id.clone().into(),
             visible.clone().into(),
@@ -107,15 +127,15 @@ pub fn insert_invoice<D: Database, C: Clock>(
             i.id.as_str().into(),
             tenant.into(),
             i.resident_id.as_str().into(),
-            Value::Integer(i.amount_cents),
+            Value::Integer(i.amount_cents.get()),
             i.currency.as_str().into(),
             i.description.as_str().into(),
             i.due_date.as_str().into(),
             i.status.as_str().into(),
             Value::Integer(i.balance_cents),
             created_by.into(),
-            i.created_at.as_str().into(),
-            i.created_at.as_str().into(),
+            (&i.created_at).into(),
+            (&i.created_at).into(),
         ],
     )
 }
@@ -129,9 +149,9 @@ pub fn apply_payment<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     invoice_id: &str,
-    amount: i64,
-    at: &str,
-) -> Result<Option<(i64, String)>, DbError> {
+    amount: AmountCents,
+    at: &Timestamp,
+) -> Result<Option<(i64, InvoiceStatus)>, DbError> {
     let rows = db.query(
         ctx,
         "UPDATE invoices
@@ -141,14 +161,14 @@ pub fn apply_payment<D: Database, C: Clock>(
          WHERE tenant_id = ?3 AND id = ?4 AND status = 'open' AND balance_cents >= ?1
          RETURNING balance_cents, status",
         &[
-            Value::Integer(amount),
+            Value::Integer(amount.get()),
             at.into(),
             tenant.into(),
             invoice_id.into(),
         ],
     )?;
     rows.first()
-        .map(|r| Ok((r.integer("balance_cents")?, r.text("status")?.to_owned())))
+        .map(|r| Ok((r.integer("balance_cents")?, status(r)?)))
         .transpose()
 }
 
@@ -158,7 +178,7 @@ pub fn void_invoice<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     invoice_id: &str,
-    at: &str,
+    at: &Timestamp,
 ) -> Result<bool, DbError> {
     let rows = db.query(
         ctx,
@@ -176,14 +196,14 @@ pub struct NewPayment<'a> {
     pub id: &'a str,
     /// Invoice UUID.
     pub invoice_id: &'a str,
-    /// Minor units.
-    pub amount_cents: i64,
+    /// Amount.
+    pub amount_cents: AmountCents,
     /// How it was paid.
-    pub method: &'a str,
+    pub method: PaymentMethod,
     /// The user recording it.
     pub created_by: &'a str,
-    /// RFC 3339.
-    pub created_at: &'a str,
+    /// When.
+    pub created_at: &'a Timestamp,
 }
 
 /// Inserts a payment.
@@ -200,15 +220,15 @@ pub fn insert_payment<D: Database, C: Clock>(
             p.id.into(),
             tenant.into(),
             p.invoice_id.into(),
-            Value::Integer(p.amount_cents),
-            p.method.into(),
+            Value::Integer(p.amount_cents.get()),
+            p.method.as_str().into(),
             p.created_by.into(),
             p.created_at.into(),
         ],
     )
 }
 
-/// A page of an invoice's payments: `(id, amount, method, created_at)`.
+/// A page of an invoice's payments.
 pub fn list_payments<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
@@ -216,7 +236,7 @@ pub fn list_payments<D: Database, C: Clock>(
     invoice_id: &str,
     after: i64,
     limit: i64,
-) -> Result<Vec<(i64, serde_json::Value)>, DbError> {
+) -> Result<Vec<(i64, Payment)>, DbError> {
     let rows = db.query(
         ctx,
         "SELECT id, amount_cents, method, created_at, seq FROM payments
@@ -229,10 +249,14 @@ pub fn list_payments<D: Database, C: Clock>(
         ],
     )?;
     sequenced(&rows, |r| {
-        Ok(serde_json::json!({
-            "id": r.text("id")?, "invoice_id": invoice_id, "amount_cents": r.integer("amount_cents")?,
-            "method": r.text("method")?, "created_at": r.text("created_at")?,
-        }))
+        let method = r.text("method")?;
+        Ok(Payment {
+            id: r.text("id")?.to_owned(),
+            invoice_id: invoice_id.to_owned(),
+            amount_cents: amount(r)?,
+            method: PaymentMethod::parse(method).map_err(|_| undecodable("method", method))?,
+            created_at: r.timestamp("created_at")?,
+        })
     })
 }
 
@@ -251,7 +275,7 @@ pub fn enqueue<D: Database, C: Clock>(
             e.kind.as_str().into(),
             e.resident_id.as_str().into(),
             e.payload.to_string().into(),
-            e.created_at.as_str().into(),
+            (&e.created_at).into(),
         ],
     )
 }
@@ -264,7 +288,7 @@ fn event_from(r: &Row) -> Result<OutboxEvent, DbError> {
         resident_id: r.text("resident_id")?.to_owned(),
         payload: serde_json::from_str(r.text("payload")?)
             .map_err(|e| DbError::Decode(e.to_string()))?,
-        created_at: r.text("created_at")?.to_owned(),
+        created_at: r.timestamp("created_at")?,
     })
 }
 
@@ -335,7 +359,7 @@ pub fn mark_delivered<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     event_id: &str,
-    at: &str,
+    at: &Timestamp,
 ) -> Result<(), DbError> {
     db.execute(
         ctx,

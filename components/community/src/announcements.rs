@@ -3,7 +3,7 @@
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::new_id;
-use meridian_platform::input::validate::{incomplete, JsonBody};
+use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
 use meridian_platform::store::page::PageRequest;
@@ -39,12 +39,8 @@ pub fn create<D: Database, C: Clock>(
 ) -> Result<ServiceResponse, Problem> {
     let (tenant, scope) = ctx.staff()?;
     let mut b = JsonBody::parse(&request.body)?;
-    let title = b.text("title", 1, 200);
-    let body = b.text("body", 1, 10_000);
-    b.finish()?;
-    let (Some(title), Some(body)) = (title, body) else {
-        return Err(incomplete());
-    };
+    let fields = (b.text("title", 1, 200), b.text("body", 1, 10_000));
+    let (title, body) = b.complete(fields)?;
     let author_id = scope.actor_id.to_string();
     write_once(&app.store, ctx, request, "POST /announcements", |tx| {
         let announcement = Announcement {

@@ -1,6 +1,7 @@
 //! Community's collaborators.
 
 use meridian_platform::store::db::{Database, Store};
+use meridian_platform::time::Timestamp;
 use meridian_platform::Clock;
 
 /// The community service: its store.
@@ -11,7 +12,7 @@ pub struct Community<D, C> {
 
 impl<D: Database, C: Clock> Community<D, C> {
     /// Now, as stored in time columns.
-    pub fn timestamp(&self) -> String {
-        self.store.clock().now().to_rfc3339()
+    pub fn timestamp(&self) -> Timestamp {
+        Timestamp::at(self.store.clock().now())
     }
 }

@@ -5,7 +5,7 @@
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::input::query::query_param;
-use meridian_platform::input::validate::{incomplete, JsonBody};
+use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::{Database, Store};
 use meridian_platform::store::idempotency::{write_once, Written};
 use meridian_platform::store::page::PageRequest;
@@ -39,7 +39,7 @@ pub fn list<D: Database, C: Clock>(
     let filed_by = visible_to(scope);
     let filter = ComplaintFilter {
         filed_by: filed_by.as_deref(),
-        status: status.map(ComplaintStatus::as_str),
+        status,
     };
     let rows = repo::list_complaints(
         &app.store,
@@ -79,6 +79,32 @@ pub fn get<D: Database, C: Clock>(
     ))
 }
 
+/// A validated complaint to file.
+struct NewComplaint {
+    resident_id: String,
+    subject: String,
+    body: String,
+}
+
+impl TryFrom<&[u8]> for NewComplaint {
+    type Error = Problem;
+
+    fn try_from(body: &[u8]) -> Result<Self, Problem> {
+        let mut b = JsonBody::parse(body)?;
+        let fields = (
+            b.parsed("resident_id", |s| parse_id(s).ok_or("must be a UUID")),
+            b.text("subject", 1, 200),
+            b.text("body", 1, 5_000),
+        );
+        let (resident_id, subject, body) = b.complete(fields)?;
+        Ok(Self {
+            resident_id,
+            subject,
+            body,
+        })
+    }
+}
+
 /// Files a complaint about a resident of the tenant (any member).
 pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,
@@ -86,14 +112,11 @@ pub fn create<D: Database, C: Clock>(
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
     let (tenant, scope) = ctx.member()?;
-    let mut b = JsonBody::parse(&request.body)?;
-    let resident_id = b.parsed("resident_id", |s| parse_id(s).ok_or("must be a UUID"));
-    let subject = b.text("subject", 1, 200);
-    let body = b.text("body", 1, 5_000);
-    b.finish()?;
-    let (Some(resident_id), Some(subject), Some(body)) = (resident_id, subject, body) else {
-        return Err(incomplete());
-    };
+    let NewComplaint {
+        resident_id,
+        subject,
+        body,
+    } = NewComplaint::try_from(request.body.as_slice())?;
     let filed_by = scope.actor_id.to_string();
     write_once(&app.store, ctx, request, "POST /complaints", |tx| {
         if repo::resident(tx, ctx, &tenant, &resident_id)?.is_none() {
@@ -108,7 +131,7 @@ pub fn create<D: Database, C: Clock>(
             resident_id,
             subject,
             body,
-            status: ComplaintStatus::Open.as_str().to_owned(),
+            status: ComplaintStatus::Open,
             filed_by,
             created_at: now.clone(),
             updated_at: now,
@@ -128,11 +151,8 @@ pub fn update<D: Database, C: Clock>(
 ) -> Result<ServiceResponse, Problem> {
     let (tenant, scope) = ctx.staff()?;
     let mut b = JsonBody::parse(&request.body)?;
-    let to = b.parsed("status", ComplaintStatus::parse);
-    b.finish()?;
-    let Some(to) = to else {
-        return Err(incomplete());
-    };
+    let status = b.parsed("status", ComplaintStatus::parse);
+    let (to,) = b.complete((status,))?;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("complaint"))?;
     write_once(
         &app.store,
@@ -141,8 +161,7 @@ pub fn update<D: Database, C: Clock>(
         &format!("PATCH /complaints/{id}"),
         |tx| {
             let mut complaint = find(tx, ctx, &tenant, scope, &id)?;
-            let from = ComplaintStatus::parse(&complaint.status)
-                .map_err(|_| Problem::new(ErrorCode::Internal, "stored status unknown"))?;
+            let from = complaint.status;
             if !from.can_become(to) {
                 return Err(Problem::new(
                     ErrorCode::Conflict,
@@ -155,20 +174,13 @@ pub fn update<D: Database, C: Clock>(
             }
             let now = app.timestamp();
             // Guarded by the old status, so a concurrent change cannot be overwritten.
-            if !repo::set_complaint_status(
-                tx,
-                ctx,
-                &tenant,
-                &id,
-                (from.as_str(), to.as_str()),
-                &now,
-            )? {
+            if !repo::set_complaint_status(tx, ctx, &tenant, &id, (from, to), &now)? {
                 return Err(Problem::new(
                     ErrorCode::Conflict,
                     "the complaint changed meanwhile",
                 ));
             }
-            complaint.status = to.as_str().to_owned();
+            complaint.status = to;
             complaint.updated_at = now;
             Ok(Written::same(200, &complaint))
         },

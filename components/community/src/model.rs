@@ -1,5 +1,6 @@
 //! Community's resources as the API shows them.
 
+use meridian_platform::time::Timestamp;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -17,13 +18,14 @@ pub struct Resident {
     /// The user account linked to this resident, if any.
     pub user_id: Option<String>,
     /// RFC 3339.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// RFC 3339.
-    pub updated_at: String,
+    pub updated_at: Timestamp,
 }
 
 /// A complaint's place in its life: `open → in_progress → resolved → closed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ComplaintStatus {
     /// Filed, not yet picked up.
     Open,
@@ -79,14 +81,14 @@ pub struct Complaint {
     pub subject: String,
     /// The details.
     pub body: String,
-    /// `open`, `in_progress`, `resolved` or `closed`.
-    pub status: String,
+    /// Where it is in its life.
+    pub status: ComplaintStatus,
     /// The user who filed it.
     pub filed_by: String,
     /// RFC 3339.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// RFC 3339.
-    pub updated_at: String,
+    pub updated_at: Timestamp,
 }
 
 /// A notice to the whole community.
@@ -101,7 +103,7 @@ pub struct Announcement {
     /// The user who published it.
     pub author_id: String,
     /// RFC 3339.
-    pub published_at: String,
+    pub published_at: Timestamp,
 }
 
 /// An event delivered to a resident.
@@ -115,7 +117,7 @@ pub struct Notification {
     /// The event's data.
     pub payload: Value,
     /// When the event happened (RFC 3339).
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 #[cfg(test)]

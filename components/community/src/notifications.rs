@@ -4,9 +4,10 @@
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::parse_id;
-use meridian_platform::input::validate::{incomplete, JsonBody};
+use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
 use meridian_platform::store::page::PageRequest;
+use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, Problem, RequestContext};
 use serde_json::json;
 
@@ -56,19 +57,11 @@ pub fn consume<D: Database, C: Clock>(
     let resident_id = b.parsed("resident_id", uuid);
     let kind = b.text("type", 1, 100);
     let payload = b.object("payload");
-    let created_at = b.text("created_at", 1, 40);
-    b.finish()?;
-    let (
-        Some(event_id),
-        Some(tenant_id),
-        Some(resident_id),
-        Some(kind),
-        Some(payload),
-        Some(created_at),
-    ) = (event_id, tenant_id, resident_id, kind, payload, created_at)
-    else {
-        return Err(incomplete());
-    };
+    let created_at = b.parsed("created_at", |s| {
+        Timestamp::stored(s).ok_or("must be an RFC 3339 UTC time with milliseconds")
+    });
+    let fields = (event_id, tenant_id, resident_id, kind, payload, created_at);
+    let (event_id, tenant_id, resident_id, kind, payload, created_at) = b.complete(fields)?;
     let stored = repo::insert_notification(
         &app.store,
         ctx,

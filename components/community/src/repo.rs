@@ -3,9 +3,10 @@
 //! tenant.
 
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
-use crate::model::{Announcement, Complaint, Notification, Resident};
+use crate::model::{Announcement, Complaint, ComplaintStatus, Notification, Resident};
 
 /// Community's storage.
 pub type Db<D, C> = Store<D, C>;
@@ -19,8 +20,8 @@ fn resident_from(r: &Row) -> Result<Resident, DbError> {
         unit: r.text("unit")?.to_owned(),
         email: r.opt_text("email")?.map(str::to_owned),
         user_id: r.opt_text("user_id")?.map(str::to_owned),
-        created_at: r.text("created_at")?.to_owned(),
-        updated_at: r.text("updated_at")?.to_owned(),
+        created_at: r.timestamp("created_at")?,
+        updated_at: r.timestamp("updated_at")?,
     })
 }
 
@@ -110,7 +111,7 @@ pub fn delete_resident<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     id: &str,
-    at: &str,
+    at: &Timestamp,
 ) -> Result<(), DbError> {
     db.execute(
         ctx,
@@ -128,10 +129,14 @@ fn complaint_from(r: &Row) -> Result<Complaint, DbError> {
         resident_id: r.text("resident_id")?.to_owned(),
         subject: r.text("subject")?.to_owned(),
         body: r.text("body")?.to_owned(),
-        status: r.text("status")?.to_owned(),
+        status: {
+            let raw = r.text("status")?;
+            ComplaintStatus::parse(raw)
+                .map_err(|_| DbError::Decode(format!("column status: not a status: {raw:?}")))?
+        },
         filed_by: r.text("filed_by")?.to_owned(),
-        created_at: r.text("created_at")?.to_owned(),
-        updated_at: r.text("updated_at")?.to_owned(),
+        created_at: r.timestamp("created_at")?,
+        updated_at: r.timestamp("updated_at")?,
     })
 }
 
@@ -140,7 +145,7 @@ pub struct ComplaintFilter<'a> {
     /// Only those filed by this user (residents see their own).
     pub filed_by: Option<&'a str>,
     /// Only those in this status.
-    pub status: Option<&'a str>,
+    pub status: Option<ComplaintStatus>,
 }
 
 /// A page of complaints after `after`, in creation order.
@@ -163,8 +168,8 @@ pub fn list_complaints<D: Database, C: Clock>(
             tenant.into(),
             filter.filed_by.into(),
             filter.filed_by.into(),
-            filter.status.into(),
-            filter.status.into(),
+            filter.status.map(ComplaintStatus::as_str).into(),
+            filter.status.map(ComplaintStatus::as_str).into(),
             Value::Integer(after),
             Value::Integer(limit),
         ],
@@ -220,13 +225,13 @@ pub fn set_complaint_status<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     id: &str,
-    (from, to): (&str, &str),
-    at: &str,
+    (from, to): (ComplaintStatus, ComplaintStatus),
+    at: &Timestamp,
 ) -> Result<bool, DbError> {
     let rows = db.query(
         ctx,
         "UPDATE complaints SET status = ?, updated_at = ? WHERE tenant_id = ? AND id = ? AND status = ? RETURNING id",
-        &[to.into(), at.into(), tenant.into(), id.into(), from.into()],
+        &[to.as_str().into(), at.into(), tenant.into(), id.into(), from.as_str().into()],
     )?;
     Ok(!rows.is_empty())
 }
@@ -237,7 +242,7 @@ fn announcement_from(r: &Row) -> Result<Announcement, DbError> {
         title: r.text("title")?.to_owned(),
         body: r.text("body")?.to_owned(),
         author_id: r.text("author_id")?.to_owned(),
-        published_at: r.text("published_at")?.to_owned(),
+        published_at: r.timestamp("published_at")?,
     })
 }
 
@@ -292,9 +297,9 @@ pub struct NewNotification<'a> {
     /// JSON payload.
     pub payload: &'a str,
     /// When the event happened.
-    pub created_at: &'a str,
+    pub created_at: &'a Timestamp,
     /// When it arrived here.
-    pub received_at: &'a str,
+    pub received_at: &'a Timestamp,
 }
 
 /// Stores a notification unless its event is already stored; true if stored now.
@@ -345,7 +350,7 @@ pub fn list_notifications<D: Database, C: Clock>(
             event_id: r.text("event_id")?.to_owned(),
             kind: r.text("type")?.to_owned(),
             payload: serde_json::from_str(r.text("payload")?).unwrap_or(serde_json::Value::Null),
-            created_at: r.text("created_at")?.to_owned(),
+            created_at: r.timestamp("created_at")?,
         })
     })
 }

@@ -3,7 +3,7 @@
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::{new_id, parse_id};
-use meridian_platform::input::validate::{incomplete, normalize_email, JsonBody, Patch};
+use meridian_platform::input::validate::{normalize_email, JsonBody, Patch};
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
 use meridian_platform::store::page::PageRequest;
@@ -77,10 +77,7 @@ pub fn create<D: Database, C: Clock>(
     let unit = b.text("unit", 1, 50);
     let email = b.patch_parsed("email", true, normalize_email);
     let user = b.patch_parsed("user_id", true, user_id);
-    b.finish()?;
-    let (Some(name), Some(unit), Some(email), Some(user)) = (name, unit, email, user) else {
-        return Err(incomplete());
-    };
+    let (name, unit, email, user) = b.complete((name, unit, email, user))?;
     write_once(&app.store, ctx, request, "POST /residents", |tx| {
         let now = app.timestamp();
         let resident = Resident {
@@ -118,10 +115,7 @@ pub fn update<D: Database, C: Clock>(
     let unit = b.patch_text("unit", 1, 50, false);
     let email = b.patch_parsed("email", true, normalize_email);
     let user = b.patch_parsed("user_id", true, user_id);
-    b.finish()?;
-    let (Some(name), Some(unit), Some(email), Some(user)) = (name, unit, email, user) else {
-        return Err(incomplete());
-    };
+    let (name, unit, email, user) = b.complete((name, unit, email, user))?;
     write_once(
         &app.store,
         ctx,

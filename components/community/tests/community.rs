@@ -301,7 +301,7 @@ fn a_row_whose_id_sorts_before_the_cursor_is_still_on_a_later_page() {
         .execute(
             &ctx,
             "INSERT INTO residents (id, tenant_id, name, unit, created_at, updated_at)
-             VALUES ('00000000-0000-7000-8000-000000000000', ?, 'Same ms', '1A', 'x', 'x')",
+             VALUES ('00000000-0000-7000-8000-000000000000', ?, 'Same ms', '1A', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
             &[TENANT_A.into()],
         )
         .unwrap();
@@ -576,7 +576,7 @@ mod same_millisecond {
                 let id = format!("01a22ee8-e773-7000-8000-0000{suffix}");
                 h.app.store.execute(
                     &ctx,
-                    "INSERT INTO residents (id, tenant_id, name, unit, created_at, updated_at) VALUES (?, ?, ?, '1', 'x', 'x')",
+                    "INSERT INTO residents (id, tenant_id, name, unit, created_at, updated_at) VALUES (?, ?, ?, '1', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
                     &[id.as_str().into(), TENANT_A.into(), name.into()],
                 ).unwrap();
             };

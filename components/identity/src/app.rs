@@ -1,6 +1,7 @@
 //! Identity's collaborators, and helpers its handlers share.
 
 use meridian_platform::store::db::{Database, Store};
+use meridian_platform::time::Timestamp;
 use meridian_platform::Clock;
 
 /// The identity service: its store and the platform admin's token.
@@ -13,7 +14,7 @@ pub struct Identity<D, C> {
 
 impl<D: Database, C: Clock> Identity<D, C> {
     /// Now, as stored in `created_at` columns.
-    pub fn timestamp(&self) -> String {
-        self.store.clock().now().to_rfc3339()
+    pub fn timestamp(&self) -> Timestamp {
+        Timestamp::at(self.store.clock().now())
     }
 }

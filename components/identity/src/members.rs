@@ -2,7 +2,7 @@
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::{new_id, parse_id};
-use meridian_platform::input::validate::{incomplete, normalize_email, JsonBody};
+use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
@@ -39,6 +39,28 @@ pub fn list<D: Database, C: Clock>(
     Ok(page.respond(rows))
 }
 
+/// A validated member to add.
+struct NewMember {
+    email: String,
+    name: String,
+    role: Role,
+}
+
+impl TryFrom<&[u8]> for NewMember {
+    type Error = Problem;
+
+    fn try_from(body: &[u8]) -> Result<Self, Problem> {
+        let mut b = JsonBody::parse(body)?;
+        let fields = (
+            b.parsed("email", normalize_email),
+            b.text("name", 1, 200),
+            b.parsed("role", |r| r.parse::<Role>()),
+        );
+        let (email, name, role) = b.complete(fields)?;
+        Ok(Self { email, name, role })
+    }
+}
+
 /// Adds a member (creating the user if the email is new). The answer
 /// carries the member's first API token, shown once.
 pub fn create<D: Database, C: Clock>(
@@ -47,14 +69,7 @@ pub fn create<D: Database, C: Clock>(
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
     let tenant_id = admins_only(ctx)?;
-    let mut b = JsonBody::parse(&request.body)?;
-    let email = b.parsed("email", normalize_email);
-    let name = b.text("name", 1, 200);
-    let role = b.parsed("role", |r| r.parse::<Role>());
-    b.finish()?;
-    let (Some(email), Some(name), Some(role)) = (email, name, role) else {
-        return Err(incomplete());
-    };
+    let NewMember { email, name, role } = NewMember::try_from(request.body.as_slice())?;
     write_once(&app.store, ctx, request, "POST /members", |tx| {
         let now = app.timestamp();
         let platform_user = repo::ensure_user(tx, ctx, &email, &name, new_id(), &now)?;
@@ -69,7 +84,7 @@ pub fn create<D: Database, C: Clock>(
             user_id: new_id(),
             email: email.clone(),
             name,
-            role: role.as_str().to_owned(),
+            role,
             created_at: now,
         };
         repo::insert_membership(tx, ctx, &tenant_id, &platform_user, &member)?;
@@ -117,7 +132,7 @@ pub fn delete<D: Database, C: Clock>(
         |tx| {
             let member = repo::member(tx, ctx, &tenant_id, &id)?
                 .ok_or_else(|| Problem::not_found("member"))?;
-            if member.role == Role::Admin.as_str() && repo::admin_count(tx, ctx, &tenant_id)? <= 1 {
+            if member.role == Role::Admin && repo::admin_count(tx, ctx, &tenant_id)? <= 1 {
                 return Err(Problem::new(
                     ErrorCode::Conflict,
                     "a tenant must keep at least one admin",

@@ -1,5 +1,7 @@
 //! What identity hands out: tenants, members, tokens and resolutions.
 
+use meridian_platform::tenancy::Role;
+use meridian_platform::time::Timestamp;
 use serde::Serialize;
 
 /// A tenant.
@@ -12,7 +14,7 @@ pub struct Tenant {
     /// Display name.
     pub name: String,
     /// RFC 3339 creation time.
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// A membership with its user.
@@ -28,9 +30,9 @@ pub struct Member {
     /// The member's name, as this tenant's admin gave it.
     pub name: String,
     /// `admin`, `manager` or `resident`.
-    pub role: String,
+    pub role: Role,
     /// RFC 3339 creation time.
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// Who a token belongs to, as the gateway needs it.
@@ -41,5 +43,5 @@ pub struct Resolution {
     /// The person's id in the tenant: the actor.
     pub actor_id: String,
     /// The actor's role in the tenant.
-    pub role: String,
+    pub role: Role,
 }

@@ -2,6 +2,8 @@
 //! store checks the budget before each statement.
 
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::tenancy::Role;
+use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
 use crate::model::{Member, Tenant};
@@ -14,7 +16,7 @@ fn tenant_from(row: &Row) -> Result<Tenant, DbError> {
         id: row.text("id")?.to_owned(),
         slug: row.text("slug")?.to_owned(),
         name: row.text("name")?.to_owned(),
-        created_at: row.text("created_at")?.to_owned(),
+        created_at: row.timestamp("created_at")?,
     })
 }
 
@@ -88,7 +90,7 @@ pub fn ensure_user<D: Database, C: Clock>(
     email: &str,
     name: &str,
     id: String,
-    created_at: &str,
+    created_at: &Timestamp,
 ) -> Result<String, DbError> {
     if let Some((existing, _)) = user_by_email(db, ctx, email)? {
         return Ok(existing);
@@ -131,6 +133,12 @@ pub fn insert_membership<D: Database, C: Clock>(
     )
 }
 
+fn role(row: &Row) -> Result<Role, DbError> {
+    let raw = row.text("role")?;
+    raw.parse()
+        .map_err(|_| DbError::Decode(format!("column role: not a role: {raw:?}")))
+}
+
 const MEMBER_COLUMNS: &str = "m.id, m.person_id, u.email, m.name, m.role, m.created_at";
 
 fn member_from(row: &Row) -> Result<Member, DbError> {
@@ -139,8 +147,8 @@ fn member_from(row: &Row) -> Result<Member, DbError> {
         user_id: row.text("person_id")?.to_owned(),
         email: row.text("email")?.to_owned(),
         name: row.text("name")?.to_owned(),
-        role: row.text("role")?.to_owned(),
-        created_at: row.text("created_at")?.to_owned(),
+        role: role(row)?,
+        created_at: row.timestamp("created_at")?,
     })
 }
 
@@ -263,8 +271,8 @@ pub struct NewToken<'a> {
     pub membership_id: &'a str,
     /// SHA-256 of the token.
     pub hash: &'a str,
-    /// RFC 3339 creation time.
-    pub created_at: &'a str,
+    /// Creation time.
+    pub created_at: &'a Timestamp,
 }
 
 /// Inserts a token (its hash only).
@@ -292,9 +300,9 @@ pub struct TokenOwner {
     /// The owner's person id in the token's tenant (the actor).
     pub user_id: String,
     /// Role of the owning membership.
-    pub role: String,
+    pub role: Role,
     /// When it was last used, if ever.
-    pub last_used_at: Option<String>,
+    pub last_used_at: Option<Timestamp>,
 }
 
 /// The owner of the unrevoked token with this hash.
@@ -317,8 +325,12 @@ pub fn token_owner<D: Database, C: Clock>(
                 hash: r.text("token_hash")?.to_owned(),
                 tenant_id: r.text("tenant_id")?.to_owned(),
                 user_id: r.text("person_id")?.to_owned(),
-                role: r.text("role")?.to_owned(),
-                last_used_at: r.opt_text("last_used_at")?.map(str::to_owned),
+                role: role(r)?,
+                last_used_at: r
+                    .opt_text("last_used_at")?
+                    .is_some()
+                    .then(|| r.timestamp("last_used_at"))
+                    .transpose()?,
             })
         })
         .transpose()
@@ -329,7 +341,7 @@ pub fn touch_token<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     token_id: &str,
-    at: &str,
+    at: &Timestamp,
 ) -> Result<(), DbError> {
     db.execute(
         ctx,
@@ -362,7 +374,7 @@ pub fn revoke_token<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant_id: &str,
     token_id: &str,
-    at: &str,
+    at: &Timestamp,
 ) -> Result<(), DbError> {
     db.execute(
         ctx,

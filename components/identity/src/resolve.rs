@@ -9,6 +9,7 @@ use meridian_platform::input::query::query_param;
 use meridian_platform::secrets::{constant_time_eq, token_hash};
 use meridian_platform::store::db::Database;
 use meridian_platform::tenancy::TenantSlug;
+use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
 use crate::app::Identity;
@@ -70,15 +71,15 @@ fn touch<D: Database, C: Clock>(
     let now = app.store.clock().now();
     let recent = owner
         .last_used_at
-        .as_deref()
-        .is_some_and(|last| last >= now.minus(TOUCH_INTERVAL).to_rfc3339().as_str());
+        .as_ref()
+        .is_some_and(|last| *last >= Timestamp::at(now.minus(TOUCH_INTERVAL)));
     // Optional: it works to the hop's work deadline, never into the reserve
     // the resolution's answer needs.
     let step = ctx.for_step();
     if recent || step.ensure(now, steps::TOKEN_TOUCH).is_err() {
         return;
     }
-    if let Err(e) = repo::touch_token(&app.store, &step, &owner.token_id, &now.to_rfc3339()) {
+    if let Err(e) = repo::touch_token(&app.store, &step, &owner.token_id, &Timestamp::at(now)) {
         eprintln!("identity: could not record token use: {e}");
     }
 }

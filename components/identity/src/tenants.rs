@@ -2,7 +2,7 @@
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::new_id;
-use meridian_platform::input::validate::{incomplete, normalize_email, JsonBody};
+use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{self, Begun, IdempotencyKey, StoredResponse, Written};
@@ -28,27 +28,30 @@ struct NewTenant {
     admin_name: String,
 }
 
-fn read_new_tenant(body: &[u8]) -> Result<NewTenant, Problem> {
-    let mut b = JsonBody::parse(body)?;
-    let slug = b.parsed("slug", |s| {
-        let slug = TenantSlug::parse(s).map_err(|e| e.to_string())?;
-        if RESERVED_SLUGS.contains(&slug.as_str()) {
-            return Err("is reserved".to_owned());
-        }
-        Ok(slug)
-    });
-    let name = b.text("name", 1, 200);
-    let admin_email = b.parsed("admin_email", normalize_email);
-    let admin_name = b.text("admin_name", 1, 200);
-    b.finish()?;
-    match (slug, name, admin_email, admin_name) {
-        (Some(slug), Some(name), Some(admin_email), Some(admin_name)) => Ok(NewTenant {
+impl TryFrom<&[u8]> for NewTenant {
+    type Error = Problem;
+
+    fn try_from(body: &[u8]) -> Result<Self, Problem> {
+        let mut b = JsonBody::parse(body)?;
+        let fields = (
+            b.parsed("slug", |s| {
+                let slug = TenantSlug::parse(s).map_err(|e| e.to_string())?;
+                if RESERVED_SLUGS.contains(&slug.as_str()) {
+                    return Err("is reserved".to_owned());
+                }
+                Ok(slug)
+            }),
+            b.text("name", 1, 200),
+            b.parsed("admin_email", normalize_email),
+            b.text("admin_name", 1, 200),
+        );
+        let (slug, name, admin_email, admin_name) = b.complete(fields)?;
+        Ok(Self {
             slug,
             name,
             admin_email,
             admin_name,
-        }),
-        _ => Err(incomplete()),
+        })
     }
 }
 
@@ -68,7 +71,7 @@ pub fn create<D: Database, C: Clock>(
             "creating a tenant needs the platform admin token",
         ));
     }
-    let input = read_new_tenant(&request.body)?;
+    let input = NewTenant::try_from(request.body.as_slice())?;
     let key = IdempotencyKey::of(request)?;
     let write = match idempotency::begin(
         &app.store,
@@ -100,7 +103,7 @@ pub fn create<D: Database, C: Clock>(
             user_id: new_id(),
             email: input.admin_email.clone(),
             name: input.admin_name.clone(),
-            role: Role::Admin.as_str().to_owned(),
+            role: Role::Admin,
             created_at: now.clone(),
         };
         repo::insert_membership(tx, ctx, &tenant.id, &platform_user, &admin)?;

@@ -251,6 +251,14 @@ impl JsonBody {
         }
     }
 
+    /// Ends reading (see [`Self::finish`]) and hands back the values read,
+    /// all present: `let (a, b) = body.complete((a, b))?;` is how a typed
+    /// `New*` value is built from a body in one step.
+    pub fn complete<F: Complete>(self, fields: F) -> Result<F::Values, Problem> {
+        self.finish()?;
+        fields.values().ok_or_else(incomplete)
+    }
+
     /// Ends reading: any field not read is unknown, and any error makes the
     /// whole body a 422 listing them all.
     pub fn finish(mut self) -> Result<(), Problem> {
@@ -270,6 +278,36 @@ impl JsonBody {
         }
     }
 }
+
+/// The fields read from one body, as a tuple of `Option`s: each is `Some`
+/// once the body was read without an error (a missing required field is an
+/// error).
+pub trait Complete {
+    /// The values, unwrapped.
+    type Values;
+    /// The values, if every field has one.
+    fn values(self) -> Option<Self::Values>;
+}
+
+macro_rules! complete_tuple {
+    ($($field:ident),+) => {
+        impl<$($field),+> Complete for ($(Option<$field>,)+) {
+            type Values = ($($field,)+);
+            #[allow(non_snake_case)]
+            fn values(self) -> Option<Self::Values> {
+                let ($($field,)+) = self;
+                Some(($($field?,)+))
+            }
+        }
+    };
+}
+
+complete_tuple!(A);
+complete_tuple!(A, B);
+complete_tuple!(A, B, C);
+complete_tuple!(A, B, C, D);
+complete_tuple!(A, B, C, D, E);
+complete_tuple!(A, B, C, D, E, F);
 
 /// The answer for a body whose reading produced no value for a field yet no
 /// error either — which `finish` rules out; this keeps that path a 422
@@ -314,6 +352,18 @@ mod tests {
         assert_eq!(b.text("name", 1, 10).as_deref(), Some("Ada"));
         assert_eq!(b.integer("age", 0, 200), Some(36));
         assert!(b.finish().is_ok());
+    }
+
+    #[test]
+    fn a_complete_body_hands_back_every_value() {
+        let mut b = JsonBody::parse(br#"{"name":"Ada","age":36}"#).unwrap();
+        let fields = (b.text("name", 1, 10), b.integer("age", 0, 200));
+        assert_eq!(b.complete(fields).unwrap(), ("Ada".to_owned(), 36));
+        let mut b = JsonBody::parse(br#"{"name":"Ada"}"#).unwrap();
+        let fields = (b.text("name", 1, 10), b.integer("age", 0, 200));
+        let p = b.complete(fields).unwrap_err();
+        assert_eq!(p.status(), 422);
+        assert_eq!(p.errors()[0].field, "age");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use thiserror::Error;
 
 use crate::budget::context::{BudgetSpent, RequestContext};
 use crate::budget::steps;
-use crate::time::{duration_ms, Clock, UnixMillis};
+use crate::time::{duration_ms, Clock, Timestamp, UnixMillis};
 
 /// A SQLite value.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +41,12 @@ impl From<String> for Value {
 impl From<i64> for Value {
     fn from(v: i64) -> Self {
         Self::Integer(v)
+    }
+}
+
+impl From<&Timestamp> for Value {
+    fn from(t: &Timestamp) -> Self {
+        Self::Text(t.as_str().to_owned())
     }
 }
 
@@ -91,6 +97,13 @@ impl Row {
                 "column {column}: expected text, got {other:?}"
             ))),
         }
+    }
+
+    /// A column as a [`Timestamp`].
+    pub fn timestamp(&self, column: &str) -> Result<Timestamp, DbError> {
+        let raw = self.text(column)?;
+        Timestamp::stored(raw)
+            .ok_or_else(|| DbError::Decode(format!("column {column}: not a timestamp: {raw:?}")))
     }
 
     /// A column as text or NULL.
