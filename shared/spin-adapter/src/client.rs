@@ -19,6 +19,7 @@ use spin_sdk::http::{Fields, IncomingResponse, Method, OutgoingRequest, Scheme};
 use spin_sdk::wit::wasi::http0_2_0::outgoing_handler;
 use spin_sdk::wit::wasi::http0_2_0::types::{ErrorCode, FutureIncomingResponse, RequestOptions};
 
+use crate::convert::header_pairs;
 use crate::timer::Timer;
 
 /// The budget-aware client every component uses for internal calls.
@@ -103,8 +104,10 @@ fn build(
         .map_err(|e| SendError::Refused(format!("invalid header: {e:?}")))?;
     let outgoing = OutgoingRequest::new(fields);
     let refused = |what: &str| SendError::Refused(format!("invalid {what}"));
+    let method =
+        http::Method::from_bytes(request.method.as_bytes()).map_err(|_| refused("method"))?;
     outgoing
-        .set_method(&method(&request.method))
+        .set_method(&Method::from(method))
         .map_err(|()| refused("method"))?;
     outgoing
         .set_scheme(Some(&if parts.https {
@@ -120,19 +123,6 @@ fn build(
         .set_path_with_query(Some(parts.path_and_query))
         .map_err(|()| refused("path"))?;
     Ok(outgoing)
-}
-
-fn method(name: &str) -> Method {
-    match name {
-        "GET" => Method::Get,
-        "HEAD" => Method::Head,
-        "POST" => Method::Post,
-        "PUT" => Method::Put,
-        "DELETE" => Method::Delete,
-        "PATCH" => Method::Patch,
-        "OPTIONS" => Method::Options,
-        other => Method::Other(other.to_owned()),
-    }
 }
 
 /// Transport timers set from the remaining budget, so none outlives it.
@@ -198,17 +188,7 @@ impl std::future::Future for ResponseFuture {
 
 async fn read(response: IncomingResponse) -> Result<OutboundResponse, SendError> {
     let status = response.status();
-    let headers = response
-        .headers()
-        .entries()
-        .into_iter()
-        .map(|(n, v)| {
-            (
-                n.to_ascii_lowercase(),
-                String::from_utf8_lossy(&v).into_owned(),
-            )
-        })
-        .collect();
+    let headers = header_pairs(&response.headers());
     let body = response
         .into_body()
         .await

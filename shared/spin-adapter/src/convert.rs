@@ -13,20 +13,25 @@ use spin_sdk::http::{
 
 use crate::timer::Timer;
 
-/// The upper-case name of a method.
+/// The upper-case name of a method (spin-sdk's own spelling; an
+/// extension method is upper-cased too).
 pub fn method_name(method: &Method) -> String {
-    match method {
-        Method::Get => "GET".to_owned(),
-        Method::Head => "HEAD".to_owned(),
-        Method::Post => "POST".to_owned(),
-        Method::Put => "PUT".to_owned(),
-        Method::Delete => "DELETE".to_owned(),
-        Method::Patch => "PATCH".to_owned(),
-        Method::Options => "OPTIONS".to_owned(),
-        Method::Connect => "CONNECT".to_owned(),
-        Method::Trace => "TRACE".to_owned(),
-        Method::Other(other) => other.to_ascii_uppercase(),
-    }
+    method.to_string().to_ascii_uppercase()
+}
+
+/// Headers as plain pairs: lower-case names, values read lossily as UTF-8.
+/// Both inbound requests and outbound calls' responses are read this way.
+pub fn header_pairs(fields: &Fields) -> Vec<(String, String)> {
+    fields
+        .entries()
+        .into_iter()
+        .map(|(n, v)| {
+            (
+                n.to_ascii_lowercase(),
+                String::from_utf8_lossy(&v).into_owned(),
+            )
+        })
+        .collect()
 }
 
 /// The request line and headers, read without touching the body, so the
@@ -36,17 +41,7 @@ pub fn read_head(request: &IncomingRequest) -> ServiceRequest {
     let target = request.path_with_query().unwrap_or_else(|| "/".to_owned());
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
     let (path, query) = (path.to_owned(), query.to_owned());
-    let headers = request
-        .headers()
-        .entries()
-        .into_iter()
-        .map(|(n, v)| {
-            (
-                n.to_ascii_lowercase(),
-                String::from_utf8_lossy(&v).into_owned(),
-            )
-        })
-        .collect();
+    let headers = header_pairs(&request.headers());
     ServiceRequest {
         method,
         path,
