@@ -5,9 +5,13 @@ use serde_json::{json, Value};
 use crate::client::{Client, Reply};
 use crate::spin::ADMIN_TOKEN;
 
-/// A tenant created through `POST /v1/tenants`, with its first admin's token.
-#[derive(Debug, Clone)]
+/// A tenant created through `POST /v1/tenants`, with its first admin's
+/// token, and a client to call its API:
+/// `acme.post("/invoices").key("k").json(&body)`.
+#[derive(Clone)]
 pub struct Tenant {
+    /// The app's client.
+    client: Client,
     /// The slug in public paths.
     pub slug: String,
     /// Tenant UUID.
@@ -27,6 +31,94 @@ impl Tenant {
     pub fn path(&self, rest: &str) -> String {
         format!("/v1/{}{rest}", self.slug)
     }
+
+    /// `GET /v1/{slug}{rest}` as the tenant's admin.
+    pub fn get(&self, rest: &str) -> Call<'_> {
+        self.call("GET", rest)
+    }
+
+    /// `POST /v1/{slug}{rest}` as the tenant's admin.
+    pub fn post(&self, rest: &str) -> Call<'_> {
+        self.call("POST", rest)
+    }
+
+    /// `PATCH /v1/{slug}{rest}` as the tenant's admin.
+    pub fn patch(&self, rest: &str) -> Call<'_> {
+        self.call("PATCH", rest)
+    }
+
+    /// `DELETE /v1/{slug}{rest}` as the tenant's admin.
+    pub fn delete(&self, rest: &str) -> Call<'_> {
+        self.call("DELETE", rest)
+    }
+
+    fn call(&self, method: &'static str, rest: &str) -> Call<'_> {
+        Call {
+            client: &self.client,
+            method,
+            path: self.path(rest),
+            token: self.token.clone(),
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// A request to a tenant's API being put together.
+#[must_use = "a call does nothing until it is sent"]
+pub struct Call<'t> {
+    client: &'t Client,
+    method: &'static str,
+    path: String,
+    token: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Call<'_> {
+    /// With this `Idempotency-Key`.
+    pub fn key(self, key: &str) -> Self {
+        self.header("idempotency-key", key)
+    }
+
+    /// As the holder of another token.
+    pub fn token(mut self, token: &str) -> Self {
+        token.clone_into(&mut self.token);
+        self
+    }
+
+    /// With another header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Sends it without a body.
+    #[track_caller]
+    pub fn send(self) -> Reply {
+        self.send_body(None)
+    }
+
+    /// Sends it with a JSON body.
+    #[track_caller]
+    pub fn json(self, body: &Value) -> Reply {
+        self.send_body(Some(body))
+    }
+
+    #[track_caller]
+    fn send_body(self, body: Option<&Value>) -> Reply {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        call_with(
+            self.client,
+            &self.token,
+            self.method,
+            &self.path,
+            &headers,
+            body,
+        )
+    }
 }
 
 /// Creates a tenant with the platform admin token.
@@ -45,6 +137,7 @@ pub fn create_tenant(client: &Client, slug: &str) -> Tenant {
     assert_eq!(r.status, 201, "creating tenant {slug}: {}", r.body);
     let b = r.json();
     Tenant {
+        client: client.clone(),
         slug: slug.to_owned(),
         id: b["tenant"]["id"].as_str().expect("tenant id").to_owned(),
         admin_user_id: b["admin"]["user_id"].as_str().expect("user id").to_owned(),

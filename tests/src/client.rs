@@ -1,5 +1,6 @@
 //! A small typed HTTP client for the app.
 
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 /// An answer from the app, whatever its status.
@@ -52,22 +53,33 @@ impl Reply {
     }
 }
 
-/// A client bound to one base URL.
+/// A client of one app. A client of a [`SpinApp`](crate::SpinApp) follows
+/// it when it restarts on another port, so a tenant made before a restart
+/// is called at the restarted app.
 #[derive(Clone)]
 pub struct Client {
-    base: String,
+    base: Arc<RwLock<String>>,
     agent: ureq::Agent,
 }
 
 impl Client {
     /// A client for `base` (`http://127.0.0.1:<port>`).
     pub fn new(base: &str) -> Self {
+        Self::following(Arc::new(RwLock::new(base.trim_end_matches('/').to_owned())))
+    }
+
+    /// A client for whatever base URL `base` holds at each request.
+    pub(crate) fn following(base: Arc<RwLock<String>>) -> Self {
         Self {
-            base: base.trim_end_matches('/').to_owned(),
+            base,
             agent: ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(30))
                 .build(),
         }
+    }
+
+    fn base(&self) -> String {
+        self.base.read().map(|b| b.clone()).unwrap_or_default()
     }
 
     /// Sends a request and returns the answer, panicking only on transport failure.
@@ -108,7 +120,7 @@ impl Client {
         body: &str,
     ) -> Reply {
         use std::io::{Read, Write};
-        let addr = self.base.trim_start_matches("http://").to_owned();
+        let addr = self.base().trim_start_matches("http://").to_owned();
         let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -161,7 +173,9 @@ impl Client {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> Result<Reply, String> {
-        let mut request = self.agent.request(method, &format!("{}{path}", self.base));
+        let mut request = self
+            .agent
+            .request(method, &format!("{}{path}", self.base()));
         for (name, value) in headers {
             request = request.set(name, value);
         }

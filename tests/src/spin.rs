@@ -4,6 +4,7 @@ use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::client::Client;
@@ -64,6 +65,8 @@ impl SpinOptions {
 pub struct SpinApp {
     child: Child,
     base_url: String,
+    /// What this app's clients call; a restart points it at the new port.
+    followed: Arc<RwLock<String>>,
     state: tempfile::TempDir,
 }
 
@@ -87,7 +90,12 @@ impl SpinApp {
     pub fn restart_with(mut self, options: SpinOptions) -> Self {
         stop(&mut self.child);
         let state = std::mem::replace(&mut self.state, tempfile::tempdir().expect("scratch"));
-        Self::start_in(state, options)
+        let mut app = Self::start_in(state, options);
+        if let Ok(mut url) = self.followed.write() {
+            url.clone_from(&app.base_url);
+        }
+        app.followed = self.followed.clone();
+        app
     }
 
     fn start_in(state: tempfile::TempDir, options: SpinOptions) -> Self {
@@ -185,6 +193,7 @@ impl SpinApp {
         Self {
             child,
             base_url: format!("http://127.0.0.1:{port}"),
+            followed: Arc::new(RwLock::new(format!("http://127.0.0.1:{port}"))),
             state,
         }
     }
@@ -201,7 +210,7 @@ impl SpinApp {
 
     /// A client for the app.
     pub fn client(&self) -> Client {
-        Client::new(&self.base_url)
+        Client::following(self.followed.clone())
     }
 
     /// What `spin up` wrote to stderr so far (component logs included).

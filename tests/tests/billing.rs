@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use meridian_e2e::api::{add_resident, call, call_with, create_tenant, Tenant};
+use meridian_e2e::api::{add_resident, call, create_tenant, Tenant};
 use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
@@ -44,23 +44,12 @@ fn an_invoice_and_its_payments_reach_the_resident_as_notifications() {
     let client = app.client();
     let acme = create_tenant(&client, "acme");
     let resident = add_resident(&client, &acme, "Ada");
-    let r = call(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/invoices"),
-        Some(&invoice(&resident, 10_000)),
-    );
+    let r = acme.post("/invoices").json(&invoice(&resident, 10_000));
     assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
     let id = r.json()["id"].as_str().unwrap().to_owned();
     let pay = |amount: i64| {
-        call(
-            &client,
-            &acme.token,
-            "POST",
-            &acme.path(&format!("/invoices/{id}/payments")),
-            Some(&json!({"amount_cents": amount, "method": "card"})),
-        )
+        acme.post(&format!("/invoices/{id}/payments"))
+            .json(&json!({"amount_cents": amount, "method": "card"}))
     };
     assert_eq!(pay(2_500).json()["balance_cents"], 7_500);
     pay(7_501).assert_problem(422, "validation_failed");
@@ -73,14 +62,7 @@ fn an_invoice_and_its_payments_reach_the_resident_as_notifications() {
         (Some(0), Some("paid"))
     );
     pay(1).assert_problem(422, "validation_failed");
-    let got = call(
-        &client,
-        &acme.token,
-        "GET",
-        &acme.path(&format!("/invoices/{id}")),
-        None,
-    )
-    .json();
+    let got = acme.get(&format!("/invoices/{id}")).send().json();
     assert_eq!(
         (got["status"].as_str(), got["balance_cents"].as_i64()),
         (Some("paid"), Some(0))
@@ -101,15 +83,7 @@ fn bad_invoices_are_refused_precisely_and_write_nothing() {
     let client = app.client();
     let acme = create_tenant(&client, "acme");
     let resident = add_resident(&client, &acme, "Ada");
-    let post = |body: &Value| {
-        call(
-            &client,
-            &acme.token,
-            "POST",
-            &acme.path("/invoices"),
-            Some(body),
-        )
-    };
+    let post = |body: &Value| acme.post("/invoices").json(body);
     post(&invoice("0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01", 100))
         .assert_problem(422, "validation_failed");
     for amount in [
@@ -150,14 +124,7 @@ fn a_client_retrying_a_keyed_invoice_gets_one_invoice_and_one_notification() {
     let body = invoice(&resident, 4_200);
     let mut ids = Vec::new();
     for attempt in 0..5 {
-        let r = call_with(
-            &client,
-            &acme.token,
-            "POST",
-            &acme.path("/invoices"),
-            &[("idempotency-key", "invoice-q4-ada")],
-            Some(&body),
-        );
+        let r = acme.post("/invoices").key("invoice-q4-ada").json(&body);
         assert_eq!(r.status, 201, "{}", r.body);
         assert_eq!(r.header("idempotent-replayed").is_some(), attempt > 0);
         ids.push(r.json()["id"].as_str().unwrap().to_owned());
@@ -168,15 +135,10 @@ fn a_client_retrying_a_keyed_invoice_gets_one_invoice_and_one_notification() {
     assert_eq!(notifications(&client, &acme, &resident).len(), 1);
     let mut other = body.clone();
     other["amount_cents"] = json!(4_300);
-    call_with(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/invoices"),
-        &[("idempotency-key", "invoice-q4-ada")],
-        Some(&other),
-    )
-    .assert_problem(422, "idempotency_key_reused");
+    acme.post("/invoices")
+        .key("invoice-q4-ada")
+        .json(&other)
+        .assert_problem(422, "idempotency_key_reused");
 }
 
 #[test]
@@ -193,20 +155,11 @@ fn a_concurrent_duplicate_is_refused_while_the_first_is_in_progress() {
     let acme = create_tenant(&app.client(), "acme");
     let resident = add_resident(&app.client(), &acme, "Ada");
     let app = app.restart_with(SpinOptions::default().variable("community_url", community.url()));
-    let client = app.client();
+    let _client = app.client();
     let body = invoice(&resident, 999);
     let first = {
-        let (client, acme, body) = (client.clone(), acme.clone(), body.clone());
-        std::thread::spawn(move || {
-            call_with(
-                &client,
-                &acme.token,
-                "POST",
-                &acme.path("/invoices"),
-                &[("idempotency-key", "dup-1")],
-                Some(&body),
-            )
-        })
+        let (acme, body) = (acme.clone(), body.clone());
+        std::thread::spawn(move || acme.post("/invoices").key("dup-1").json(&body))
     };
     // The first holds its key once community sees its resident check (the
     // claim comes first): wait for that, polling, rather than for a guess.
@@ -218,25 +171,11 @@ fn a_concurrent_duplicate_is_refused_while_the_first_is_in_progress() {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    let second = call_with(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/invoices"),
-        &[("idempotency-key", "dup-1")],
-        Some(&body),
-    );
+    let second = acme.post("/invoices").key("dup-1").json(&body);
     second.assert_problem(409, "idempotency_key_in_progress");
     let first = first.join().unwrap();
     assert_eq!(first.status, 201, "{}", first.body);
-    let third = call_with(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/invoices"),
-        &[("idempotency-key", "dup-1")],
-        Some(&body),
-    );
+    let third = acme.post("/invoices").key("dup-1").json(&body);
     assert_eq!(
         (third.status, third.header("idempotent-replayed")),
         (201, Some("true"))

@@ -3,7 +3,7 @@
 //! a trap (the harness fails a test whose components trapped) — and
 //! nothing may be written by any of them.
 
-use meridian_e2e::api::{add_resident, call, create_tenant, list, Tenant};
+use meridian_e2e::api::{add_resident, create_tenant, list, Tenant};
 use meridian_e2e::{Client, SpinApp, ADMIN_TOKEN};
 use serde_json::json;
 
@@ -78,24 +78,12 @@ fn every_bad_request_gets_its_precise_4xx_and_writes_nothing() {
     let client = app.client();
     let t = create_tenant(&client, "acme");
     let resident = add_resident(&client, &t, "Ada");
-    let invoice = call(
-        &client,
-        &t.token,
-        "POST",
-        &t.path("/invoices"),
-        Some(
-            &json!({"resident_id": resident, "amount_cents": 500, "currency": "EUR", "description": "Rent", "due_date": "2026-12-31"}),
-        ),
-    );
+    let invoice = t.post("/invoices").json(&json!({"resident_id": resident, "amount_cents": 500, "currency": "EUR", "description": "Rent", "due_date": "2026-12-31"}),);
     assert_eq!(invoice.status, 201, "{}", invoice.body);
     let invoice = invoice.json()["id"].as_str().unwrap().to_owned();
-    let complaint = call(
-        &client,
-        &t.token,
-        "POST",
-        &t.path("/complaints"),
-        Some(&json!({"resident_id": resident, "subject": "Leak", "body": "Kitchen"})),
-    );
+    let complaint = t
+        .post("/complaints")
+        .json(&json!({"resident_id": resident, "subject": "Leak", "body": "Kitchen"}));
     assert_eq!(complaint.status, 201, "{}", complaint.body);
     let complaint = complaint.json()["id"].as_str().unwrap().to_owned();
     let before = written(&client, &t);

@@ -14,7 +14,7 @@ fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
     let mut created: Vec<String> = (0..23)
         .map(|i| add_resident(&client, &acme, &format!("Resident {i:02}")))
         .collect();
-    let first = call(&client, &acme.token, "GET", &acme.path("/residents"), None);
+    let first = acme.get("/residents").send();
     assert_eq!(
         first.json()["items"].as_array().unwrap().len(),
         20,
@@ -48,22 +48,12 @@ fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
         seen, created,
         "every row once, in creation order, including the one added mid-way"
     );
-    call(
-        &client,
-        &acme.token,
-        "GET",
-        &acme.path("/residents?limit=0"),
-        None,
-    )
-    .assert_problem(400, "invalid_request");
-    call(
-        &client,
-        &acme.token,
-        "GET",
-        &acme.path("/residents?cursor=garbage"),
-        None,
-    )
-    .assert_problem(400, "invalid_request");
+    acme.get("/residents?limit=0")
+        .send()
+        .assert_problem(400, "invalid_request");
+    acme.get("/residents?cursor=garbage")
+        .send()
+        .assert_problem(400, "invalid_request");
 }
 
 #[test]
@@ -105,13 +95,9 @@ fn residents_are_read_by_members_and_changed_by_staff() {
         (r.json()["unit"].as_str(), r.json()["email"].as_str()),
         (Some("5C"), Some("ada@example.org"))
     );
-    let r = call(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/residents"),
-        Some(&json!({"name": "", "unit": 5, "pets": 2})),
-    );
+    let r = acme
+        .post("/residents")
+        .json(&json!({"name": "", "unit": 5, "pets": 2}));
     assert_eq!(
         r.assert_problem(422, "validation_failed")["errors"]
             .as_array()
@@ -199,13 +185,9 @@ fn announcements_are_published_by_staff() {
     let client = app.client();
     let acme = create_tenant(&client, "acme");
     let (_, resident_token) = add_member(&client, &acme, "res@acme.org", "resident");
-    let r = call(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/announcements"),
-        Some(&json!({"title": "Pool", "body": "Opens Monday"})),
-    );
+    let r = acme
+        .post("/announcements")
+        .json(&json!({"title": "Pool", "body": "Opens Monday"}));
     assert_eq!(r.status, 201);
     assert_eq!(r.json()["author_id"], acme.admin_user_id.as_str());
     call(
@@ -236,31 +218,11 @@ fn another_tenants_resident_is_not_found_even_by_id() {
     let a = create_tenant(&client, "alpha");
     let b = create_tenant(&client, "bravo");
     let id = add_resident(&client, &a, "Ada");
-    call(
-        &client,
-        &b.token,
-        "GET",
-        &b.path(&format!("/residents/{id}")),
-        None,
-    )
-    .assert_problem(404, "not_found");
-    call(
-        &client,
-        &b.token,
-        "DELETE",
-        &b.path(&format!("/residents/{id}")),
-        None,
-    )
-    .assert_problem(404, "not_found");
-    assert_eq!(
-        call(
-            &client,
-            &a.token,
-            "GET",
-            &a.path(&format!("/residents/{id}")),
-            None
-        )
-        .status,
-        200
-    );
+    b.get(&format!("/residents/{id}"))
+        .send()
+        .assert_problem(404, "not_found");
+    b.delete(&format!("/residents/{id}"))
+        .send()
+        .assert_problem(404, "not_found");
+    assert_eq!(a.get(&format!("/residents/{id}")).send().status, 200);
 }

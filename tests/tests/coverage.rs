@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use meridian_e2e::api::{add_resident, call, call_with, create_tenant, list, Tenant};
+use meridian_e2e::api::{add_resident, call, create_tenant, list, Tenant};
 use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
@@ -69,22 +69,14 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
             invoice(who, 1_000 + i as i64),
         ));
     }
-    let void = call(
-        &client,
-        &t.token,
-        "PATCH",
-        &t.path(&format!("/invoices/{}", invoices[4])),
-        Some(&json!({"status": "void"})),
-    );
+    let void = t
+        .patch(&format!("/invoices/{}", invoices[4]))
+        .json(&json!({"status": "void"}));
     assert_eq!(void.status, 200, "{}", void.body);
     for amount in [100, 200, 300] {
-        let r = call(
-            &client,
-            &t.token,
-            "POST",
-            &t.path(&format!("/invoices/{}/payments", invoices[0])),
-            Some(&json!({"amount_cents": amount, "method": "card"})),
-        );
+        let r = t
+            .post(&format!("/invoices/{}/payments", invoices[0]))
+            .json(&json!({"amount_cents": amount, "method": "card"}));
         assert_eq!(r.status, 201, "{}", r.body);
     }
     let mut complaints = Vec::new();
@@ -97,13 +89,9 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
         ));
     }
     for id in &complaints[..2] {
-        let r = call(
-            &client,
-            &t.token,
-            "PATCH",
-            &t.path(&format!("/complaints/{id}")),
-            Some(&json!({"status": "in_progress"})),
-        );
+        let r = t
+            .patch(&format!("/complaints/{id}"))
+            .json(&json!({"status": "in_progress"}));
         assert_eq!(r.status, 200, "{}", r.body);
     }
     for i in 0..5 {
@@ -168,14 +156,9 @@ fn keyed_payments_are_made_once_and_keys_are_scoped_by_tenant_and_route() {
     let ada = add_resident(&client, &acme, "Ada");
     let inv = created(&client, &acme, "/invoices", invoice(&ada, 1_000));
     let pay = |key: &str| {
-        call_with(
-            &client,
-            &acme.token,
-            "POST",
-            &acme.path(&format!("/invoices/{inv}/payments")),
-            &[("idempotency-key", key)],
-            Some(&json!({"amount_cents": 300, "method": "card"})),
-        )
+        acme.post(&format!("/invoices/{inv}/payments"))
+            .key(key)
+            .json(&json!({"amount_cents": 300, "method": "card"}))
     };
     let first = pay("pay-1");
     assert_eq!(first.status, 201, "{}", first.body);
@@ -183,45 +166,26 @@ fn keyed_payments_are_made_once_and_keys_are_scoped_by_tenant_and_route() {
     assert_eq!(again.status, 201);
     assert_eq!(again.header("idempotent-replayed"), Some("true"));
     assert_eq!(again.json()["id"], first.json()["id"]);
-    let invoice_now = call(
-        &client,
-        &acme.token,
-        "GET",
-        &acme.path(&format!("/invoices/{inv}")),
-        None,
-    )
-    .json();
+    let invoice_now = acme.get(&format!("/invoices/{inv}")).send().json();
     assert_eq!(invoice_now["balance_cents"], 700, "paid once");
     // The same key with another body is refused, not applied.
-    let other = call_with(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path(&format!("/invoices/{inv}/payments")),
-        &[("idempotency-key", "pay-1")],
-        Some(&json!({"amount_cents": 5, "method": "card"})),
-    );
+    let other = acme
+        .post(&format!("/invoices/{inv}/payments"))
+        .key("pay-1")
+        .json(&json!({"amount_cents": 5, "method": "card"}));
     other.assert_problem(422, "idempotency_key_reused");
     // The same key on another route is another operation.
-    let r = call_with(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/residents"),
-        &[("idempotency-key", "pay-1")],
-        Some(&json!({"name": "Cy", "unit": "2"})),
-    );
+    let r = acme
+        .post("/residents")
+        .key("pay-1")
+        .json(&json!({"name": "Cy", "unit": "2"}));
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.header("idempotent-replayed"), None);
     // ... and in another tenant, another key altogether.
-    let r = call_with(
-        &client,
-        &bravo.token,
-        "POST",
-        &bravo.path("/residents"),
-        &[("idempotency-key", "pay-1")],
-        Some(&json!({"name": "Cy", "unit": "2"})),
-    );
+    let r = bravo
+        .post("/residents")
+        .key("pay-1")
+        .json(&json!({"name": "Cy", "unit": "2"}));
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.header("idempotent-replayed"), None);
 }
@@ -247,19 +211,15 @@ fn another_tenants_rows_are_not_found_by_id() {
         format!("/residents/{ada}/notifications"),
         format!("/residents/{ada}"),
     ] {
-        let r = call(&client, &bravo.token, "GET", &bravo.path(&path), None);
+        let r = bravo.get(&path).send();
         r.assert_problem(404, "not_found");
         // Asking for acme's path with bravo's token is not acme's either.
         let r = call(&client, &bravo.token, "GET", &acme.path(&path), None);
         r.assert_problem(404, "tenant_not_found");
     }
-    let r = call(
-        &client,
-        &bravo.token,
-        "POST",
-        &bravo.path(&format!("/invoices/{inv}/payments")),
-        Some(&json!({"amount_cents": 1, "method": "card"})),
-    );
+    let r = bravo
+        .post(&format!("/invoices/{inv}/payments"))
+        .json(&json!({"amount_cents": 1, "method": "card"}));
     r.assert_problem(404, "not_found");
 }
 
@@ -285,25 +245,11 @@ fn a_replayed_creation_never_shows_a_token_again() {
         )
     };
     let member = |key: &str| {
-        call_with(
-            &client,
-            &acme.token,
-            "POST",
-            &acme.path("/members"),
-            &[("idempotency-key", key)],
-            Some(&json!({"email": "m@acme.org", "name": "M", "role": "manager"})),
-        )
+        acme.post("/members")
+            .key(key)
+            .json(&json!({"email": "m@acme.org", "name": "M", "role": "manager"}))
     };
-    let token = |key: &str| {
-        call_with(
-            &client,
-            &acme.token,
-            "POST",
-            &acme.path("/tokens"),
-            &[("idempotency-key", key)],
-            None,
-        )
-    };
+    let token = |key: &str| acme.post("/tokens").key(key).send();
     for (what, send) in [
         ("tenant", &tenant as &dyn Fn(&str) -> meridian_e2e::Reply),
         ("member", &member),

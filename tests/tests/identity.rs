@@ -1,7 +1,7 @@
 //! Identity through the gateway on a real `spin up`: tenants, members,
 //! tokens, one resolution per request, and no leaks across tenants.
 
-use meridian_e2e::api::{add_member, call, call_with, create_tenant};
+use meridian_e2e::api::{add_member, call, create_tenant};
 use meridian_e2e::{SpinApp, ADMIN_TOKEN};
 use serde_json::json;
 
@@ -10,7 +10,7 @@ fn a_tenant_is_created_with_an_admin_whose_token_works() {
     let app = SpinApp::start();
     let client = app.client();
     let acme = create_tenant(&client, "acme");
-    let r = call(&client, &acme.token, "GET", &acme.path(""), None);
+    let r = acme.get("").send();
     assert_eq!(r.status, 200, "{}\n{}", r.body, app.logs());
     assert_eq!(r.json()["slug"], "acme");
     assert_eq!(r.json()["id"], acme.id.as_str());
@@ -99,10 +99,7 @@ fn a_token_of_one_tenant_finds_nothing_in_another() {
         assert_eq!(r.json()["code"], "tenant_not_found", "{method} {rest}");
     }
     // And b's own admin still sees b.
-    assert_eq!(
-        call(&client, &b.token, "GET", &b.path(""), None).status,
-        200
-    );
+    assert_eq!(b.get("").send().status, 200);
 }
 
 #[test]
@@ -112,36 +109,20 @@ fn admins_manage_members_and_others_may_not() {
     let acme = create_tenant(&client, "acme");
     let (member, member_token) = add_member(&client, &acme, "bo@acme.org", "resident");
     assert_eq!(member["role"], "resident");
-    let r = call(
-        &client,
-        &acme.token,
-        "GET",
-        &acme.path("/members?limit=1"),
-        None,
-    );
+    let r = acme.get("/members?limit=1").send();
     assert_eq!(r.json()["items"].as_array().unwrap().len(), 1);
     let cursor = r.json()["next_cursor"]
         .as_str()
         .expect("a second page")
         .to_owned();
-    let r = call(
-        &client,
-        &acme.token,
-        "GET",
-        &acme.path(&format!("/members?limit=1&cursor={cursor}")),
-        None,
-    );
+    let r = acme
+        .get(&format!("/members?limit=1&cursor={cursor}"))
+        .send();
     assert_eq!(r.json()["items"][0]["email"], "bo@acme.org");
     call(&client, &member_token, "GET", &acme.path("/members"), None)
         .assert_problem(403, "forbidden");
     let bad = json!({"email": "x", "name": "", "role": "owner", "age": 1});
-    let r = call(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/members"),
-        Some(&bad),
-    );
+    let r = acme.post("/members").json(&bad);
     assert_eq!(
         r.assert_problem(422, "validation_failed")["errors"]
             .as_array()
@@ -150,14 +131,9 @@ fn admins_manage_members_and_others_may_not() {
         4
     );
     let dup = json!({"email": "BO@acme.org", "name": "Bo", "role": "manager"});
-    call(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/members"),
-        Some(&dup),
-    )
-    .assert_problem(409, "conflict");
+    acme.post("/members")
+        .json(&dup)
+        .assert_problem(409, "conflict");
 }
 
 #[test]
@@ -210,45 +186,21 @@ fn keyed_member_creation_replays_and_refuses_a_different_body() {
     let client = app.client();
     let acme = create_tenant(&client, "acme");
     let body = json!({"email": "cy@acme.org", "name": "Cy", "role": "resident"});
-    let first = call_with(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/members"),
-        &[("idempotency-key", "member-cy")],
-        Some(&body),
-    );
-    let again = call_with(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/members"),
-        &[("idempotency-key", "member-cy")],
-        Some(&body),
-    );
+    let first = acme.post("/members").key("member-cy").json(&body);
+    let again = acme.post("/members").key("member-cy").json(&body);
     assert_eq!((first.status, again.status), (201, 201));
     assert_eq!(again.header("idempotent-replayed"), Some("true"));
     assert_eq!(first.json()["id"], again.json()["id"]);
     let other = json!({"email": "dee@acme.org", "name": "Dee", "role": "resident"});
-    call_with(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/members"),
-        &[("idempotency-key", "member-cy")],
-        Some(&other),
-    )
-    .assert_problem(422, "idempotency_key_reused");
-    call_with(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/members"),
-        &[("idempotency-key", "bad key")],
-        Some(&other),
-    )
-    .assert_problem(400, "invalid_idempotency_key");
-    let members = call(&client, &acme.token, "GET", &acme.path("/members"), None);
+    acme.post("/members")
+        .key("member-cy")
+        .json(&other)
+        .assert_problem(422, "idempotency_key_reused");
+    acme.post("/members")
+        .key("bad key")
+        .json(&other)
+        .assert_problem(400, "invalid_idempotency_key");
+    let members = acme.get("/members").send();
     assert_eq!(members.json()["items"].as_array().unwrap().len(), 2);
 }
 
@@ -259,14 +211,9 @@ fn an_oversized_body_is_refused_by_the_service_and_nothing_is_written() {
     let acme = create_tenant(&client, "acme");
     // Under the gateway's 1 MiB, over the service's 64 KiB.
     let body = json!({"email": "big@acme.org", "name": "x".repeat(100 * 1024), "role": "resident"});
-    call(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/members"),
-        Some(&body),
-    )
-    .assert_problem(413, "payload_too_large");
-    let members = call(&client, &acme.token, "GET", &acme.path("/members"), None);
+    acme.post("/members")
+        .json(&body)
+        .assert_problem(413, "payload_too_large");
+    let members = acme.get("/members").send();
     assert_eq!(members.json()["items"].as_array().unwrap().len(), 1);
 }

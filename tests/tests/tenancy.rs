@@ -24,26 +24,18 @@ fn what_a_tenant_sees_of_a_person_is_its_own() {
     let client = app.client();
     let acme = create_tenant(&client, "acme");
     let bravo = create_tenant(&client, "bravo");
-    let r = call(
-        &client,
-        &acme.token,
-        "POST",
-        &acme.path("/members"),
-        Some(&json!({"email": "alice@x.org", "name": "Alice of Acme", "role": "manager"})),
-    );
+    let r = acme
+        .post("/members")
+        .json(&json!({"email": "alice@x.org", "name": "Alice of Acme", "role": "manager"}));
     assert_eq!(r.status, 201, "{}", r.body);
     let in_acme = r.json();
-    let r = call(
-        &client,
-        &bravo.token,
-        "POST",
-        &bravo.path("/members"),
-        Some(&json!({"email": "alice@x.org", "name": "A. L.", "role": "resident"})),
-    );
+    let r = bravo
+        .post("/members")
+        .json(&json!({"email": "alice@x.org", "name": "A. L.", "role": "resident"}));
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.json()["name"], "A. L.");
     assert_ne!(r.json()["user_id"], in_acme["user_id"]);
-    let listed = call(&client, &bravo.token, "GET", &bravo.path("/members"), None).body;
+    let listed = bravo.get("/members").send().body;
     assert!(!listed.contains("Alice of Acme"), "{listed}");
     assert!(
         !listed.contains(in_acme["user_id"].as_str().unwrap()),
@@ -59,24 +51,12 @@ fn a_resident_sees_only_their_own_invoices_payments_and_notifications() {
     let (member, token) = add_member(&client, &acme, "res@acme.org", "resident");
     let mine = add_resident(&client, &acme, "Mine");
     let theirs = add_resident(&client, &acme, "Theirs");
-    let r = call(
-        &client,
-        &acme.token,
-        "PATCH",
-        &acme.path(&format!("/residents/{mine}")),
-        Some(&json!({"user_id": member["user_id"]})),
-    );
+    let r = acme
+        .patch(&format!("/residents/{mine}"))
+        .json(&json!({"user_id": member["user_id"]}));
     assert_eq!(r.status, 200, "{}", r.body);
     let bill = |resident: &str| -> String {
-        let r = call(
-            &client,
-            &acme.token,
-            "POST",
-            &acme.path("/invoices"),
-            Some(
-                &json!({"resident_id": resident, "amount_cents": 100, "currency": "EUR", "description": "x", "due_date": "2026-12-31"}),
-            ),
-        );
+        let r = acme.post("/invoices").json(&json!({"resident_id": resident, "amount_cents": 100, "currency": "EUR", "description": "x", "due_date": "2026-12-31"}),);
         assert_eq!(r.status, 201, "{}", r.body);
         r.json()["id"].as_str().unwrap().to_owned()
     };
@@ -94,7 +74,7 @@ fn a_resident_sees_only_their_own_invoices_payments_and_notifications() {
     let listed = call(&client, &token, "GET", &acme.path("/invoices"), None);
     assert_eq!(listed.status, 200, "{}", listed.body);
     assert_eq!(ids(listed.json()), std::slice::from_ref(&my_bill));
-    let staff = call(&client, &acme.token, "GET", &acme.path("/invoices"), None);
+    let staff = acme.get("/invoices").send();
     assert_eq!(ids(staff.json()).len(), 2, "staff see all");
     for path in [
         format!("/invoices/{their_bill}"),

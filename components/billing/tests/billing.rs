@@ -17,6 +17,7 @@ use meridian_platform::http::{
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, Deadline, RequestContext};
+use meridian_testing::http::{code, fields, post};
 use meridian_testing::{
     assert_embeds_every_migration, context_at, manual_clock, migrated_store_on, tenant_context,
     ClockSleeper, HostSqlite, NoJitter,
@@ -217,28 +218,6 @@ fn invoice_body(resident: &str, amount: i64) -> Value {
     json!({"resident_id": resident, "amount_cents": amount, "currency": "EUR", "description": "Service charge Q4", "due_date": "2026-12-31"})
 }
 
-fn post(path: &str, body: &Value) -> ServiceRequest {
-    ServiceRequest::new("POST", path).with_body(body.to_string())
-}
-
-fn code(r: &ServiceResponse) -> String {
-    r.json_body()["code"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn fields(r: &ServiceResponse) -> Vec<String> {
-    r.json_body()["errors"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|e| e["field"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn every_migration_file_is_embedded() {
     assert_embeds_every_migration("billing", billing::migrations::ALL);
@@ -248,7 +227,7 @@ fn every_migration_file_is_embedded() {
 fn an_invoice_is_written_with_its_event_and_the_event_delivered_inline() {
     let h = Harness::new();
     let resident = h.new_resident();
-    let r = h.manager(post("/v1/a/invoices", &invoice_body(&resident, 12_500)));
+    let r = h.manager(post("/v1/a/invoices", invoice_body(&resident, 12_500)));
     assert_eq!(r.status, 201, "{}", r.json_body());
     let invoice = r.json_body();
     assert_eq!(
@@ -282,7 +261,7 @@ fn an_unknown_resident_is_a_422_and_nothing_is_written() {
     let h = Harness::new();
     let r = h.manager(post(
         "/v1/a/invoices",
-        &invoice_body("0b6f1e3c-0000-4a55-9d3c-2f0c3b1f6a09", 100),
+        invoice_body("0b6f1e3c-0000-4a55-9d3c-2f0c3b1f6a09", 100),
     ));
     assert_eq!(
         (r.status, fields(&r)),
@@ -331,7 +310,7 @@ fn payments_lower_the_balance_until_the_invoice_is_paid() {
     let h = Harness::new();
     let resident = h.new_resident();
     let id = h
-        .manager(post("/v1/a/invoices", &invoice_body(&resident, 10_000)))
+        .manager(post("/v1/a/invoices", invoice_body(&resident, 10_000)))
         .json_body()["id"]
         .as_str()
         .unwrap()
@@ -339,7 +318,7 @@ fn payments_lower_the_balance_until_the_invoice_is_paid() {
     let pay = |amount: i64| {
         h.manager(post(
             &format!("/v1/a/invoices/{id}/payments"),
-            &json!({"amount_cents": amount, "method": "card"}),
+            json!({"amount_cents": amount, "method": "card"}),
         ))
     };
     let r = pay(4_000);
@@ -411,7 +390,7 @@ fn a_void_invoice_cannot_be_paid() {
     let h = Harness::new();
     let resident = h.new_resident();
     let id = h
-        .manager(post("/v1/a/invoices", &invoice_body(&resident, 500)))
+        .manager(post("/v1/a/invoices", invoice_body(&resident, 500)))
         .json_body()["id"]
         .as_str()
         .unwrap()
@@ -426,7 +405,7 @@ fn a_void_invoice_cannot_be_paid() {
     );
     let r = h.manager(post(
         &format!("/v1/a/invoices/{id}/payments"),
-        &json!({"amount_cents": 100, "method": "cash"}),
+        json!({"amount_cents": 100, "method": "cash"}),
     ));
     assert_eq!(r.status, 422);
     assert!(r.json_body()["errors"][0]["message"]
@@ -447,13 +426,13 @@ fn residents_read_only_their_own_bills_and_do_not_bill_and_other_tenants_see_not
     let neighbour = h.new_resident();
     h.link(&resident, RESIDENT_USER);
     let theirs = h
-        .manager(post("/v1/a/invoices", &invoice_body(&neighbour, 900)))
+        .manager(post("/v1/a/invoices", invoice_body(&neighbour, 900)))
         .json_body()["id"]
         .as_str()
         .unwrap()
         .to_owned();
     let id = h
-        .manager(post("/v1/a/invoices", &invoice_body(&resident, 500)))
+        .manager(post("/v1/a/invoices", invoice_body(&resident, 500)))
         .json_body()["id"]
         .as_str()
         .unwrap()
@@ -462,7 +441,7 @@ fn residents_read_only_their_own_bills_and_do_not_bill_and_other_tenants_see_not
     assert_eq!(
         code(&h.send(
             &as_resident,
-            post("/v1/a/invoices", &invoice_body(&resident, 1))
+            post("/v1/a/invoices", invoice_body(&resident, 1))
         )),
         "forbidden"
     );
@@ -471,7 +450,7 @@ fn residents_read_only_their_own_bills_and_do_not_bill_and_other_tenants_see_not
             &as_resident,
             post(
                 &format!("/v1/a/invoices/{id}/payments"),
-                &json!({"amount_cents": 1, "method": "card"})
+                json!({"amount_cents": 1, "method": "card"})
             )
         )
         .status,
@@ -522,7 +501,7 @@ fn residents_read_only_their_own_bills_and_do_not_bill_and_other_tenants_see_not
             &other,
             post(
                 &format!("/v1/b/invoices/{id}/payments"),
-                &json!({"amount_cents": 1, "method": "card"})
+                json!({"amount_cents": 1, "method": "card"})
             )
         )
         .status,
@@ -535,7 +514,7 @@ fn residents_read_only_their_own_bills_and_do_not_bill_and_other_tenants_see_not
     );
     // Another tenant cannot bill this tenant's resident either.
     assert_eq!(
-        fields(&h.send(&other, post("/v1/b/invoices", &invoice_body(&resident, 1)))),
+        fields(&h.send(&other, post("/v1/b/invoices", invoice_body(&resident, 1)))),
         ["resident_id"]
     );
 }
@@ -574,7 +553,7 @@ fn a_keyed_invoice_is_created_once_replayed_and_guarded() {
     )
     .unwrap();
     let concurrent = h.manager(
-        post("/v1/a/invoices", &invoice_body(&resident, 800))
+        post("/v1/a/invoices", invoice_body(&resident, 800))
             .with_header("idempotency-key", "inv-2"),
     );
     assert_eq!(
@@ -590,7 +569,7 @@ fn when_community_is_down_nothing_is_written_and_the_key_can_be_retried() {
     let resident = h.new_resident();
     *h.community().down.borrow_mut() = Some("/");
     let req = || {
-        post("/v1/a/invoices", &invoice_body(&resident, 900))
+        post("/v1/a/invoices", invoice_body(&resident, 900))
             .with_header("idempotency-key", "inv-down")
     };
     let r = h.manager(req());
@@ -611,7 +590,7 @@ fn the_relay_delivers_what_inline_delivery_could_not_and_duplicates_change_nothi
     let h = Harness::new();
     let resident = h.new_resident();
     *h.community().down.borrow_mut() = Some("/internal/events");
-    let r = h.manager(post("/v1/a/invoices", &invoice_body(&resident, 1_000)));
+    let r = h.manager(post("/v1/a/invoices", invoice_body(&resident, 1_000)));
     assert_eq!(r.status, 201, "the write does not depend on delivery");
     assert_eq!(
         h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE delivered_at IS NULL"),
@@ -661,7 +640,7 @@ fn a_hanging_consumer_costs_the_inline_delivery_not_the_committed_answer() {
         "billing",
     )
     .with_tenant(*h.ctx(TENANT, MANAGER, Role::Manager).tenant().unwrap());
-    let r = h.send(&ctx, post("/v1/a/invoices", &invoice_body(&resident, 700)));
+    let r = h.send(&ctx, post("/v1/a/invoices", invoice_body(&resident, 700)));
     assert_eq!(r.status, 201, "{:?}", r.json_body());
     // Abandoned at the work deadline (400 ms less the 20 ms reserve); the
     // reserve was left to record the failure and answer.
@@ -683,7 +662,7 @@ fn an_undecodable_outbox_row_is_set_aside_and_does_not_block_the_relay() {
     let resident = h.new_resident();
     *h.community().down.borrow_mut() = Some("/internal/events");
     assert_eq!(
-        h.manager(post("/v1/a/invoices", &invoice_body(&resident, 500)))
+        h.manager(post("/v1/a/invoices", invoice_body(&resident, 500)))
             .status,
         201
     );
@@ -724,10 +703,7 @@ fn a_short_budget_skips_inline_delivery_but_keeps_the_event() {
         "billing",
     )
     .with_tenant(*h.ctx(TENANT, MANAGER, Role::Manager).tenant().unwrap());
-    let r = h.send(
-        &short,
-        post("/v1/a/invoices", &invoice_body(&resident, 300)),
-    );
+    let r = h.send(&short, post("/v1/a/invoices", invoice_body(&resident, 300)));
     assert_eq!(r.status, 201);
     assert_eq!(
         h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE delivered_at IS NULL"),
@@ -751,7 +727,7 @@ fn an_expired_request_makes_no_call_and_writes_nothing() {
     let before = h.community().calls.get();
     let r = h.send(
         &expired,
-        post("/v1/a/invoices", &invoice_body(&resident, 300))
+        post("/v1/a/invoices", invoice_body(&resident, 300))
             .with_header("idempotency-key", "late-1"),
     );
     assert_eq!((r.status, code(&r).as_str()), (504, "deadline_exceeded"));
@@ -781,7 +757,7 @@ mod hostile_input {
         ) {
             let h = Harness::new();
             let resident = h.new_resident();
-            let invoice = h.manager(post("/v1/a/invoices", &invoice_body(&resident, 1_000))).json_body()["id"].as_str().unwrap().to_owned();
+            let invoice = h.manager(post("/v1/a/invoices", invoice_body(&resident, 1_000))).json_body()["id"].as_str().unwrap().to_owned();
             let r = h.manager(ServiceRequest::new(route.0, &route.1.replace("{id}", &invoice)).with_body(body));
             prop_assert!(r.status < 500, "{} {} -> {}: {}", route.0, route.1, r.status, r.json_body());
             if r.status >= 400 {
@@ -800,7 +776,7 @@ fn the_relay_stops_within_its_budget_and_reports_what_is_left() {
         assert_eq!(
             h.manager(post(
                 "/v1/a/invoices",
-                &invoice_body(&resident, amount * 100)
+                invoice_body(&resident, amount * 100)
             ))
             .status,
             201

@@ -5,6 +5,7 @@ use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, Deadline, RequestContext};
+use meridian_testing::http::{code, fields, get, patch, post};
 use meridian_testing::{assert_embeds_every_migration, migrated_store, tenant_context, HostSqlite};
 use serde_json::{json, Value};
 
@@ -73,36 +74,6 @@ impl Harness {
             .integer("n")
             .unwrap()
     }
-}
-
-fn post(path: &str, body: Value) -> ServiceRequest {
-    ServiceRequest::new("POST", path).with_body(body.to_string())
-}
-
-fn patch(path: &str, body: Value) -> ServiceRequest {
-    ServiceRequest::new("PATCH", path).with_body(body.to_string())
-}
-
-fn get(path: &str) -> ServiceRequest {
-    ServiceRequest::new("GET", path)
-}
-
-fn code(r: &ServiceResponse) -> String {
-    r.json_body()["code"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn fields(r: &ServiceResponse) -> Vec<String> {
-    r.json_body()["errors"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|e| e["field"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

@@ -11,6 +11,7 @@ use meridian_platform::tenancy::{Role, TenantScope};
 use meridian_platform::time::ManualClock;
 use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, Deadline, RequestContext, UnixMillis};
+use meridian_testing::http::{code, fields};
 use meridian_testing::{assert_embeds_every_migration, HostSqlite};
 use serde_json::{json, Value};
 
@@ -107,22 +108,6 @@ impl Harness {
 
 fn leak(s: &str) -> &'static str {
     Box::leak(s.to_owned().into_boxed_str())
-}
-
-fn code(r: &ServiceResponse) -> String {
-    r.json_body()["code"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn fields(r: &ServiceResponse) -> Vec<String> {
-    r.json_body()["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["field"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]

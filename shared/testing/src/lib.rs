@@ -220,3 +220,46 @@ impl meridian_platform::http::retry::Jitter for NoJitter {
         0
     }
 }
+
+/// Requests and answers of the services' handler tests, in one place.
+pub mod http {
+    use std::borrow::Borrow;
+
+    use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+    use serde_json::Value;
+
+    /// `GET path`.
+    pub fn get(path: &str) -> ServiceRequest {
+        ServiceRequest::new("GET", path)
+    }
+
+    /// `POST path` with a JSON body.
+    pub fn post(path: &str, body: impl Borrow<Value>) -> ServiceRequest {
+        ServiceRequest::new("POST", path).with_body(body.borrow().to_string())
+    }
+
+    /// `PATCH path` with a JSON body.
+    pub fn patch(path: &str, body: impl Borrow<Value>) -> ServiceRequest {
+        ServiceRequest::new("PATCH", path).with_body(body.borrow().to_string())
+    }
+
+    /// The `code` of a problem answer (`""` when there is none).
+    pub fn code(r: &ServiceResponse) -> String {
+        r.json_body()["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// The fields a 422 names in `errors[]`, in order.
+    pub fn fields(r: &ServiceResponse) -> Vec<String> {
+        r.json_body()["errors"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|e| e["field"].as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
