@@ -16,7 +16,7 @@ pub mod repo;
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::routes::{self, RouteSpec};
-use meridian_platform::{Problem, RequestContext};
+use meridian_platform::RequestContext;
 use meridian_spin::service::ServiceSpec;
 
 use app::{Billing, Env};
@@ -46,10 +46,7 @@ pub async fn handle<E: Env>(
             app.create_payment(ctx, request, id).await
         }
         ("POST", ["internal", "outbox", "relay"]) => app.relay(ctx, request).await,
-        (_, path) => Err(match allowed(path) {
-            Some(allow) => Problem::method_not_allowed(method, allow),
-            None => Problem::no_route(),
-        }),
+        (_, path) => Err(routes::unmatched(ROUTES, method, path)),
     };
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }
@@ -57,25 +54,10 @@ pub async fn handle<E: Env>(
 /// The public paths this service serves and the methods each takes: the
 /// source of every 405's `Allow`, and checked against `openapi.yaml`.
 pub const ROUTES: &[RouteSpec] = &[
-    RouteSpec {
-        path: "/v1/{tenant}/invoices",
-        allow: "GET, HEAD, POST",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/invoices/{id}",
-        allow: "GET, HEAD, PATCH",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/invoices/{id}/payments",
-        allow: "GET, HEAD, POST",
-    },
+    RouteSpec::new("/v1/{tenant}/invoices", "GET, HEAD, POST"),
+    RouteSpec::new("/v1/{tenant}/invoices/{id}", "GET, HEAD, PATCH"),
+    RouteSpec::new("/v1/{tenant}/invoices/{id}/payments", "GET, HEAD, POST"),
 ];
-
-/// The methods a public path takes, for a 405's `Allow`; `None` for a path
-/// no route serves.
-pub fn allowed(path: &[&str]) -> Option<&'static str> {
-    routes::allowed(ROUTES, path)
-}
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.
 // Wasm only: its export names are not valid symbols for a host cdylib.

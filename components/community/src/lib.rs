@@ -16,7 +16,7 @@ pub mod residents;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::routes::{self, RouteSpec};
 use meridian_platform::store::db::Database;
-use meridian_platform::{Clock, Problem, RequestContext};
+use meridian_platform::{Clock, RequestContext};
 use meridian_spin::service::ServiceSpec;
 
 use app::Community;
@@ -56,10 +56,7 @@ pub fn handle<D: Database, C: Clock>(
         ("POST", ["v1", _, "announcements"]) => announcements::create(app, ctx, request),
         ("POST", ["internal", "events"]) => notifications::consume(app, ctx, request),
         ("GET", ["internal", "linked-residents"]) => residents::linked(app, ctx),
-        (_, path) => Err(match allowed(path) {
-            Some(allow) => Problem::method_not_allowed(method, allow),
-            None => Problem::no_route(),
-        }),
+        (_, path) => Err(routes::unmatched(ROUTES, method, path)),
     };
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }
@@ -67,37 +64,13 @@ pub fn handle<D: Database, C: Clock>(
 /// The public paths this service serves and the methods each takes: the
 /// source of every 405's `Allow`, and checked against `openapi.yaml`.
 pub const ROUTES: &[RouteSpec] = &[
-    RouteSpec {
-        path: "/v1/{tenant}/residents",
-        allow: "GET, HEAD, POST",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/residents/{id}",
-        allow: "GET, HEAD, PATCH, DELETE",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/residents/{id}/notifications",
-        allow: "GET, HEAD",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/complaints",
-        allow: "GET, HEAD, POST",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/complaints/{id}",
-        allow: "GET, HEAD, PATCH",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/announcements",
-        allow: "GET, HEAD, POST",
-    },
+    RouteSpec::new("/v1/{tenant}/residents", "GET, HEAD, POST"),
+    RouteSpec::new("/v1/{tenant}/residents/{id}", "GET, HEAD, PATCH, DELETE"),
+    RouteSpec::new("/v1/{tenant}/residents/{id}/notifications", "GET, HEAD"),
+    RouteSpec::new("/v1/{tenant}/complaints", "GET, HEAD, POST"),
+    RouteSpec::new("/v1/{tenant}/complaints/{id}", "GET, HEAD, PATCH"),
+    RouteSpec::new("/v1/{tenant}/announcements", "GET, HEAD, POST"),
 ];
-
-/// The methods a public path takes, for a 405's `Allow`; `None` for a path
-/// no route serves.
-pub fn allowed(path: &[&str]) -> Option<&'static str> {
-    routes::allowed(ROUTES, path)
-}
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.
 // Wasm only: its export names are not valid symbols for a host cdylib.

@@ -61,41 +61,14 @@ pub enum Route {
 /// what each is. Every other public path is `/v1/{tenant}/...`, whose
 /// methods the owning service's own table lists.
 pub const OWN: &[(RouteSpec, Route)] = &[
+    (RouteSpec::new("/healthz", "GET, HEAD"), Route::Health),
+    (RouteSpec::new("/readyz", "GET, HEAD"), Route::Ready),
     (
-        RouteSpec {
-            path: "/healthz",
-            allow: "GET, HEAD",
-        },
-        Route::Health,
-    ),
-    (
-        RouteSpec {
-            path: "/readyz",
-            allow: "GET, HEAD",
-        },
-        Route::Ready,
-    ),
-    (
-        RouteSpec {
-            path: "/openapi.json",
-            allow: "GET, HEAD",
-        },
+        RouteSpec::new("/openapi.json", "GET, HEAD"),
         Route::Contract,
     ),
-    (
-        RouteSpec {
-            path: "/v1/tenants",
-            allow: "POST",
-        },
-        Route::CreateTenant,
-    ),
-    (
-        RouteSpec {
-            path: "/ops/outbox/relay",
-            allow: "POST",
-        },
-        Route::Relay,
-    ),
+    (RouteSpec::new("/v1/tenants", "POST"), Route::CreateTenant),
+    (RouteSpec::new("/ops/outbox/relay", "POST"), Route::Relay),
 ];
 
 /// Routes a request by method and path.

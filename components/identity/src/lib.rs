@@ -17,7 +17,7 @@ pub mod tokens;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::routes::{self, RouteSpec};
 use meridian_platform::store::db::Database;
-use meridian_platform::{Clock, Problem, RequestContext};
+use meridian_platform::{Clock, RequestContext};
 use meridian_spin::service::ServiceSpec;
 
 use app::Identity;
@@ -47,10 +47,7 @@ pub fn handle<D: Database, C: Clock>(
         ("DELETE", ["v1", _, "members", id]) => members::delete(app, ctx, request, id),
         ("POST", ["v1", _, "tokens"]) => tokens::create(app, ctx, request),
         ("DELETE", ["v1", _, "tokens", id]) => tokens::revoke(app, ctx, request, id),
-        (_, path) => Err(match allowed(path) {
-            Some(allow) => Problem::method_not_allowed(method, allow),
-            None => Problem::no_route(),
-        }),
+        (_, path) => Err(routes::unmatched(ROUTES, method, path)),
     };
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }
@@ -58,37 +55,13 @@ pub fn handle<D: Database, C: Clock>(
 /// The public paths this service serves and the methods each takes: the
 /// source of every 405's `Allow`, and checked against `openapi.yaml`.
 pub const ROUTES: &[RouteSpec] = &[
-    RouteSpec {
-        path: "/v1/tenants",
-        allow: "POST",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}",
-        allow: "GET, HEAD",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/members",
-        allow: "GET, HEAD, POST",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/members/{id}",
-        allow: "DELETE",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/tokens",
-        allow: "POST",
-    },
-    RouteSpec {
-        path: "/v1/{tenant}/tokens/{id}",
-        allow: "DELETE",
-    },
+    RouteSpec::new("/v1/tenants", "POST"),
+    RouteSpec::new("/v1/{tenant}", "GET, HEAD"),
+    RouteSpec::new("/v1/{tenant}/members", "GET, HEAD, POST"),
+    RouteSpec::new("/v1/{tenant}/members/{id}", "DELETE"),
+    RouteSpec::new("/v1/{tenant}/tokens", "POST"),
+    RouteSpec::new("/v1/{tenant}/tokens/{id}", "DELETE"),
 ];
-
-/// The methods a public path takes, for a 405's `Allow`; `None` for a path
-/// no route serves.
-pub fn allowed(path: &[&str]) -> Option<&'static str> {
-    routes::allowed(ROUTES, path)
-}
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.
 // Wasm only: its export names are not valid symbols for a host cdylib.

@@ -2,6 +2,8 @@
 //! methods each takes. A 405's `Allow`, the gateway's routing and the API
 //! contract (`openapi.yaml`) are all checked against this one list.
 
+use crate::wire::problem::Problem;
+
 /// One path template and the methods it takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RouteSpec {
@@ -13,6 +15,11 @@ pub struct RouteSpec {
 }
 
 impl RouteSpec {
+    /// A template and its methods.
+    pub const fn new(path: &'static str, allow: &'static str) -> Self {
+        Self { path, allow }
+    }
+
     /// Whether a path, split into segments, is an instance of this template.
     pub fn matches(&self, segments: &[&str]) -> bool {
         let template = self.path.trim_start_matches('/').split('/');
@@ -38,23 +45,23 @@ pub fn allowed(routes: &[RouteSpec], segments: &[&str]) -> Option<&'static str> 
     routes.iter().find(|r| r.matches(segments)).map(|r| r.allow)
 }
 
+/// The answer for a request no handler took: 405 with the path's `Allow`
+/// when the table lists the path, else 404.
+pub fn unmatched(routes: &[RouteSpec], method: &str, segments: &[&str]) -> Problem {
+    match allowed(routes, segments) {
+        Some(allow) => Problem::method_not_allowed(method, allow),
+        None => Problem::no_route(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const ROUTES: &[RouteSpec] = &[
-        RouteSpec {
-            path: "/v1/tenants",
-            allow: "POST",
-        },
-        RouteSpec {
-            path: "/v1/{tenant}",
-            allow: "GET, HEAD",
-        },
-        RouteSpec {
-            path: "/v1/{tenant}/things/{id}",
-            allow: "GET, HEAD, DELETE",
-        },
+        RouteSpec::new("/v1/tenants", "POST"),
+        RouteSpec::new("/v1/{tenant}", "GET, HEAD"),
+        RouteSpec::new("/v1/{tenant}/things/{id}", "GET, HEAD, DELETE"),
     ];
 
     #[test]
