@@ -7,8 +7,7 @@ use crate::money::{AmountCents, Currency, DueDate, PaymentMethod};
 
 /// An invoice's place in its life: `open`, then `paid` (its balance
 /// reached zero) or `void` (withdrawn before any payment).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InvoiceStatus {
     /// Owed.
     Open,
@@ -17,6 +16,8 @@ pub enum InvoiceStatus {
     /// Withdrawn.
     Void,
 }
+
+meridian_platform::serialize_as_str!(InvoiceStatus);
 
 impl InvoiceStatus {
     /// The wire (and column) name.
@@ -122,4 +123,32 @@ pub struct OutboxEvent {
     pub payload: serde_json::Value,
     /// When it happened.
     pub created_at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invoice_statuses_have_one_wire_name_each() {
+        for status in [
+            InvoiceStatus::Open,
+            InvoiceStatus::Paid,
+            InvoiceStatus::Void,
+        ] {
+            assert_eq!(InvoiceStatus::parse(status.as_str()), Ok(status));
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        assert!(InvoiceStatus::parse("draft").is_err());
+    }
+
+    #[test]
+    fn only_an_open_invoice_takes_payments_or_may_be_voided() {
+        assert_eq!(InvoiceStatus::Open.refuses_payment(), None);
+        assert!(InvoiceStatus::Paid.refuses_payment().is_some());
+        assert!(InvoiceStatus::Void.refuses_payment().is_some());
+        assert!(InvoiceStatus::Open.may_be_voided());
+        assert!(!InvoiceStatus::Paid.may_be_voided());
+        assert!(!InvoiceStatus::Void.may_be_voided());
+    }
 }

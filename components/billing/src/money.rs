@@ -106,8 +106,7 @@ impl DueDate {
 }
 
 /// How a payment was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PaymentMethod {
     /// A card payment.
     Card,
@@ -122,6 +121,8 @@ pub enum PaymentMethod {
     /// Anything else.
     Other,
 }
+
+meridian_platform::serialize_as_str!(PaymentMethod);
 
 impl PaymentMethod {
     const ALL: [Self; 6] = [

@@ -24,8 +24,7 @@ pub struct Resident {
 }
 
 /// A complaint's place in its life: `open → in_progress → resolved → closed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ComplaintStatus {
     /// Filed, not yet picked up.
     Open,
@@ -36,6 +35,8 @@ pub enum ComplaintStatus {
     /// Done.
     Closed,
 }
+
+meridian_platform::serialize_as_str!(ComplaintStatus);
 
 impl ComplaintStatus {
     /// The wire name.
@@ -142,7 +143,9 @@ mod tests {
     #[test]
     fn statuses_round_trip() {
         for s in ["open", "in_progress", "resolved", "closed"] {
-            assert_eq!(ComplaintStatus::parse(s).unwrap().as_str(), s);
+            let status = ComplaintStatus::parse(s).unwrap();
+            assert_eq!(status.as_str(), s);
+            assert_eq!(serde_json::to_value(status).unwrap(), s);
         }
         assert!(ComplaintStatus::parse("done").is_err());
     }

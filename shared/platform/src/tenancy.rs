@@ -38,8 +38,7 @@ uuid_newtype!(TenantId);
 uuid_newtype!(ActorId);
 
 /// A member's role within a tenant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     /// Manages the tenant, its members and everything in it.
     Admin,
@@ -53,6 +52,8 @@ pub enum Role {
 #[derive(Debug, Error, PartialEq, Eq)]
 #[error("role must be admin, manager or resident")]
 pub struct UnknownRole;
+
+crate::serialize_as_str!(Role);
 
 impl Role {
     /// The wire name.
@@ -155,6 +156,7 @@ mod tests {
     fn roles_round_trip_and_only_three_exist() {
         for r in [Role::Admin, Role::Manager, Role::Resident] {
             assert_eq!(r.as_str().parse::<Role>(), Ok(r));
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
         }
         assert_eq!("Admin".parse::<Role>(), Err(UnknownRole));
         assert_eq!("owner".parse::<Role>(), Err(UnknownRole));

@@ -4,3 +4,16 @@
 pub mod headers;
 pub mod problem;
 pub mod request_id;
+
+/// Serializes a closed set of values (a status, a role) as the wire name its
+/// `as_str` gives, so that each name is written once, there.
+#[macro_export]
+macro_rules! serialize_as_str {
+    ($type:ty) => {
+        impl ::serde::Serialize for $type {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+    };
+}
