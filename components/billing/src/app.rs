@@ -13,6 +13,11 @@ pub trait Env: Calls {
     type Db: Database;
 }
 
+/// Spin's: the component's own database, and Spin for its calls.
+impl Env for meridian_spin::Spin {
+    type Db = meridian_spin::sqlite::SpinSqlite;
+}
+
 /// The billing service.
 pub struct Billing<E: Env> {
     /// The billing database.

@@ -59,41 +59,13 @@ pub const ROUTES: &[RouteSpec] = &[
     RouteSpec::new("/v1/{tenant}/invoices/{id}/payments", "GET, HEAD, POST"),
 ];
 
-// The SDK's export macro expands to `unsafe` glue; it is allowed here only.
-// Wasm only: its export names are not valid symbols for a host cdylib.
-#[cfg(target_arch = "wasm32")]
-#[allow(unsafe_code)]
-mod entry {
-    use meridian_spin::sqlite::SpinSqlite;
-    use meridian_spin::{service, vars, Spin};
-    use spin_sdk::http::{IncomingRequest, ResponseOutparam};
-    use spin_sdk::http_component;
-
-    use crate::app::{Billing, Env};
-
-    impl Env for Spin {
-        type Db = SpinSqlite;
-    }
-
-    #[http_component]
-    async fn handle(incoming: IncomingRequest, out: ResponseOutparam) {
-        service::run(
-            incoming,
-            out,
-            &crate::SPEC,
-            |ctx, store, request| async move {
-                let app = Billing {
-                    store,
-                    upstream: Spin::upstream(),
-                    community_url: vars::service_url(
-                        "community_url",
-                        "http://community.spin.internal",
-                    ),
-                    admin_token: vars::get("admin_token").unwrap_or_default(),
-                };
-                crate::handle(&app, &ctx, &request).await
-            },
-        )
-        .await
-    }
-}
+meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {
+    use meridian_spin::{vars, Spin};
+    let app = crate::app::Billing {
+        store,
+        upstream: Spin::upstream(),
+        community_url: vars::service_url("community_url", "http://community.spin.internal"),
+        admin_token: vars::get("admin_token").unwrap_or_default(),
+    };
+    crate::handle(&app, &ctx, &request).await
+});

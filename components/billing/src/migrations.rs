@@ -3,20 +3,8 @@
 use meridian_platform::store::migrate::Migration;
 
 /// Every migration, in order.
-pub const ALL: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "0001_billing.sql",
-        sql: include_str!("../../../migrations/billing/0001_billing.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "0002_idempotency_records.sql",
-        sql: include_str!("../../../migrations/billing/0002_idempotency_records.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "0003_row_sequence.sql",
-        sql: include_str!("../../../migrations/billing/0003_row_sequence.sql"),
-    },
-];
+pub const ALL: &[Migration] = meridian_platform::migrations!("billing":
+    1 => "0001_billing.sql",
+    2 => "0002_idempotency_records.sql",
+    3 => "0003_row_sequence.sql",
+);

@@ -72,22 +72,6 @@ pub const ROUTES: &[RouteSpec] = &[
     RouteSpec::new("/v1/{tenant}/announcements", "GET, HEAD, POST"),
 ];
 
-// The SDK's export macro expands to `unsafe` glue; it is allowed here only.
-// Wasm only: its export names are not valid symbols for a host cdylib.
-#[cfg(target_arch = "wasm32")]
-#[allow(unsafe_code)]
-mod entry {
-    use meridian_spin::service;
-    use spin_sdk::http::{IncomingRequest, ResponseOutparam};
-    use spin_sdk::http_component;
-
-    use crate::app::Community;
-
-    #[http_component]
-    async fn handle(incoming: IncomingRequest, out: ResponseOutparam) {
-        service::run(incoming, out, &crate::SPEC, |ctx, store, request| async move {
-            crate::handle(&Community { store }, &ctx, &request)
-        })
-        .await
-    }
-}
+meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {
+    crate::handle(&crate::app::Community { store }, &ctx, &request)
+});

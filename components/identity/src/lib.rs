@@ -63,31 +63,10 @@ pub const ROUTES: &[RouteSpec] = &[
     RouteSpec::new("/v1/{tenant}/tokens/{id}", "DELETE"),
 ];
 
-// The SDK's export macro expands to `unsafe` glue; it is allowed here only.
-// Wasm only: its export names are not valid symbols for a host cdylib.
-#[cfg(target_arch = "wasm32")]
-#[allow(unsafe_code)]
-mod entry {
-    use meridian_spin::{service, vars};
-    use spin_sdk::http::{IncomingRequest, ResponseOutparam};
-    use spin_sdk::http_component;
-
-    use crate::app::Identity;
-
-    #[http_component]
-    async fn handle(incoming: IncomingRequest, out: ResponseOutparam) {
-        service::run(
-            incoming,
-            out,
-            &crate::SPEC,
-            |ctx, store, request| async move {
-                let app = Identity {
-                    store,
-                    admin_token: vars::get("admin_token").unwrap_or_default(),
-                };
-                crate::handle(&app, &ctx, &request)
-            },
-        )
-        .await
-    }
-}
+meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {
+    let app = crate::app::Identity {
+        store,
+        admin_token: meridian_spin::vars::get("admin_token").unwrap_or_default(),
+    };
+    crate::handle(&app, &ctx, &request)
+});

@@ -3,25 +3,9 @@
 use meridian_platform::store::migrate::Migration;
 
 /// Every migration, in order.
-pub const ALL: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "0001_identity.sql",
-        sql: include_str!("../../../migrations/identity/0001_identity.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "0002_idempotency_records.sql",
-        sql: include_str!("../../../migrations/identity/0002_idempotency_records.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "0003_tenant_persons.sql",
-        sql: include_str!("../../../migrations/identity/0003_tenant_persons.sql"),
-    },
-    Migration {
-        version: 4,
-        name: "0004_row_sequence.sql",
-        sql: include_str!("../../../migrations/identity/0004_row_sequence.sql"),
-    },
-];
+pub const ALL: &[Migration] = meridian_platform::migrations!("identity":
+    1 => "0001_identity.sql",
+    2 => "0002_idempotency_records.sql",
+    3 => "0003_tenant_persons.sql",
+    4 => "0004_row_sequence.sql",
+);

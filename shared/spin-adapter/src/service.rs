@@ -117,3 +117,26 @@ pub async fn run<F, Fut>(
     };
     convert::send_response(out, response);
 }
+
+/// The Spin entry point of a private service: `service_component!(SPEC,
+/// |ctx, store, request| async move { ... })` exports a handler that runs
+/// every request through [`run`] (admission, budget, migrations) and then
+/// the closure. Compiled for Wasm only: the export names are not valid
+/// symbols for a host library.
+#[macro_export]
+macro_rules! service_component {
+    ($spec:expr, |$ctx:ident, $store:ident, $request:ident| $body:expr) => {
+        // The SDK's export macro expands to `unsafe` glue; it is allowed here only.
+        #[cfg(target_arch = "wasm32")]
+        #[allow(unsafe_code)]
+        mod entry {
+            #[::spin_sdk::http_component]
+            async fn handle(
+                incoming: ::spin_sdk::http::IncomingRequest,
+                out: ::spin_sdk::http::ResponseOutparam,
+            ) {
+                $crate::service::run(incoming, out, &$spec, |$ctx, $store, $request| $body).await
+            }
+        }
+    };
+}

@@ -18,6 +18,20 @@ pub struct Migration {
     pub sql: &'static str,
 }
 
+/// The migrations of a service, embedded at build time from
+/// `migrations/<dir>/`: `migrations!("billing": 1 => "0001_billing.sql", ...)`.
+/// The version is written beside the file so a gap or a swap is visible.
+#[macro_export]
+macro_rules! migrations {
+    ($dir:literal: $($version:literal => $name:literal),+ $(,)?) => {
+        &[$($crate::store::migrate::Migration {
+            version: $version,
+            name: $name,
+            sql: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations/", $dir, "/", $name)),
+        }),+]
+    };
+}
+
 /// Why migrating failed.
 #[derive(Debug, Error, PartialEq)]
 pub enum MigrationError {
