@@ -156,15 +156,17 @@ pub fn apply_payment<D: Database, C: Clock>(
         ctx,
         "UPDATE invoices
          SET balance_cents = balance_cents - ?1,
-             status = CASE WHEN balance_cents - ?1 = 0 THEN 'paid' ELSE status END,
+             status = CASE WHEN balance_cents - ?1 = 0 THEN ?5 ELSE status END,
              updated_at = ?2
-         WHERE tenant_id = ?3 AND id = ?4 AND status = 'open' AND balance_cents >= ?1
+         WHERE tenant_id = ?3 AND id = ?4 AND status = ?6 AND balance_cents >= ?1
          RETURNING balance_cents, status",
         &[
             Value::Integer(amount.get()),
             at.into(),
             tenant.into(),
             invoice_id.into(),
+            InvoiceStatus::Paid.as_str().into(),
+            InvoiceStatus::Open.as_str().into(),
         ],
     )?;
     rows.first()
@@ -182,10 +184,16 @@ pub fn void_invoice<D: Database, C: Clock>(
 ) -> Result<bool, DbError> {
     let rows = db.query(
         ctx,
-        "UPDATE invoices SET status = 'void', updated_at = ?
-         WHERE tenant_id = ? AND id = ? AND status = 'open' AND balance_cents = amount_cents
+        "UPDATE invoices SET status = ?, updated_at = ?
+         WHERE tenant_id = ? AND id = ? AND status = ? AND balance_cents = amount_cents
          RETURNING id",
-        &[at.into(), tenant.into(), invoice_id.into()],
+        &[
+            InvoiceStatus::Void.as_str().into(),
+            at.into(),
+            tenant.into(),
+            invoice_id.into(),
+            InvoiceStatus::Open.as_str().into(),
+        ],
     )?;
     Ok(!rows.is_empty())
 }

@@ -235,8 +235,8 @@ pub fn admin_count<D: Database, C: Clock>(
 ) -> Result<i64, DbError> {
     let rows = db.query(
         ctx,
-        "SELECT COUNT(*) AS admins FROM memberships WHERE tenant_id = ? AND role = 'admin'",
-        &[tenant_id.into()],
+        "SELECT COUNT(*) AS admins FROM memberships WHERE tenant_id = ? AND role = ?",
+        &[tenant_id.into(), Role::Admin.as_str().into()],
     )?;
     rows.first().map_or(Ok(0), |r| r.integer("admins"))
 }
