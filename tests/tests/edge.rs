@@ -55,6 +55,8 @@ fn readyz_reaches_every_private_service_through_service_chaining() {
         timing.contains("identity;dur=") && timing.contains("gateway;dur="),
         "{timing}"
     );
+    // The default budget, and what the answer left of it.
+    assert!(timing.contains("budget;dur=3000, left;dur="), "{timing}");
 }
 
 #[test]

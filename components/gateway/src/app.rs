@@ -70,11 +70,13 @@ impl<E: Calls> Gateway<E> {
     ) -> EdgeResponse {
         let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
         let mut trace = Trace::default();
+        let mut budget = None;
         let outcome = match self.admit(&request, &request_id, arrived, body) {
             Ok(Admission::Answered(response)) => Ok(response),
             Ok(Admission::Admitted { route, ctx, policy }) => {
                 let mut exchange = Exchange::new(&self.upstream, &self.config, ctx);
                 let outcome = exchange.serve(route, &request, &policy).await;
+                budget = Some((exchange.ctx.budget_at_arrival(), exchange.ctx.deadline()));
                 trace = exchange.trace;
                 outcome
             }
@@ -90,8 +92,11 @@ impl<E: Calls> Gateway<E> {
         if let Some(attempts) = trace.attempts {
             response.set_header(headers::ATTEMPTS, attempts.to_string());
         }
-        let total = self.upstream.clock.now().since(arrived);
-        response.set_header(headers::SERVER_TIMING, trace.timing.header_value(total));
+        let now = self.upstream.clock.now();
+        let budget =
+            budget.map(|(granted, deadline): (_, Deadline)| (granted, deadline.remaining(now)));
+        let timing = trace.timing.header_value(now.since(arrived), budget);
+        response.set_header(headers::SERVER_TIMING, timing);
         response
     }
 

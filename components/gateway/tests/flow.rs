@@ -383,6 +383,17 @@ fn the_forwarded_call_carries_the_budget_and_the_real_identity_not_the_spoofed_o
             && timing.contains("gateway;dur="),
         "{timing}"
     );
+    // The budget granted, and what was left of it at the answer: the
+    // budget less the gateway's total, on the manual clock.
+    let entry = |name: &str| -> u64 {
+        timing
+            .split(", ")
+            .find_map(|e| e.strip_prefix(&format!("{name};dur=")))
+            .and_then(|ms| ms.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {timing}"))
+    };
+    assert_eq!(entry("budget"), 800, "{timing}");
+    assert_eq!(entry("left"), 800 - entry("gateway"), "{timing}");
 }
 
 #[test]

@@ -85,6 +85,11 @@ impl RequestContext {
         self.deadline
     }
 
+    /// The budget this hop had when the request arrived.
+    pub fn budget_at_arrival(&self) -> Duration {
+        self.budget_at_arrival
+    }
+
     /// The component serving the request.
     pub fn hop(&self) -> &'static str {
         self.hop
