@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Mutation testing of the platform's budget, propagation, admission, retry
-# and idempotency modules with cargo-mutants (installed from crates.io if
+# Mutation testing of the platform's budget (config, steps, deadline,
+# propagation, admission, context), retry and idempotency modules with cargo-mutants (installed from crates.io if
 # missing): every mutant must make a test of the platform or of the host
 # test kit fail. Results in mutants.out/ (caught.txt, missed.txt, …); the
 # latest figures are in RELIABILITY.md.
@@ -12,12 +12,9 @@ cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null 2>&1 || cargo install cargo-mutants --locked
 exec cargo mutants \
   --package meridian-platform \
-  --file 'shared/platform/src/budget.rs' \
-  --file 'shared/platform/src/propagation.rs' \
-  --file 'shared/platform/src/admission.rs' \
-  --file 'shared/platform/src/deadline.rs' \
-  --file 'shared/platform/src/retry/*.rs' \
-  --file 'shared/platform/src/idempotency/*.rs' \
+  --file 'shared/platform/src/budget/*.rs' \
+  --file 'shared/platform/src/http/retry/*.rs' \
+  --file 'shared/platform/src/store/idempotency/*.rs' \
   --test-package meridian-platform \
   --test-package meridian-testing \
   --jobs 2 \
