@@ -232,6 +232,20 @@ mod tests {
     }
 
     #[test]
+    fn the_context_names_its_hop_and_the_budget_it_arrived_with() {
+        let c = ctx(1_000, 250);
+        assert_eq!(c.hop(), "community");
+        assert_eq!(c.budget_at_arrival(), Duration::from_millis(250));
+        // A step keeps both: it reports the hop's budget, not its own.
+        let step = c.for_step();
+        assert_eq!(
+            (step.hop(), step.budget_at_arrival()),
+            ("community", Duration::from_millis(250))
+        );
+        assert_eq!(c.spent().to_string(), "budget of 250 ms spent at community");
+    }
+
+    #[test]
     fn an_expired_budget_refuses_even_a_free_step() {
         let c = ctx(1_000, 100);
         assert!(c
