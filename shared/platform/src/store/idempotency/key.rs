@@ -76,4 +76,27 @@ mod tests {
             prop_assert_eq!(key.as_str(), k.as_str());
         }
     }
+
+    #[test]
+    fn a_request_carries_its_key_or_none_and_a_malformed_one_is_a_400() {
+        let request = |key: Option<&str>| {
+            let r = ServiceRequest::new("POST", "/v1/acme/invoices");
+            match key {
+                Some(k) => r.with_header("Idempotency-Key", k),
+                None => r,
+            }
+        };
+        assert_eq!(
+            IdempotencyKey::of(&request(Some("k-1")))
+                .unwrap()
+                .map(|k| k.as_str().to_owned()),
+            Some("k-1".to_owned())
+        );
+        assert_eq!(IdempotencyKey::of(&request(None)).unwrap(), None);
+        let p = IdempotencyKey::of(&request(Some("a b"))).unwrap_err();
+        assert_eq!(
+            (p.status(), p.code()),
+            (400, ErrorCode::InvalidIdempotencyKey)
+        );
+    }
 }
