@@ -7,19 +7,10 @@ use meridian_platform::http::{OutboundRequest, SendError};
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::wire::headers;
 use meridian_platform::{ErrorCode, Problem};
-use serde::Deserialize;
 
 use crate::exchange::{Exchange, Refusal};
 use crate::proxy::{pass_on, unavailable};
 use crate::routes::Service;
-
-/// Identity's answer to a resolution.
-#[derive(Debug, Deserialize)]
-struct Resolved {
-    tenant_id: String,
-    actor_id: String,
-    role: String,
-}
 
 impl<E: Calls> Exchange<'_, E> {
     /// Resolves `slug` and the bearer token once for the whole request.
@@ -76,12 +67,15 @@ impl<E: Calls> Exchange<'_, E> {
     }
 }
 
+/// Identity's answer to a resolution: `{tenant_id, actor_id, role}`. Read
+/// from a JSON value rather than a derived struct: a typed deserializer's
+/// error messages would bring float formatting into the component.
 fn parse_resolution(body: &[u8]) -> Option<TenantScope> {
-    let r: Resolved = serde_json::from_slice(body).ok()?;
+    let r: serde_json::Value = serde_json::from_slice(body).ok()?;
     Some(TenantScope {
-        tenant_id: r.tenant_id.parse().ok()?,
-        actor_id: r.actor_id.parse().ok()?,
-        role: r.role.parse::<Role>().ok()?,
+        tenant_id: r["tenant_id"].as_str()?.parse().ok()?,
+        actor_id: r["actor_id"].as_str()?.parse().ok()?,
+        role: r["role"].as_str()?.parse::<Role>().ok()?,
     })
 }
 

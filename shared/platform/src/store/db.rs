@@ -26,6 +26,19 @@ pub enum Value {
     Blob(Vec<u8>),
 }
 
+impl Value {
+    /// The value's SQLite type, for an error that must not carry the data.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Null => "null",
+            Self::Integer(_) => "integer",
+            Self::Real(_) => "real",
+            Self::Text(_) => "text",
+            Self::Blob(_) => "blob",
+        }
+    }
+}
+
 impl From<&str> for Value {
     fn from(v: &str) -> Self {
         Self::Text(v.to_owned())
@@ -84,7 +97,8 @@ impl Row {
         match self.value(column)? {
             Value::Integer(v) => Ok(*v),
             other => Err(DbError::Decode(format!(
-                "column {column}: expected integer, got {other:?}"
+                "column {column}: expected integer, got {}",
+                other.kind()
             ))),
         }
     }
@@ -94,7 +108,8 @@ impl Row {
         match self.value(column)? {
             Value::Text(v) => Ok(v),
             other => Err(DbError::Decode(format!(
-                "column {column}: expected text, got {other:?}"
+                "column {column}: expected text, got {}",
+                other.kind()
             ))),
         }
     }
