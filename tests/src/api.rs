@@ -32,6 +32,24 @@ impl Tenant {
         format!("/v1/{}{rest}", self.slug)
     }
 
+    /// Adds a resident as the tenant's admin and returns its id.
+    #[track_caller]
+    pub fn resident(&self, name: &str) -> String {
+        add_resident(&self.client, self, name)
+    }
+
+    /// Adds a member with `role` and returns `(membership, their first token)`.
+    #[track_caller]
+    pub fn member(&self, email: &str, role: &str) -> (Value, String) {
+        add_member(&self.client, self, email, role)
+    }
+
+    /// The items of a list (first page of up to 100) as the tenant's admin.
+    #[track_caller]
+    pub fn list(&self, collection: &str) -> Vec<Value> {
+        list(&self.client, self, collection)
+    }
+
     /// `GET /v1/{slug}{rest}` as the tenant's admin.
     pub fn get(&self, rest: &str) -> Call<'_> {
         self.call("GET", rest)

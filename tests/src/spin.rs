@@ -208,6 +208,12 @@ impl SpinApp {
         self.state.path().join(format!("{label}.db"))
     }
 
+    /// Creates a tenant through the app's public API.
+    #[track_caller]
+    pub fn tenant(&self, slug: &str) -> crate::api::Tenant {
+        crate::api::create_tenant(&self.client(), slug)
+    }
+
     /// A client for the app.
     pub fn client(&self) -> Client {
         Client::following(self.followed.clone())

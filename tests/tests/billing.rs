@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use meridian_e2e::api::{add_resident, call, create_tenant, Tenant};
+use meridian_e2e::api::{call, Tenant};
 use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
@@ -42,8 +42,8 @@ fn count_invoices(client: &Client, tenant: &Tenant) -> usize {
 fn an_invoice_and_its_payments_reach_the_resident_as_notifications() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let resident = add_resident(&client, &acme, "Ada");
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
     let r = acme.post("/invoices").json(&invoice(&resident, 10_000));
     assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
     let id = r.json()["id"].as_str().unwrap().to_owned();
@@ -81,8 +81,8 @@ fn an_invoice_and_its_payments_reach_the_resident_as_notifications() {
 fn bad_invoices_are_refused_precisely_and_write_nothing() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let resident = add_resident(&client, &acme, "Ada");
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
     let post = |body: &Value| acme.post("/invoices").json(body);
     post(&invoice("0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01", 100))
         .assert_problem(422, "validation_failed");
@@ -119,8 +119,8 @@ fn bad_invoices_are_refused_precisely_and_write_nothing() {
 fn a_client_retrying_a_keyed_invoice_gets_one_invoice_and_one_notification() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let resident = add_resident(&client, &acme, "Ada");
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
     let body = invoice(&resident, 4_200);
     let mut ids = Vec::new();
     for attempt in 0..5 {
@@ -152,10 +152,9 @@ fn a_concurrent_duplicate_is_refused_while_the_first_is_in_progress() {
         }
     });
     let app = SpinApp::start();
-    let acme = create_tenant(&app.client(), "acme");
-    let resident = add_resident(&app.client(), &acme, "Ada");
-    let app = app.restart_with(SpinOptions::default().variable("community_url", community.url()));
-    let _client = app.client();
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
+    let _app = app.restart_with(SpinOptions::default().variable("community_url", community.url()));
     let body = invoice(&resident, 999);
     let first = {
         let (acme, body) = (acme.clone(), body.clone());
@@ -185,8 +184,8 @@ fn a_concurrent_duplicate_is_refused_while_the_first_is_in_progress() {
 #[test]
 fn an_unkeyed_write_to_a_failing_service_fails_once_with_a_problem() {
     let app = SpinApp::start();
-    let acme = create_tenant(&app.client(), "acme");
-    let resident = add_resident(&app.client(), &acme, "Ada");
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
     let down =
         StandIn::start(|_| StandInReply::Json(503, r#"{"code":"upstream_unavailable"}"#.into()));
     let app = app.restart_with(SpinOptions::default().variable("billing_url", down.url()));
@@ -211,8 +210,8 @@ fn an_unkeyed_write_to_a_failing_service_fails_once_with_a_problem() {
 #[test]
 fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing() {
     let app = SpinApp::start();
-    let acme = create_tenant(&app.client(), "acme");
-    let resident = add_resident(&app.client(), &acme, "Ada");
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
 
     // Community stand-in: confirms residents, refuses events.
     let flaky = StandIn::start(|r| {
@@ -280,8 +279,8 @@ fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing(
 #[test]
 fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
     let app = SpinApp::start();
-    let acme = create_tenant(&app.client(), "acme");
-    let resident = add_resident(&app.client(), &acme, "Ada");
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
 
     // The real community, public in a second app on the same databases,
     // behind a proxy that delivers events but loses community's answer.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use meridian_e2e::api::{add_resident, call, call_with, create_tenant, list, Tenant};
+use meridian_e2e::api::{call, call_with, list, Tenant};
 use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
@@ -29,8 +29,8 @@ fn invoices(client: &Client, tenant: &Tenant) -> Vec<Value> {
 #[test]
 fn a_consumer_that_never_answers_costs_the_event_not_the_committed_invoice() {
     let app = SpinApp::start();
-    let acme = create_tenant(&app.client(), "acme");
-    let resident = add_resident(&app.client(), &acme, "Ada");
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
     // The real community behind a proxy that passes everything on except
     // event deliveries, which it accepts and never answers.
     let community = SpinApp::community_beside(&app);
@@ -91,7 +91,7 @@ fn a_private_service_that_hangs_behind_service_chaining_ends_in_a_504_at_the_bud
     // Spin runs a `*.spin.internal` call in-process and ignores request
     // options, so only the adapter's race against the budget timer ends it.
     let app = SpinApp::start_with(SpinOptions::default().replace_component("community", "hang"));
-    let acme = create_tenant(&app.client(), "acme");
+    let acme = app.tenant("acme");
     let r = call_with(
         &app.client(),
         &acme.token,
@@ -120,8 +120,8 @@ fn a_private_service_that_hangs_behind_service_chaining_ends_in_a_504_at_the_bud
 #[test]
 fn a_keyed_write_whose_answer_is_lost_on_the_way_back_is_retried_and_written_once() {
     let app = SpinApp::start();
-    let acme = create_tenant(&app.client(), "acme");
-    let resident = add_resident(&app.client(), &acme, "Ada");
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
     // The real billing (and the community it calls) beside the app, behind
     // a proxy that loses billing's first answer to a POST after the work
     // was done and committed.
@@ -169,8 +169,8 @@ fn a_keyed_write_whose_answer_is_lost_on_the_way_back_is_retried_and_written_onc
 #[test]
 fn a_failing_community_is_retried_by_billing_alone() {
     let app = SpinApp::start();
-    let acme = create_tenant(&app.client(), "acme");
-    let resident = add_resident(&app.client(), &acme, "Ada");
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
     let down = StandIn::start(|_| StandInReply::Json(503, "{}".into()));
     let app = app.restart_with(SpinOptions::default().variable("community_url", down.url()));
     let r = call_with(
@@ -202,7 +202,7 @@ fn a_failing_community_is_retried_by_billing_alone() {
 #[test]
 fn a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline() {
     let app = SpinApp::start();
-    let acme = create_tenant(&app.client(), "acme");
+    let acme = app.tenant("acme");
     assert!(invoices(&app.client(), &acme).is_empty()); // billing migrated
     let holder = rusqlite::Connection::open(app.database("billing")).expect("billing.db");
     holder.execute_batch("BEGIN EXCLUSIVE").expect("lock");
@@ -318,7 +318,7 @@ fn a_slow_upload_spends_the_budget_like_slow_work() {
 #[test]
 fn a_downstream_answer_that_is_not_meridians_never_reaches_the_client() {
     let app = SpinApp::start();
-    let acme = create_tenant(&app.client(), "acme");
+    let acme = app.tenant("acme");
     // (what billing's place answers, what the client must get, attempts):
     // a trap's 500 is final; a proxy's bare 502 is transient, so retried.
     let cases = [

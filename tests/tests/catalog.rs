@@ -3,7 +3,7 @@
 //! a trap (the harness fails a test whose components trapped) — and
 //! nothing may be written by any of them.
 
-use meridian_e2e::api::{add_resident, create_tenant, list, Tenant};
+use meridian_e2e::api::{list, Tenant};
 use meridian_e2e::{Client, SpinApp, ADMIN_TOKEN};
 use serde_json::json;
 
@@ -76,8 +76,8 @@ fn written(client: &Client, t: &Tenant) -> Vec<usize> {
 fn every_bad_request_gets_its_precise_4xx_and_writes_nothing() {
     let app = SpinApp::start();
     let client = app.client();
-    let t = create_tenant(&client, "acme");
-    let resident = add_resident(&client, &t, "Ada");
+    let t = app.tenant("acme");
+    let resident = t.resident("Ada");
     let invoice = t.post("/invoices").json(&json!({"resident_id": resident, "amount_cents": 500, "currency": "EUR", "description": "Rent", "due_date": "2026-12-31"}),);
     assert_eq!(invoice.status, 201, "{}", invoice.body);
     let invoice = invoice.json()["id"].as_str().unwrap().to_owned();

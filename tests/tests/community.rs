@@ -2,7 +2,7 @@
 //! pagination, complaints and their transitions, announcements, roles,
 //! bad input, and the event consumer's deduplication.
 
-use meridian_e2e::api::{add_member, add_resident, call, create_tenant};
+use meridian_e2e::api::call;
 use meridian_e2e::SpinApp;
 use serde_json::json;
 
@@ -10,9 +10,9 @@ use serde_json::json;
 fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
+    let acme = app.tenant("acme");
     let mut created: Vec<String> = (0..23)
-        .map(|i| add_resident(&client, &acme, &format!("Resident {i:02}")))
+        .map(|i| acme.resident(&format!("Resident {i:02}")))
         .collect();
     let first = acme.get("/residents").send();
     assert_eq!(
@@ -36,7 +36,7 @@ fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
                 .map(|r| r["id"].as_str().unwrap().to_owned()),
         );
         if !added_meanwhile {
-            created.push(add_resident(&client, &acme, "Added while paging"));
+            created.push(acme.resident("Added while paging"));
             added_meanwhile = true;
         }
         match page["next_cursor"].as_str() {
@@ -60,9 +60,9 @@ fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
 fn residents_are_read_by_members_and_changed_by_staff() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let (_, resident_token) = add_member(&client, &acme, "res@acme.org", "resident");
-    let id = add_resident(&client, &acme, "Ada");
+    let acme = app.tenant("acme");
+    let (_, resident_token) = acme.member("res@acme.org", "resident");
+    let id = acme.resident("Ada");
     let path = acme.path(&format!("/residents/{id}"));
     assert_eq!(
         call(&client, &resident_token, "GET", &path, None).json()["name"],
@@ -116,9 +116,9 @@ fn residents_are_read_by_members_and_changed_by_staff() {
 fn complaints_follow_their_lifecycle_and_refuse_other_moves() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let (_, resident_token) = add_member(&client, &acme, "res@acme.org", "resident");
-    let resident = add_resident(&client, &acme, "Ada");
+    let acme = app.tenant("acme");
+    let (_, resident_token) = acme.member("res@acme.org", "resident");
+    let resident = acme.resident("Ada");
     let r = call(
         &client,
         &resident_token,
@@ -183,8 +183,8 @@ fn complaints_follow_their_lifecycle_and_refuse_other_moves() {
 fn announcements_are_published_by_staff() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let (_, resident_token) = add_member(&client, &acme, "res@acme.org", "resident");
+    let acme = app.tenant("acme");
+    let (_, resident_token) = acme.member("res@acme.org", "resident");
     let r = acme
         .post("/announcements")
         .json(&json!({"title": "Pool", "body": "Opens Monday"}));
@@ -214,10 +214,9 @@ fn announcements_are_published_by_staff() {
 #[test]
 fn another_tenants_resident_is_not_found_even_by_id() {
     let app = SpinApp::start();
-    let client = app.client();
-    let a = create_tenant(&client, "alpha");
-    let b = create_tenant(&client, "bravo");
-    let id = add_resident(&client, &a, "Ada");
+    let a = app.tenant("alpha");
+    let b = app.tenant("bravo");
+    let id = a.resident("Ada");
     b.get(&format!("/residents/{id}"))
         .send()
         .assert_problem(404, "not_found");

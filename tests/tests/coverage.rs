@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use meridian_e2e::api::{add_resident, call, create_tenant, list, Tenant};
+use meridian_e2e::api::{call, Tenant};
 use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
@@ -57,9 +57,9 @@ fn ids(items: &[Value], key: &str) -> Vec<String> {
 fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
     let app = SpinApp::start();
     let client = app.client();
-    let t = create_tenant(&client, "acme");
-    let ada = add_resident(&client, &t, "Ada");
-    let bo = add_resident(&client, &t, "Bo");
+    let t = app.tenant("acme");
+    let ada = t.resident("Ada");
+    let bo = t.resident("Bo");
     let mut invoices = Vec::new();
     for (i, who) in [&ada, &ada, &ada, &bo, &bo].iter().enumerate() {
         invoices.push(created(
@@ -112,20 +112,13 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
         ("/announcements", "id"),
         (&*format!("/residents/{ada}/notifications"), "event_id"),
     ] {
-        let all = list(&client, &t, path);
+        let all = t.list(path);
         let pages = paged(&client, &t, path);
         assert_eq!(ids(&pages, key), ids(&all, key), "{path}");
     }
-    assert_eq!(
-        ids(&list(&client, &t, "/invoices"), "id"),
-        invoices,
-        "creation order"
-    );
+    assert_eq!(ids(&t.list("/invoices"), "id"), invoices, "creation order");
     // Ada: three invoices and three payments, each an event.
-    assert_eq!(
-        list(&client, &t, &format!("/residents/{ada}/notifications")).len(),
-        6
-    );
+    assert_eq!(t.list(&format!("/residents/{ada}/notifications")).len(), 6);
 
     // Filters, paged too.
     assert_eq!(
@@ -151,9 +144,9 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
 fn keyed_payments_are_made_once_and_keys_are_scoped_by_tenant_and_route() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let bravo = create_tenant(&client, "bravo");
-    let ada = add_resident(&client, &acme, "Ada");
+    let acme = app.tenant("acme");
+    let bravo = app.tenant("bravo");
+    let ada = acme.resident("Ada");
     let inv = created(&client, &acme, "/invoices", invoice(&ada, 1_000));
     let pay = |key: &str| {
         acme.post(&format!("/invoices/{inv}/payments"))
@@ -194,9 +187,9 @@ fn keyed_payments_are_made_once_and_keys_are_scoped_by_tenant_and_route() {
 fn another_tenants_rows_are_not_found_by_id() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let bravo = create_tenant(&client, "bravo");
-    let ada = add_resident(&client, &acme, "Ada");
+    let acme = app.tenant("acme");
+    let bravo = app.tenant("bravo");
+    let ada = acme.resident("Ada");
     let inv = created(&client, &acme, "/invoices", invoice(&ada, 1_000));
     let complaint = created(
         &client,
@@ -227,7 +220,7 @@ fn another_tenants_rows_are_not_found_by_id() {
 fn a_replayed_creation_never_shows_a_token_again() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
+    let acme = app.tenant("acme");
     let admin = format!("Bearer {ADMIN_TOKEN}");
     let tenant = |key: &str| {
         client.send(
@@ -268,8 +261,8 @@ fn a_replayed_creation_never_shows_a_token_again() {
 #[test]
 fn the_relay_stops_within_its_budget_part_way_and_finishes_later() {
     let app = SpinApp::start();
-    let acme = create_tenant(&app.client(), "acme");
-    let ada = add_resident(&app.client(), &acme, "Ada");
+    let acme = app.tenant("acme");
+    let ada = acme.resident("Ada");
     // Community as seen by billing: residents exist; events are refused at
     // first (so they wait in the outbox), then take 100 ms each.
     let slow = Arc::new(AtomicBool::new(false));

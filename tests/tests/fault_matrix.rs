@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use meridian_e2e::api::{add_member, call_with, create_tenant, list, Tenant};
+use meridian_e2e::api::{call_with, list, Tenant};
 use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, Truncating};
 use serde_json::json;
 
@@ -260,8 +260,8 @@ fn run_layer(layer: Layer) -> Vec<String> {
         (Layer::BillingToCommunity, _) => "/internal/residents/",
     };
     let app = SpinApp::start();
-    let admin = create_tenant(&app.client(), "acme");
-    let (_, resident_token) = add_member(&app.client(), &admin, "res@acme.org", "resident");
+    let admin = app.tenant("acme");
+    let (_, resident_token) = admin.member("res@acme.org", "resident");
     let (faulty, stand_in) = Faulty::start(success);
     let truncating = Truncating::start();
     let mut app = Some(app);

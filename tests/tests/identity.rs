@@ -1,15 +1,14 @@
 //! Identity through the gateway on a real `spin up`: tenants, members,
 //! tokens, one resolution per request, and no leaks across tenants.
 
-use meridian_e2e::api::{add_member, call, create_tenant};
+use meridian_e2e::api::call;
 use meridian_e2e::{SpinApp, ADMIN_TOKEN};
 use serde_json::json;
 
 #[test]
 fn a_tenant_is_created_with_an_admin_whose_token_works() {
     let app = SpinApp::start();
-    let client = app.client();
-    let acme = create_tenant(&client, "acme");
+    let acme = app.tenant("acme");
     let r = acme.get("").send();
     assert_eq!(r.status, 200, "{}\n{}", r.body, app.logs());
     assert_eq!(r.json()["slug"], "acme");
@@ -46,7 +45,7 @@ fn tenant_creation_needs_the_admin_token_and_valid_input() {
         Some("{not json"),
     );
     r.assert_problem(400, "invalid_request");
-    create_tenant(&client, "acme");
+    app.tenant("acme");
     call(&client, ADMIN_TOKEN, "POST", "/v1/tenants", Some(&body)).assert_problem(409, "conflict");
 }
 
@@ -54,7 +53,7 @@ fn tenant_creation_needs_the_admin_token_and_valid_input() {
 fn unknown_tenants_bad_tokens_and_missing_tokens_are_refused() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
+    let acme = app.tenant("acme");
     call(&client, &acme.token, "GET", "/v1/nowhere", None).assert_problem(404, "tenant_not_found");
     call(&client, "mrd_0000", "GET", &acme.path(""), None).assert_problem(401, "unauthorized");
     client
@@ -66,8 +65,8 @@ fn unknown_tenants_bad_tokens_and_missing_tokens_are_refused() {
 fn a_token_of_one_tenant_finds_nothing_in_another() {
     let app = SpinApp::start();
     let client = app.client();
-    let a = create_tenant(&client, "alpha");
-    let b = create_tenant(&client, "bravo");
+    let a = app.tenant("alpha");
+    let b = app.tenant("bravo");
     let some_id = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
     let routes = [
         ("GET", String::new()),
@@ -106,8 +105,8 @@ fn a_token_of_one_tenant_finds_nothing_in_another() {
 fn admins_manage_members_and_others_may_not() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let (member, member_token) = add_member(&client, &acme, "bo@acme.org", "resident");
+    let acme = app.tenant("acme");
+    let (member, member_token) = acme.member("bo@acme.org", "resident");
     assert_eq!(member["role"], "resident");
     let r = acme.get("/members?limit=1").send();
     assert_eq!(r.json()["items"].as_array().unwrap().len(), 1);
@@ -140,8 +139,8 @@ fn admins_manage_members_and_others_may_not() {
 fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let (member, member_token) = add_member(&client, &acme, "bo@acme.org", "manager");
+    let acme = app.tenant("acme");
+    let (member, member_token) = acme.member("bo@acme.org", "manager");
     assert_eq!(
         call(&client, &member_token, "GET", &acme.path(""), None).status,
         200
@@ -183,8 +182,7 @@ fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
 #[test]
 fn keyed_member_creation_replays_and_refuses_a_different_body() {
     let app = SpinApp::start();
-    let client = app.client();
-    let acme = create_tenant(&client, "acme");
+    let acme = app.tenant("acme");
     let body = json!({"email": "cy@acme.org", "name": "Cy", "role": "resident"});
     let first = acme.post("/members").key("member-cy").json(&body);
     let again = acme.post("/members").key("member-cy").json(&body);
@@ -207,8 +205,7 @@ fn keyed_member_creation_replays_and_refuses_a_different_body() {
 #[test]
 fn an_oversized_body_is_refused_by_the_service_and_nothing_is_written() {
     let app = SpinApp::start();
-    let client = app.client();
-    let acme = create_tenant(&client, "acme");
+    let acme = app.tenant("acme");
     // Under the gateway's 1 MiB, over the service's 64 KiB.
     let body = json!({"email": "big@acme.org", "name": "x".repeat(100 * 1024), "role": "resident"});
     acme.post("/members")

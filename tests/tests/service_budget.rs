@@ -9,7 +9,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use meridian_e2e::api::{add_resident, create_tenant, list, Tenant};
+use meridian_e2e::api::Tenant;
 use meridian_e2e::{SpinApp, INTERNAL_TOKEN};
 use serde_json::json;
 
@@ -49,9 +49,8 @@ fn late_write(
 #[test]
 fn each_service_refuses_spent_work_itself_and_writes_nothing() {
     let app = SpinApp::start();
-    let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let resident = add_resident(&client, &acme, "Ada");
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
     let cases = [
         (
             "identity",
@@ -71,7 +70,7 @@ fn each_service_refuses_spent_work_itself_and_writes_nothing() {
     ];
     for (name, collection, body) in cases {
         let service = SpinApp::service_beside(&app, name);
-        let before = list(&client, &acme, collection).len();
+        let before = acme.list(collection).len();
         // Spent on arrival, and 1 ms left: too little for any statement.
         for budget_ms in [0, 1] {
             let r = late_write(&service, &acme, collection, &body, budget_ms);
@@ -82,7 +81,7 @@ fn each_service_refuses_spent_work_itself_and_writes_nothing() {
             );
         }
         assert_eq!(
-            list(&client, &acme, collection).len(),
+            acme.list(collection).len(),
             before,
             "{name} wrote spent work"
         );

@@ -2,7 +2,7 @@
 //! cannot tell real slugs from unknown ones, a person's name and id are the
 //! tenant's own, and a resident-role member sees only their own bills.
 
-use meridian_e2e::api::{add_member, add_resident, call, create_tenant};
+use meridian_e2e::api::call;
 use meridian_e2e::SpinApp;
 use serde_json::{json, Value};
 
@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 fn a_wrong_token_gets_the_same_answer_for_a_real_slug_and_an_unknown_one() {
     let app = SpinApp::start();
     let client = app.client();
-    create_tenant(&client, "acme");
+    app.tenant("acme");
     let real = call(&client, "mrd_wrong", "GET", "/v1/acme/residents", None);
     let unknown = call(&client, "mrd_wrong", "GET", "/v1/nowhere/residents", None);
     let a = real.assert_problem(401, "unauthorized");
@@ -21,9 +21,8 @@ fn a_wrong_token_gets_the_same_answer_for_a_real_slug_and_an_unknown_one() {
 #[test]
 fn what_a_tenant_sees_of_a_person_is_its_own() {
     let app = SpinApp::start();
-    let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let bravo = create_tenant(&client, "bravo");
+    let acme = app.tenant("acme");
+    let bravo = app.tenant("bravo");
     let r = acme
         .post("/members")
         .json(&json!({"email": "alice@x.org", "name": "Alice of Acme", "role": "manager"}));
@@ -47,10 +46,10 @@ fn what_a_tenant_sees_of_a_person_is_its_own() {
 fn a_resident_sees_only_their_own_invoices_payments_and_notifications() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
-    let (member, token) = add_member(&client, &acme, "res@acme.org", "resident");
-    let mine = add_resident(&client, &acme, "Mine");
-    let theirs = add_resident(&client, &acme, "Theirs");
+    let acme = app.tenant("acme");
+    let (member, token) = acme.member("res@acme.org", "resident");
+    let mine = acme.resident("Mine");
+    let theirs = acme.resident("Theirs");
     let r = acme
         .patch(&format!("/residents/{mine}"))
         .json(&json!({"user_id": member["user_id"]}));
@@ -98,7 +97,7 @@ fn a_resident_sees_only_their_own_invoices_payments_and_notifications() {
 fn wrong_methods_undeclared_media_and_bad_fields_get_their_own_problems() {
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "acme");
+    let acme = app.tenant("acme");
     let r = call(&client, &acme.token, "PUT", &acme.path("/invoices"), None);
     r.assert_problem(405, "method_not_allowed");
     assert_eq!(r.header("allow"), Some("GET, HEAD, POST"));
@@ -119,10 +118,7 @@ fn wrong_methods_undeclared_media_and_bad_fields_get_their_own_problems() {
         &client,
         &acme.token,
         "PATCH",
-        &acme.path(&format!(
-            "/residents/{}",
-            add_resident(&client, &acme, "Ada")
-        )),
+        &acme.path(&format!("/residents/{}", acme.resident("Ada"))),
         Some(&json!({})),
     );
     let body = r.assert_problem(422, "validation_failed");
