@@ -1,6 +1,6 @@
 //! A small typed HTTP client for the app.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// An answer from the app, whatever its status.
@@ -199,11 +199,63 @@ impl Client {
             })
             .collect();
         let body = response.into_string().map_err(|e| e.to_string())?;
+        remember_token(&body);
         Ok(Reply {
             status,
             headers,
             body,
             elapsed: started.elapsed(),
         })
+    }
+}
+
+/// Every API token the suite was ever handed (a `token` in an answer).
+static TOKENS_SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn remember_token(body: &str) {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(body) else {
+        return;
+    };
+    if let Some(token) = value["token"].as_str() {
+        if let Ok(mut seen) = TOKENS_SEEN.lock() {
+            seen.push(token.to_owned());
+        }
+    }
+}
+
+/// The secrets `logs` contains: any token an answer carried so far, and
+/// the admin and internal tokens the app runs with. Empty is the only
+/// acceptable answer.
+pub(crate) fn leaked_secrets(logs: &str) -> Vec<String> {
+    let mut all = TOKENS_SEEN
+        .lock()
+        .map(|seen| seen.clone())
+        .unwrap_or_default();
+    all.extend([
+        crate::ADMIN_TOKEN.to_owned(),
+        crate::INTERNAL_TOKEN.to_owned(),
+    ]);
+    all.into_iter()
+        .filter(|s| logs.contains(s.as_str()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_seen_in_an_answer_is_looked_for_in_the_logs() {
+        remember_token(r#"{"id":"t1","token":"mrd_seen_in_this_test"}"#);
+        remember_token("not json");
+        assert!(leaked_secrets("identity: all quiet").is_empty());
+        assert_eq!(
+            leaked_secrets("identity: bearer mrd_seen_in_this_test refused"),
+            ["mrd_seen_in_this_test"]
+        );
+        assert_eq!(
+            leaked_secrets(&format!("gateway: {}", crate::INTERNAL_TOKEN)),
+            [crate::INTERNAL_TOKEN]
+        );
     }
 }

@@ -221,9 +221,19 @@ impl SpinApp {
 
     /// What `spin up` wrote to stderr so far (component logs included).
     pub fn logs(&self) -> String {
-        let read =
-            |name: &str| std::fs::read_to_string(self.state.path().join(name)).unwrap_or_default();
-        format!("{}{}", read("spin.out"), read("spin.err"))
+        let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
+        let mut logs = read(&self.state.path().join("spin.out"));
+        logs.push_str(&read(&self.state.path().join("spin.err")));
+        // Each component's own stdout and stderr, as Spin keeps them.
+        let components = self.state.path().join("spin-state").join("logs");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(components)
+            .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.sort();
+        for file in files {
+            logs.push_str(&read(&file));
+        }
+        logs
     }
 
     fn wait_until_up(&self, path: &str, status: Option<u16>) {
@@ -250,6 +260,12 @@ impl Drop for SpinApp {
         let trapped = TRAP_SIGNS.iter().any(|sign| logs.contains(sign));
         if !std::thread::panicking() && trapped {
             panic!("a component trapped during this test:\n{logs}");
+        }
+        // No log line may carry a secret: any token the suite was handed,
+        // or the tokens the app runs with.
+        let leaked = crate::client::leaked_secrets(&logs);
+        if !std::thread::panicking() && !leaked.is_empty() {
+            panic!("{} secret(s) appeared in the logs:\n{logs}", leaked.len());
         }
     }
 }
