@@ -409,3 +409,63 @@ fn the_contract_is_served_without_auth_and_revalidated_by_etag() {
     post.assert_problem(405, "method_not_allowed");
     assert_eq!(post.header("allow"), Some("GET, HEAD"));
 }
+
+#[test]
+fn every_component_writes_one_json_line_per_request_it_answers() {
+    let app = SpinApp::start();
+    let acme = app.tenant("acme");
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let r = acme
+        .get("/residents?limit=5")
+        .header("x-request-id", "logged-1")
+        .header("traceparent", traceparent)
+        .send();
+    assert_eq!(r.status, 200, "{}", r.body);
+    acme.post("/residents")
+        .header("x-request-id", "logged-2")
+        .json(&serde_json::json!({"name": "Ada", "unit": ""}))
+        .assert_problem(422, "validation_failed");
+
+    let logs = app.logs();
+    let lines: Vec<serde_json::Value> = logs
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let of = |id: &str| -> Vec<&serde_json::Value> {
+        lines.iter().filter(|l| l["request_id"] == id).collect()
+    };
+    // The read: gateway, identity (resolution) and community, one line each
+    // (Spin echoes a component's stderr into its own, so the same line may
+    // be read twice: count services, not lines).
+    let read = of("logged-1");
+    let mut services: Vec<&str> = read
+        .iter()
+        .map(|l| l["service"].as_str().unwrap())
+        .collect();
+    services.sort_unstable();
+    services.dedup();
+    assert_eq!(services, ["community", "gateway", "identity"], "{logs}");
+    let gateway = read.iter().find(|l| l["service"] == "gateway").unwrap();
+    assert_eq!(gateway["route"], "/v1/{tenant}/residents", "{gateway}");
+    assert_eq!(gateway["method"], "GET");
+    assert_eq!(gateway["status"], 200);
+    assert_eq!(gateway["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(gateway["tenant_id"], acme.id.as_str());
+    assert_eq!(gateway["budget_ms"], 3000);
+    assert!(gateway["left_ms"].as_u64().unwrap() < 3000, "{gateway}");
+    let community = read.iter().find(|l| l["service"] == "community").unwrap();
+    assert_eq!(community["route"], "/v1/{tenant}/residents", "{community}");
+    assert_eq!(community["tenant_id"], acme.id.as_str());
+    let identity = read.iter().find(|l| l["service"] == "identity").unwrap();
+    assert_eq!(identity["route"], "/internal/resolve", "{identity}");
+    // A refused write: its problem code, on the gateway's line and the
+    // owner's (identity's resolution before it succeeded).
+    let write = of("logged-2");
+    for service in ["gateway", "community"] {
+        let line = write.iter().find(|l| l["service"] == service).unwrap();
+        assert_eq!(line["status"], 422, "{line}");
+        assert_eq!(line["code"], "validation_failed", "{line}");
+        assert_eq!(line["route"], "/v1/{tenant}/residents", "{line}");
+    }
+}

@@ -26,6 +26,7 @@ pub const SPEC: ServiceSpec = ServiceSpec {
     hop: "community",
     database: "community",
     migrations: migrations::ALL,
+    routes: ROUTES,
 };
 
 /// The route table: the public paths the gateway forwards, and the

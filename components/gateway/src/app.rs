@@ -5,6 +5,7 @@ use meridian_platform::budget::{answer_reserve, steps};
 use meridian_platform::http::body::BodyError;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::log::{RequestLine, Served};
 use meridian_platform::store::idempotency::IdempotencyKey;
 use meridian_platform::wire::headers;
 use meridian_platform::wire::request_id::RequestId;
@@ -15,7 +16,7 @@ use crate::contract;
 use crate::edge::{EdgeRequest, EdgeResponse};
 use crate::exchange::{Exchange, Refusal, Trace};
 use crate::proxy::forwarding_policy;
-use crate::routes::{route, Route};
+use crate::routes::{self, route, Route};
 
 pub use meridian_platform::http::body::MAX_BODY_BYTES;
 
@@ -70,14 +71,14 @@ impl<E: Calls> Gateway<E> {
     ) -> EdgeResponse {
         let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
         let mut trace = Trace::default();
-        let mut budget = None;
+        let mut served_ctx = None;
         let outcome = match self.admit(&request, &request_id, arrived, body) {
             Ok(Admission::Answered(response)) => Ok(response),
             Ok(Admission::Admitted { route, ctx, policy }) => {
                 let mut exchange = Exchange::new(&self.upstream, &self.config, ctx);
                 let outcome = exchange.serve(route, &request, &policy).await;
-                budget = Some((exchange.ctx.budget_at_arrival(), exchange.ctx.deadline()));
                 trace = exchange.trace;
+                served_ctx = Some(exchange.ctx);
                 outcome
             }
             Err(refusal) => Err(refusal),
@@ -93,10 +94,12 @@ impl<E: Calls> Gateway<E> {
             response.set_header(headers::ATTEMPTS, attempts.to_string());
         }
         let now = self.upstream.clock.now();
-        let budget =
-            budget.map(|(granted, deadline): (_, Deadline)| (granted, deadline.remaining(now)));
+        let budget = served_ctx
+            .as_ref()
+            .map(|ctx| (ctx.budget_at_arrival(), ctx.remaining(now)));
         let timing = trace.timing.header_value(now.since(arrived), budget);
         response.set_header(headers::SERVER_TIMING, timing);
+        request_line(&request, &request_id, served_ctx.as_ref(), &response, now).emit();
         response
     }
 
@@ -165,6 +168,40 @@ impl<E: Calls> Gateway<E> {
         // Reads, and writes the owner can deduplicate by key, may be repeated.
         let policy = forwarding_policy(&request.method, IdempotencyKey::of(request)?.as_ref());
         Ok(Admission::Admitted { route, ctx, policy })
+    }
+}
+
+/// The log line of one public request. A request answered before it had a
+/// budget (a probe, a refusal) logs a budget of 0.
+pub fn request_line(
+    request: &EdgeRequest,
+    request_id: &RequestId,
+    ctx: Option<&RequestContext>,
+    response: &EdgeResponse,
+    now: UnixMillis,
+) -> RequestLine {
+    let served = Served {
+        method: &request.method,
+        path: &request.path,
+        traceparent: request.header("traceparent"),
+    };
+    match ctx {
+        Some(ctx) => {
+            let mut line = RequestLine::new("gateway", &[], served, ctx, response, now);
+            line.route = routes::template(&request.path);
+            line
+        }
+        None => {
+            let unbudgeted = RequestContext::new(
+                request_id.clone(),
+                Deadline::after(now, std::time::Duration::ZERO),
+                now,
+                "gateway",
+            );
+            let mut line = RequestLine::new("gateway", &[], served, &unbudgeted, response, now);
+            line.route = routes::template(&request.path);
+            line
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! service owns every other public path.
 
 use meridian_platform::http::routes::RouteSpec;
+use meridian_platform::ids::parse_id;
 
 /// A service behind the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +94,29 @@ pub fn route(method: &str, path: &str) -> Route {
     }
 }
 
+/// The route template a public path is logged as: the gateway's own path,
+/// `/v1/{tenant}/…` with ids as `{id}`, or `(unrouted)` for anything else
+/// (a client's arbitrary path is not worth a log line's text).
+pub fn template(path: &str) -> String {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    if let Some((spec, _)) = OWN.iter().find(|(spec, _)| spec.matches(&segments)) {
+        return spec.path.to_owned();
+    }
+    match segments.as_slice() {
+        ["v1", slug, rest @ ..] if !slug.is_empty() && owner(rest).is_some() => {
+            let rest: String = rest
+                .iter()
+                .map(|s| match parse_id(s) {
+                    Some(_) => "/{id}".to_owned(),
+                    None => format!("/{s}"),
+                })
+                .collect();
+            format!("/v1/{{tenant}}{rest}")
+        }
+        _ => "(unrouted)".to_owned(),
+    }
+}
+
 /// The service that owns the path after `/v1/{slug}`.
 fn owner(rest: &[&str]) -> Option<Service> {
     match rest {
@@ -149,6 +173,24 @@ mod tests {
         ];
         for (path, service) in cases {
             assert_eq!(route("GET", path), tenant(service), "{path}");
+        }
+    }
+
+    #[test]
+    fn paths_are_logged_as_templates_and_unknown_ones_not_at_all() {
+        let id = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
+        for (path, logged) in [
+            ("/healthz".to_owned(), "/healthz"),
+            ("/v1/tenants".to_owned(), "/v1/tenants"),
+            ("/v1/acme".to_owned(), "/v1/{tenant}"),
+            (
+                format!("/v1/acme/invoices/{id}/payments"),
+                "/v1/{tenant}/invoices/{id}/payments",
+            ),
+            ("/v1/acme/secrets".to_owned(), "(unrouted)"),
+            ("/wp-admin/setup.php".to_owned(), "(unrouted)"),
+        ] {
+            assert_eq!(template(&path), logged, "{path}");
         }
     }
 

@@ -27,6 +27,7 @@ pub const SPEC: ServiceSpec = ServiceSpec {
     hop: "identity",
     database: "identity",
     migrations: migrations::ALL,
+    routes: ROUTES,
 };
 
 /// The route table. Paths are the public ones the gateway forwards, plus

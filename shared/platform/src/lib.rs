@@ -14,6 +14,7 @@ pub mod wire;
 
 pub mod checks;
 pub mod ids;
+pub mod log;
 pub mod secrets;
 pub mod tenancy;
 pub mod time;

@@ -6,10 +6,12 @@ use std::future::Future;
 
 use meridian_platform::http::body::MAX_BODY_BYTES;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::routes::RouteSpec;
+use meridian_platform::log::{RequestLine, Served};
 use meridian_platform::store::db::{DbError, Store};
 use meridian_platform::store::migrate::{migrate, Migration, MigrationError};
 use meridian_platform::wire::headers;
-use meridian_platform::{ErrorCode, Problem, RequestContext, SystemClock};
+use meridian_platform::{Clock, ErrorCode, Problem, RequestContext, SystemClock};
 use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 
 use crate::sqlite::SpinSqlite;
@@ -27,6 +29,8 @@ pub struct ServiceSpec {
     pub database: &'static str,
     /// The service's migrations, in order.
     pub migrations: &'static [Migration],
+    /// Its public routes, for the route templates its log lines name.
+    pub routes: &'static [RouteSpec],
 }
 
 impl ServiceSpec {
@@ -99,12 +103,14 @@ pub async fn run<F, Fut>(
             let ctx = admitted.ctx;
             let request_id = ctx.request_id().clone();
             let until = ctx.work_deadline();
+            let (method, path) = (request.method.clone(), request.path.clone());
+            let traceparent = request.header("traceparent").map(str::to_owned);
             // Every answer to an admitted request carries its request id.
             let mut response =
                 match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
                     Ok(body) => {
                         request.body = body;
-                        serve(ctx, request, spec, app).await
+                        serve(ctx.clone(), request, spec, app).await
                     }
                     Err(unread) => {
                         let problem = unread.to_problem().unwrap_or_else(|| ctx.spent().into());
@@ -112,6 +118,20 @@ pub async fn run<F, Fut>(
                     }
                 };
             response.set_header(headers::REQUEST_ID, request_id.as_str());
+            let served = Served {
+                method: &method,
+                path: &path,
+                traceparent: traceparent.as_deref(),
+            };
+            RequestLine::new(
+                spec.hop,
+                spec.routes,
+                served,
+                &ctx,
+                &response,
+                SystemClock.now(),
+            )
+            .emit();
             response
         }
     };

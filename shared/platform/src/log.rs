@@ -1,0 +1,221 @@
+//! Structured logs: one JSON line per request a component answers, on
+//! stderr (Spin keeps each component's stderr and forwards it as log
+//! records). Ids, codes and durations only — never a token, a body or an
+//! email — so a line can be shipped anywhere.
+
+use serde::Serialize;
+
+use crate::budget::context::RequestContext;
+use crate::http::message::ServiceResponse;
+use crate::http::routes::RouteSpec;
+use crate::time::{duration_ms, Timestamp, UnixMillis};
+use crate::wire::problem::PROBLEM_JSON;
+
+/// What one component did for one request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestLine {
+    /// When the answer was ready.
+    pub ts: Timestamp,
+    /// The component.
+    pub service: &'static str,
+    /// The request id every hop shares.
+    pub request_id: String,
+    /// The W3C trace id of the `traceparent` the component received.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// The tenant, once resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<String>,
+    /// The method.
+    pub method: String,
+    /// The route template (`/v1/{tenant}/invoices/{id}`), never the raw path.
+    pub route: String,
+    /// The answer's status.
+    pub status: u16,
+    /// The problem's code, for a problem answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The budget the component had on arrival, ms.
+    pub budget_ms: u64,
+    /// What was left of it at the answer, ms.
+    pub left_ms: u64,
+}
+
+/// The request, as the line needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Served<'a> {
+    /// The method.
+    pub method: &'a str,
+    /// The path, without the query.
+    pub path: &'a str,
+    /// The `traceparent` header, if any.
+    pub traceparent: Option<&'a str>,
+}
+
+impl RequestLine {
+    /// The line for `response` to `request`, served under `ctx` by
+    /// `service`, whose public routes are `routes`.
+    pub fn new(
+        service: &'static str,
+        routes: &[RouteSpec],
+        request: Served<'_>,
+        ctx: &RequestContext,
+        response: &ServiceResponse,
+        now: UnixMillis,
+    ) -> Self {
+        Self {
+            ts: Timestamp::at(now),
+            service,
+            request_id: ctx.request_id().as_str().to_owned(),
+            trace_id: trace_id(request.traceparent).map(str::to_owned),
+            tenant_id: ctx.tenant().map(|scope| scope.tenant_id.to_string()),
+            method: request.method.to_owned(),
+            route: route_template(routes, request.path),
+            status: response.status,
+            code: problem_code(response),
+            budget_ms: duration_ms(ctx.budget_at_arrival()),
+            left_ms: duration_ms(ctx.remaining(now)),
+        }
+    }
+
+    /// The JSON line.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Writes the line to stderr.
+    pub fn emit(&self) {
+        eprintln!("{}", self.to_json());
+    }
+}
+
+/// The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), if
+/// the header is one and the id is not all zeros.
+pub fn trace_id(traceparent: Option<&str>) -> Option<&str> {
+    let mut parts = traceparent?.trim().split('-');
+    let (version, trace, parent, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, len: usize| {
+        s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    let valid = hex(version, 2)
+        && version != "ff"
+        && hex(trace, 32)
+        && trace.bytes().any(|b| b != b'0')
+        && hex(parent, 16)
+        && hex(flags, 2);
+    valid.then_some(trace)
+}
+
+/// The template `path` matches among `routes`; for any other path (an
+/// internal one), the path with each id-like segment written `{id}`.
+pub fn route_template(routes: &[RouteSpec], path: &str) -> String {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    if let Some(spec) = routes.iter().find(|r| r.matches(&segments)) {
+        return spec.path.to_owned();
+    }
+    let generic: Vec<&str> = segments
+        .iter()
+        .map(|s| {
+            if crate::ids::parse_id(s).is_some() {
+                "{id}"
+            } else {
+                s
+            }
+        })
+        .collect();
+    format!("/{}", generic.join("/"))
+}
+
+fn problem_code(response: &ServiceResponse) -> Option<String> {
+    let is_problem = response
+        .header("content-type")
+        .is_some_and(|ct| ct.starts_with(PROBLEM_JSON));
+    if !is_problem {
+        return None;
+    }
+    let body: serde_json::Value = serde_json::from_slice(&response.body).ok()?;
+    body["code"].as_str().map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::tenancy::{Role, TenantScope};
+    use crate::wire::problem::{ErrorCode, Problem};
+    use crate::wire::request_id::RequestId;
+    use crate::Deadline;
+
+    const ROUTES: &[RouteSpec] = &[RouteSpec::new("/v1/{tenant}/invoices/{id}", "GET, HEAD")];
+
+    #[test]
+    fn a_traceparent_gives_its_trace_id_and_anything_else_none() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(trace_id(Some(tp)), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(trace_id(Some(bad)), None, "{bad}");
+        }
+        assert_eq!(trace_id(None), None);
+    }
+
+    #[test]
+    fn paths_are_logged_as_templates() {
+        let id = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
+        assert_eq!(
+            route_template(ROUTES, &format!("/v1/acme/invoices/{id}")),
+            "/v1/{tenant}/invoices/{id}"
+        );
+        assert_eq!(
+            route_template(ROUTES, &format!("/internal/residents/{id}")),
+            "/internal/residents/{id}"
+        );
+    }
+
+    #[test]
+    fn a_line_carries_ids_codes_and_budget_and_nothing_of_the_body() {
+        let start = UnixMillis::from_millis(1_764_428_498_000);
+        let ctx = RequestContext::new(
+            RequestId::parse("req-1").unwrap(),
+            Deadline::after(start, Duration::from_millis(400)),
+            start,
+            "billing",
+        )
+        .with_tenant(TenantScope {
+            tenant_id: "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01".parse().unwrap(),
+            actor_id: "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02".parse().unwrap(),
+            role: Role::Admin,
+        });
+        let response = ServiceResponse::problem(
+            &ctx,
+            Problem::new(ErrorCode::ValidationFailed, "amount_cents: secret detail"),
+        );
+        let request = Served {
+            method: "POST",
+            path: "/v1/acme/invoices/0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a09",
+            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        };
+        let now = start.plus(Duration::from_millis(30));
+        let line: serde_json::Value = serde_json::from_str(
+            &RequestLine::new("billing", ROUTES, request, &ctx, &response, now).to_json(),
+        )
+        .unwrap();
+        assert_eq!(
+            line,
+            serde_json::json!({
+                "ts": "2025-11-29T15:01:38.030Z", "service": "billing", "request_id": "req-1",
+                "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                "tenant_id": "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01",
+                "method": "POST", "route": "/v1/{tenant}/invoices/{id}", "status": 422,
+                "code": "validation_failed", "budget_ms": 400, "left_ms": 370,
+            })
+        );
+    }
+}
