@@ -171,8 +171,8 @@ impl<E: Calls> Gateway<E> {
     }
 }
 
-/// The log line of one public request. A request answered before it had a
-/// budget (a probe, a refusal) logs a budget of 0.
+/// The log line of one public request (`ctx` is `None` for one answered
+/// before it had a budget: a probe, a refusal at the edge).
 pub fn request_line(
     request: &EdgeRequest,
     request_id: &RequestId,
@@ -180,29 +180,14 @@ pub fn request_line(
     response: &EdgeResponse,
     now: UnixMillis,
 ) -> RequestLine {
+    let route = routes::template(&request.path);
     let served = Served {
+        request_id: request_id.as_str(),
         method: &request.method,
-        path: &request.path,
+        route: &route,
         traceparent: request.header("traceparent"),
     };
-    match ctx {
-        Some(ctx) => {
-            let mut line = RequestLine::new("gateway", &[], served, ctx, response, now);
-            line.route = routes::template(&request.path);
-            line
-        }
-        None => {
-            let unbudgeted = RequestContext::new(
-                request_id.clone(),
-                Deadline::after(now, std::time::Duration::ZERO),
-                now,
-                "gateway",
-            );
-            let mut line = RequestLine::new("gateway", &[], served, &unbudgeted, response, now);
-            line.route = routes::template(&request.path);
-            line
-        }
-    }
+    RequestLine::new("gateway", served, ctx, response, now)
 }
 
 /// Whether a body with this `content-type` may be JSON: undeclared, or

@@ -2,7 +2,7 @@
 //! service owns every other public path.
 
 use meridian_platform::http::routes::RouteSpec;
-use meridian_platform::ids::parse_id;
+use meridian_platform::log::route_template;
 
 /// A service behind the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,14 +104,12 @@ pub fn template(path: &str) -> String {
     }
     match segments.as_slice() {
         ["v1", slug, rest @ ..] if !slug.is_empty() && owner(rest).is_some() => {
-            let rest: String = rest
-                .iter()
-                .map(|s| match parse_id(s) {
-                    Some(_) => "/{id}".to_owned(),
-                    None => format!("/{s}"),
-                })
+            // The slug is the tenant; the services' templating writes the ids.
+            let path: Vec<&str> = ["v1", "{tenant}"]
+                .into_iter()
+                .chain(rest.iter().copied())
                 .collect();
-            format!("/v1/{{tenant}}{rest}")
+            route_template(&[], &path.join("/"))
         }
         _ => "(unrouted)".to_owned(),
     }

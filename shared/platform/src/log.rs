@@ -44,37 +44,41 @@ pub struct RequestLine {
 /// The request, as the line needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct Served<'a> {
+    /// The request id.
+    pub request_id: &'a str,
     /// The method.
     pub method: &'a str,
-    /// The path, without the query.
-    pub path: &'a str,
+    /// The route template (see [`route_template`]).
+    pub route: &'a str,
     /// The `traceparent` header, if any.
     pub traceparent: Option<&'a str>,
 }
 
 impl RequestLine {
-    /// The line for `response` to `request`, served under `ctx` by
-    /// `service`, whose public routes are `routes`.
+    /// The line for `response` to `request`, answered by `service` under
+    /// `ctx`; a request answered before it had a budget (a probe, a
+    /// refusal at the edge) has no context and logs a budget of 0.
     pub fn new(
         service: &'static str,
-        routes: &[RouteSpec],
         request: Served<'_>,
-        ctx: &RequestContext,
+        ctx: Option<&RequestContext>,
         response: &ServiceResponse,
         now: UnixMillis,
     ) -> Self {
         Self {
             ts: Timestamp::at(now),
             service,
-            request_id: ctx.request_id().as_str().to_owned(),
+            request_id: request.request_id.to_owned(),
             trace_id: trace_id(request.traceparent).map(str::to_owned),
-            tenant_id: ctx.tenant().map(|scope| scope.tenant_id.to_string()),
+            tenant_id: ctx
+                .and_then(RequestContext::tenant)
+                .map(|scope| scope.tenant_id.to_string()),
             method: request.method.to_owned(),
-            route: route_template(routes, request.path),
+            route: request.route.to_owned(),
             status: response.status,
             code: problem_code(response),
-            budget_ms: duration_ms(ctx.budget_at_arrival()),
-            left_ms: duration_ms(ctx.remaining(now)),
+            budget_ms: ctx.map_or(0, |ctx| duration_ms(ctx.budget_at_arrival())),
+            left_ms: ctx.map_or(0, |ctx| duration_ms(ctx.remaining(now))),
         }
     }
 
@@ -197,14 +201,19 @@ mod tests {
             &ctx,
             Problem::new(ErrorCode::ValidationFailed, "amount_cents: secret detail"),
         );
+        let route = route_template(
+            ROUTES,
+            "/v1/acme/invoices/0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a09",
+        );
         let request = Served {
+            request_id: ctx.request_id().as_str(),
             method: "POST",
-            path: "/v1/acme/invoices/0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a09",
+            route: &route,
             traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
         };
         let now = start.plus(Duration::from_millis(30));
         let line: serde_json::Value = serde_json::from_str(
-            &RequestLine::new("billing", ROUTES, request, &ctx, &response, now).to_json(),
+            &RequestLine::new("billing", request, Some(&ctx), &response, now).to_json(),
         )
         .unwrap();
         assert_eq!(

@@ -7,7 +7,7 @@ use std::future::Future;
 use meridian_platform::http::body::MAX_BODY_BYTES;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::routes::RouteSpec;
-use meridian_platform::log::{RequestLine, Served};
+use meridian_platform::log::{route_template, RequestLine, Served};
 use meridian_platform::store::db::{DbError, Store};
 use meridian_platform::store::migrate::{migrate, Migration, MigrationError};
 use meridian_platform::wire::headers;
@@ -118,20 +118,14 @@ pub async fn run<F, Fut>(
                     }
                 };
             response.set_header(headers::REQUEST_ID, request_id.as_str());
+            let route = route_template(spec.routes, &path);
             let served = Served {
+                request_id: request_id.as_str(),
                 method: &method,
-                path: &path,
+                route: &route,
                 traceparent: traceparent.as_deref(),
             };
-            RequestLine::new(
-                spec.hop,
-                spec.routes,
-                served,
-                &ctx,
-                &response,
-                SystemClock.now(),
-            )
-            .emit();
+            RequestLine::new(spec.hop, served, Some(&ctx), &response, SystemClock.now()).emit();
             response
         }
     };
