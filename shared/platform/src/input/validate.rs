@@ -134,24 +134,9 @@ impl JsonBody {
         max: usize,
         nullable: bool,
     ) -> Option<Patch<String>> {
-        match self.object.get(field) {
-            None => {
-                self.read.insert(field.to_owned());
-                Some(Patch::Keep)
-            }
-            Some(Value::Null) if nullable => {
-                self.read.insert(field.to_owned());
-                Some(Patch::Clear)
-            }
-            Some(Value::Null) => {
-                self.read.insert(field.to_owned());
-                self.error(field, "cannot be null");
-                None
-            }
-            Some(_) => self
-                .optional_text(field, min, max)
-                .map(|v| v.map_or(Patch::Keep, Patch::Set)),
-        }
+        self.patch(field, nullable, |b| {
+            b.optional_text(field, min, max).flatten()
+        })
     }
 
     /// Whether the body has no fields at all.
@@ -199,15 +184,30 @@ impl JsonBody {
         nullable: bool,
         parse: impl FnOnce(&str) -> Result<T, E>,
     ) -> Option<Patch<T>> {
+        self.patch(field, nullable, |b| {
+            let value = b.object.get(field).cloned()?;
+            b.parse_string(field, &value, parse)
+        })
+    }
+
+    /// A `PATCH` field: absent keeps, `null` clears (an error unless
+    /// `nullable`), anything else is read by `read`, which records its own
+    /// errors.
+    fn patch<T>(
+        &mut self,
+        field: &str,
+        nullable: bool,
+        read: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<Patch<T>> {
         self.read.insert(field.to_owned());
-        match self.object.get(field).cloned() {
+        match self.object.get(field) {
             None => Some(Patch::Keep),
             Some(Value::Null) if nullable => Some(Patch::Clear),
             Some(Value::Null) => {
                 self.error(field, "cannot be null");
                 None
             }
-            Some(value) => self.parse_string(field, &value, parse).map(Patch::Set),
+            Some(_) => read(self).map(Patch::Set),
         }
     }
 
