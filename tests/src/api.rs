@@ -171,17 +171,7 @@ pub fn create_tenant(client: &Client, slug: &str) -> Tenant {
 /// A request as the holder of `token`.
 #[track_caller]
 pub fn call(client: &Client, token: &str, method: &str, path: &str, body: Option<&Value>) -> Reply {
-    let auth = format!("Bearer {token}");
-    let body = body.map(Value::to_string);
-    client.send(
-        method,
-        path,
-        &[
-            ("authorization", &auth),
-            ("content-type", "application/json"),
-        ],
-        body.as_deref(),
-    )
+    call_with(client, token, method, path, &[], body)
 }
 
 /// A request as the holder of `token`, with extra headers.
