@@ -14,32 +14,24 @@ pub type Db<D, C> = Store<D, C>;
 
 const INVOICE_COLUMNS: &str = "id, resident_id, amount_cents, currency, description, due_date, status, balance_cents, created_at";
 
-/// A stored value that does not parse as its type: the row is not one
-/// billing wrote.
-fn undecodable(column: &str, value: impl std::fmt::Debug) -> DbError {
-    DbError::Decode(format!("column {column}: unexpected {value:?}"))
-}
-
 fn amount(r: &Row) -> Result<AmountCents, DbError> {
     let cents = r.integer("amount_cents")?;
-    AmountCents::new(cents).ok_or_else(|| undecodable("amount_cents", cents))
+    AmountCents::new(cents)
+        .ok_or_else(|| DbError::Decode(format!("column amount_cents: unexpected {cents}")))
 }
 
 fn status(r: &Row) -> Result<InvoiceStatus, DbError> {
-    let raw = r.text("status")?;
-    InvoiceStatus::parse(raw).map_err(|_| undecodable("status", raw))
+    r.parsed("status", InvoiceStatus::parse)
 }
 
 fn invoice_from(r: &Row) -> Result<Invoice, DbError> {
-    let currency = r.text("currency")?;
-    let due_date = r.text("due_date")?;
     Ok(Invoice {
         id: r.text("id")?.to_owned(),
         resident_id: r.text("resident_id")?.to_owned(),
         amount_cents: amount(r)?,
-        currency: Currency::parse(currency).map_err(|_| undecodable("currency", currency))?,
+        currency: r.parsed("currency", Currency::parse)?,
         description: r.text("description")?.to_owned(),
-        due_date: DueDate::parse(due_date).map_err(|_| undecodable("due_date", due_date))?,
+        due_date: r.parsed("due_date", DueDate::parse)?,
         status: status(r)?,
         balance_cents: r.integer("balance_cents")?,
         created_at: r.timestamp("created_at")?,
@@ -257,12 +249,11 @@ pub fn list_payments<D: Database, C: Clock>(
         ],
     )?;
     sequenced(&rows, |r| {
-        let method = r.text("method")?;
         Ok(Payment {
             id: r.text("id")?.to_owned(),
             invoice_id: invoice_id.to_owned(),
             amount_cents: amount(r)?,
-            method: PaymentMethod::parse(method).map_err(|_| undecodable("method", method))?,
+            method: r.parsed("method", PaymentMethod::parse)?,
             created_at: r.timestamp("created_at")?,
         })
     })

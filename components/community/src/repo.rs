@@ -129,11 +129,7 @@ fn complaint_from(r: &Row) -> Result<Complaint, DbError> {
         resident_id: r.text("resident_id")?.to_owned(),
         subject: r.text("subject")?.to_owned(),
         body: r.text("body")?.to_owned(),
-        status: {
-            let raw = r.text("status")?;
-            ComplaintStatus::parse(raw)
-                .map_err(|_| DbError::Decode(format!("column status: not a status: {raw:?}")))?
-        },
+        status: r.parsed("status", ComplaintStatus::parse)?,
         filed_by: r.text("filed_by")?.to_owned(),
         created_at: r.timestamp("created_at")?,
         updated_at: r.timestamp("updated_at")?,

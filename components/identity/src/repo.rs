@@ -133,12 +133,6 @@ pub fn insert_membership<D: Database, C: Clock>(
     )
 }
 
-fn role(row: &Row) -> Result<Role, DbError> {
-    let raw = row.text("role")?;
-    raw.parse()
-        .map_err(|_| DbError::Decode(format!("column role: not a role: {raw:?}")))
-}
-
 const MEMBER_COLUMNS: &str = "m.id, m.person_id, u.email, m.name, m.role, m.created_at";
 
 fn member_from(row: &Row) -> Result<Member, DbError> {
@@ -147,7 +141,7 @@ fn member_from(row: &Row) -> Result<Member, DbError> {
         user_id: row.text("person_id")?.to_owned(),
         email: row.text("email")?.to_owned(),
         name: row.text("name")?.to_owned(),
-        role: role(row)?,
+        role: row.parsed("role", str::parse::<Role>)?,
         created_at: row.timestamp("created_at")?,
     })
 }
@@ -325,11 +319,10 @@ pub fn token_owner<D: Database, C: Clock>(
                 hash: r.text("token_hash")?.to_owned(),
                 tenant_id: r.text("tenant_id")?.to_owned(),
                 user_id: r.text("person_id")?.to_owned(),
-                role: role(r)?,
+                role: r.parsed("role", str::parse::<Role>)?,
                 last_used_at: r
                     .opt_text("last_used_at")?
-                    .is_some()
-                    .then(|| r.timestamp("last_used_at"))
+                    .map(|_| r.timestamp("last_used_at"))
                     .transpose()?,
             })
         })

@@ -116,9 +116,19 @@ impl Row {
 
     /// A column as a [`Timestamp`].
     pub fn timestamp(&self, column: &str) -> Result<Timestamp, DbError> {
+        self.parsed(column, |raw| Timestamp::stored(raw).ok_or(()))
+    }
+
+    /// A text column turned into `T` by `parse`: a value that does not parse
+    /// means the row is not one the service wrote, a decode error naming
+    /// the column and the value.
+    pub fn parsed<T, E>(
+        &self,
+        column: &str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Result<T, DbError> {
         let raw = self.text(column)?;
-        Timestamp::stored(raw)
-            .ok_or_else(|| DbError::Decode(format!("column {column}: not a timestamp: {raw:?}")))
+        parse(raw).map_err(|_| DbError::Decode(format!("column {column}: unexpected {raw:?}")))
     }
 
     /// A column as text or NULL.
