@@ -71,10 +71,7 @@ pub fn pass_on(service: Service, upstream: OutboundResponse) -> Result<EdgeRespo
         return Err(match upstream.status {
             // A proxy or runtime between us and the service gave up: the
             // service could not be reached, and the retry loop is done.
-            502..=504 => Problem::new(
-                ErrorCode::UpstreamUnavailable,
-                format!("the {} service could not be reached", service.name()),
-            ),
+            502..=504 => unreachable(service),
             // A trap or a broken answer: a fault on our side.
             _ => Problem::new(
                 ErrorCode::Internal,
@@ -97,6 +94,11 @@ pub fn pass_on(service: Service, upstream: OutboundResponse) -> Result<EdgeRespo
 /// not sent.
 pub fn unavailable(service: Service, cause: &SendError) -> Problem {
     eprintln!("gateway: {} unavailable: {cause}", service.name());
+    unreachable(service)
+}
+
+/// The problem for a service the gateway could not get an answer from.
+fn unreachable(service: Service) -> Problem {
     Problem::new(
         ErrorCode::UpstreamUnavailable,
         format!("the {} service could not be reached", service.name()),
