@@ -220,6 +220,22 @@ impl SpinApp {
     }
 
     /// What `spin up` wrote to stderr so far (component logs included).
+    /// The JSON lines `component` wrote to its stderr (request lines and
+    /// event lines), as Spin keeps them; a line that is not JSON fails.
+    pub fn log_lines(&self, component: &str) -> Vec<serde_json::Value> {
+        let path = self
+            .state
+            .path()
+            .join("spin-state")
+            .join("logs")
+            .join(format!("{component}_stderr.txt"));
+        std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+
     pub fn logs(&self) -> String {
         let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
         let mut logs = read(&self.state.path().join("spin.out"));

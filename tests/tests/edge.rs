@@ -253,6 +253,15 @@ fn a_hung_downstream_gives_a_504_at_the_budget_not_later() {
         1,
         "a timed-out read is not retried past the budget"
     );
+    // The operator's answer to "which hop spent it": an event names the hop.
+    let id = r.header("x-request-id").unwrap();
+    let spent = app
+        .log_lines("gateway")
+        .into_iter()
+        .find(|l| l["request_id"] == id && l["event"] == "budget_spent")
+        .expect("a budget_spent event");
+    assert_eq!(spent["hop"], "gateway");
+    assert_eq!(spent["budget_ms"], 400);
 }
 
 #[test]
@@ -273,6 +282,26 @@ fn an_unreachable_downstream_is_a_502_after_retrying_a_read() {
     r.assert_problem(502, "upstream_unavailable");
     // One resolution and three attempts at community.
     assert_eq!(r.header("x-meridian-attempts"), Some("4"));
+    // The log says the same: the call's attempts on the request line, and
+    // each repeat as an event naming what the previous attempt got.
+    let id = r.header("x-request-id").unwrap();
+    let lines: Vec<_> = app
+        .log_lines("gateway")
+        .into_iter()
+        .filter(|l| l["request_id"] == id)
+        .collect();
+    let retries: Vec<_> = lines.iter().filter(|l| l["event"] == "retry").collect();
+    assert_eq!(retries.len(), 2, "{lines:?}");
+    assert_eq!(retries[0]["to"], "127.0.0.1:9");
+    assert_eq!(retries[0]["attempt"], 2);
+    assert_eq!(retries[0]["after"], "connect");
+    let line = lines.iter().find(|l| l.get("event").is_none()).unwrap();
+    let calls = line["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{line}");
+    assert_eq!(calls[1]["to"], "127.0.0.1:9");
+    assert_eq!(calls[1]["route"], "/v1/acme/residents");
+    assert_eq!(calls[1]["attempts"], 3);
+    assert!(calls[1].get("status").is_none(), "{line}");
 }
 
 #[test]
@@ -426,27 +455,25 @@ fn every_component_writes_one_json_line_per_request_it_answers() {
         .json(&serde_json::json!({"name": "Ada", "unit": ""}))
         .assert_problem(422, "validation_failed");
 
-    let logs = app.logs();
-    let lines: Vec<serde_json::Value> = logs
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
-    let of = |id: &str| -> Vec<&serde_json::Value> {
-        lines.iter().filter(|l| l["request_id"] == id).collect()
+    // Each component's own stderr, as Spin keeps it: every line is JSON,
+    // and each request has exactly one request line (no `event`) there.
+    let request_lines = |service: &str, id: &str| -> Vec<serde_json::Value> {
+        app.log_lines(service)
+            .into_iter()
+            .filter(|l| l["request_id"] == id && l.get("event").is_none())
+            .collect()
     };
-    // The read: gateway, identity (resolution) and community, one line each
-    // (Spin echoes a component's stderr into its own, so the same line may
-    // be read twice: count services, not lines).
-    let read = of("logged-1");
-    let mut services: Vec<&str> = read
-        .iter()
-        .map(|l| l["service"].as_str().unwrap())
-        .collect();
-    services.sort_unstable();
-    services.dedup();
-    assert_eq!(services, ["community", "gateway", "identity"], "{logs}");
-    let gateway = read.iter().find(|l| l["service"] == "gateway").unwrap();
+    let one = |service: &str, id: &str| -> serde_json::Value {
+        let lines = request_lines(service, id);
+        assert_eq!(lines.len(), 1, "{service}, {id}: {lines:?}");
+        lines.into_iter().next().unwrap()
+    };
+    // The read: gateway, identity (resolution) and community, one line each.
+    for service in ["gateway", "identity", "community"] {
+        assert_eq!(one(service, "logged-1")["service"], service);
+    }
+    assert!(request_lines("billing", "logged-1").is_empty());
+    let gateway = one("gateway", "logged-1");
     assert_eq!(gateway["route"], "/v1/{tenant}/residents", "{gateway}");
     assert_eq!(gateway["method"], "GET");
     assert_eq!(gateway["status"], 200);
@@ -454,18 +481,57 @@ fn every_component_writes_one_json_line_per_request_it_answers() {
     assert_eq!(gateway["tenant_id"], acme.id.as_str());
     assert_eq!(gateway["budget_ms"], 3000);
     assert!(gateway["left_ms"].as_u64().unwrap() < 3000, "{gateway}");
-    let community = read.iter().find(|l| l["service"] == "community").unwrap();
+    // Where the gateway's time went: a resolution, then the forward.
+    let calls = gateway["calls"].as_array().unwrap();
+    let called: Vec<(&str, &str, u64, u64)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["to"].as_str().unwrap(),
+                c["route"].as_str().unwrap(),
+                c["attempts"].as_u64().unwrap(),
+                c["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        called,
+        [
+            ("identity", "/internal/resolve", 1, 200),
+            ("community", "/v1/acme/residents", 1, 200)
+        ],
+        "{gateway}"
+    );
+    assert_eq!(gateway["statements"], 0, "the gateway has no storage");
+    let community = one("community", "logged-1");
     assert_eq!(community["route"], "/v1/{tenant}/residents", "{community}");
     assert_eq!(community["tenant_id"], acme.id.as_str());
-    let identity = read.iter().find(|l| l["service"] == "identity").unwrap();
+    assert!(
+        community["statements"].as_u64().unwrap() >= 1,
+        "{community}"
+    );
+    assert!(community["storage_us"].as_u64().unwrap() > 0, "{community}");
+    assert_eq!(community["calls"], serde_json::json!([]));
+    // Downstream hops carry the trace id Spin propagated to them.
+    assert_eq!(community["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    let identity = one("identity", "logged-1");
     assert_eq!(identity["route"], "/internal/resolve", "{identity}");
     // A refused write: its problem code, on the gateway's line and the
     // owner's (identity's resolution before it succeeded).
-    let write = of("logged-2");
     for service in ["gateway", "community"] {
-        let line = write.iter().find(|l| l["service"] == service).unwrap();
+        let line = one(service, "logged-2");
         assert_eq!(line["status"], 422, "{line}");
         assert_eq!(line["code"], "validation_failed", "{line}");
         assert_eq!(line["route"], "/v1/{tenant}/residents", "{line}");
+    }
+    // Each service's first request applied its migrations, and said so.
+    for service in ["identity", "community"] {
+        let applied = app
+            .log_lines(service)
+            .into_iter()
+            .find(|l| l["event"] == "migration_applied")
+            .unwrap_or_else(|| panic!("{service} logged no migration"));
+        assert!(!applied["versions"].as_array().unwrap().is_empty());
+        assert!(applied["request_id"].is_string(), "{applied}");
     }
 }

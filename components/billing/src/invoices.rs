@@ -9,6 +9,7 @@ use meridian_platform::http::{OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::input::query::query_param;
 use meridian_platform::input::validate::JsonBody;
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::store::idempotency::{self, write_once, Begun, IdempotencyKey, Written};
 use meridian_platform::store::page::PageRequest;
 use meridian_platform::wire::problem::FieldError;
@@ -66,17 +67,20 @@ pub(crate) fn community_failure(
         Ok(r) if r.spent_the_budget() => ctx.spent().into(),
         Err(SendError::Deadline(spent)) => spent.into(),
         Ok(r) => {
-            eprintln!(
-                "billing: community answered {} when asked to {what}",
-                r.status
-            );
+            journal::event(Event::Failure {
+                what: "calling community",
+                cause: format!("answered {} when asked to {what}", r.status),
+            });
             Problem::new(
                 ErrorCode::UpstreamUnavailable,
                 format!("the community service could not {what}"),
             )
         }
         Err(e) => {
-            eprintln!("billing: community unreachable: {e}");
+            journal::event(Event::Failure {
+                what: "calling community",
+                cause: e.to_string(),
+            });
             Problem::new(
                 ErrorCode::UpstreamUnavailable,
                 "the community service could not be reached",

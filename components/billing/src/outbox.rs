@@ -9,6 +9,7 @@ use meridian_platform::budget::steps;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::OutboundRequest;
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::constant_time_eq;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde::Serialize;
@@ -55,6 +56,10 @@ impl<E: Env> Billing<E> {
                 .ensure(self.store.clock().now(), steps::DELIVERY)
                 .is_err()
             {
+                journal::event(Event::StepSkipped {
+                    step: "delivery",
+                    cause: format!("budget, event {}", event.event_id),
+                });
                 report.skipped += 1;
                 continue;
             }
@@ -79,20 +84,20 @@ impl<E: Env> Billing<E> {
                 }
                 Err(error) => {
                     report.failed += 1;
-                    eprintln!(
-                        "billing: delivering event {} failed: {error}",
-                        event.event_id
-                    );
+                    journal::event(Event::OutboxDeliveryFailed {
+                        event_id: event.event_id.clone(),
+                        cause: error.clone(),
+                    });
                     self.back_off(ctx, &event.event_id, *attempts, &error)
                 }
             };
             if let Err(e) = recorded {
                 // The event stays pending; the relay delivers it again and
                 // the consumer ignores the duplicate.
-                eprintln!(
-                    "billing: could not record delivery of {}: {e}",
-                    event.event_id
-                );
+                journal::event(Event::Failure {
+                    what: "recording an outbox delivery",
+                    cause: format!("event {}: {e}", event.event_id),
+                });
             }
         }
         report
@@ -119,9 +124,15 @@ impl<E: Env> Billing<E> {
     /// Backs off an outbox row that cannot be read as an event, so it is
     /// looked at again later (after a fix) but never blocks the others.
     fn set_aside(&self, ctx: &RequestContext, id: &str, attempts: i64, error: &str) {
-        eprintln!("billing: outbox row {id} cannot be read as an event: {error}");
+        journal::event(Event::OutboxDeliveryFailed {
+            event_id: id.to_owned(),
+            cause: format!("undecodable: {error}"),
+        });
         if let Err(e) = self.back_off(ctx, id, attempts, &format!("undecodable: {error}")) {
-            eprintln!("billing: could not set outbox row {id} aside: {e}");
+            journal::event(Event::Failure {
+                what: "setting an outbox row aside",
+                cause: format!("row {id}: {e}"),
+            });
         }
     }
 
@@ -134,7 +145,11 @@ impl<E: Env> Billing<E> {
             .ensure(self.store.clock().now(), steps::INLINE_DELIVERY)
             .is_err()
         {
-            return;
+            // The relay delivers them later.
+            return journal::event(Event::StepSkipped {
+                step: "inline_delivery",
+                cause: "budget".into(),
+            });
         }
         let events: Vec<(OutboxEvent, i64)> = events.into_iter().map(|e| (e, 0)).collect();
         self.deliver(ctx, &events).await;

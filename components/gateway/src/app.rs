@@ -5,6 +5,7 @@ use meridian_platform::budget::{answer_reserve, steps};
 use meridian_platform::http::body::BodyError;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::log::journal;
 use meridian_platform::log::{RequestLine, Served};
 use meridian_platform::store::idempotency::IdempotencyKey;
 use meridian_platform::wire::headers;
@@ -70,6 +71,11 @@ impl<E: Calls> Gateway<E> {
         body: Option<BodyError>,
     ) -> EdgeResponse {
         let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
+        journal::begin(
+            "gateway",
+            request_id.as_str(),
+            request.header("traceparent"),
+        );
         let mut trace = Trace::default();
         let mut served_ctx = None;
         let outcome = match self.admit(&request, &request_id, arrived, body) {

@@ -3,6 +3,7 @@
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{OutboundRequest, OutboundResponse, SendError};
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::store::idempotency::IdempotencyKey;
 use meridian_platform::{ErrorCode, Problem};
 
@@ -62,12 +63,15 @@ pub fn pass_on(service: Service, upstream: OutboundResponse) -> Result<EdgeRespo
     let body_is_json = upstream.body.is_empty()
         || serde_json::from_slice::<serde::de::IgnoredAny>(&upstream.body).is_ok();
     if !(is_problem || (success && body_is_json)) {
-        eprintln!(
-            "gateway: {} answered {} with an unexpected body ({} bytes)",
-            service.name(),
-            upstream.status,
-            upstream.body.len()
-        );
+        journal::event(Event::Failure {
+            what: "reading a service's answer",
+            cause: format!(
+                "{} answered {} with an unexpected body ({} bytes)",
+                service.name(),
+                upstream.status,
+                upstream.body.len()
+            ),
+        });
         return Err(match upstream.status {
             // A proxy or runtime between us and the service gave up: the
             // service could not be reached, and the retry loop is done.
@@ -93,7 +97,10 @@ pub fn pass_on(service: Service, upstream: OutboundResponse) -> Result<EdgeRespo
 /// The 502 for a service that could not be reached; the cause is logged,
 /// not sent.
 pub fn unavailable(service: Service, cause: &SendError) -> Problem {
-    eprintln!("gateway: {} unavailable: {cause}", service.name());
+    journal::event(Event::Failure {
+        what: "calling a service",
+        cause: format!("{} unavailable: {cause}", service.name()),
+    });
     unreachable(service)
 }
 

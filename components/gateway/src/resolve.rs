@@ -4,6 +4,7 @@
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{OutboundRequest, SendError};
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::wire::headers;
 use meridian_platform::{ErrorCode, Problem};
@@ -57,7 +58,10 @@ impl<E: Calls> Exchange<'_, E> {
             });
         }
         parse_resolution(&response.body).ok_or_else(|| {
-            eprintln!("gateway: identity returned an unreadable resolution");
+            journal::event(Event::Failure {
+                what: "reading identity's resolution",
+                cause: "not a resolution".into(),
+            });
             Problem::new(
                 ErrorCode::UpstreamUnavailable,
                 "the identity service answered unexpectedly",

@@ -6,6 +6,7 @@ use std::time::Duration;
 use meridian_platform::budget::steps;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::input::query::query_param;
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::{constant_time_eq, token_hash};
 use meridian_platform::store::db::Database;
 use meridian_platform::tenancy::TenantSlug;
@@ -76,10 +77,19 @@ fn touch<D: Database, C: Clock>(
     // Optional: it works to the hop's work deadline, never into the reserve
     // the resolution's answer needs.
     let step = ctx.for_step();
-    if recent || step.ensure(now, steps::TOKEN_TOUCH).is_err() {
+    if recent {
         return;
     }
+    let skipped = |cause: String| {
+        journal::event(Event::StepSkipped {
+            step: "token_touch",
+            cause,
+        })
+    };
+    if step.ensure(now, steps::TOKEN_TOUCH).is_err() {
+        return skipped("budget".into());
+    }
     if let Err(e) = repo::touch_token(&app.store, &step, &owner.token_id, &Timestamp::at(now)) {
-        eprintln!("identity: could not record token use: {e}");
+        skipped(e.to_string());
     }
 }

@@ -3,6 +3,7 @@
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::ids::new_id;
 use meridian_platform::input::validate::{normalize_email, JsonBody};
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{self, Begun, IdempotencyKey, StoredResponse, Written};
@@ -157,7 +158,10 @@ pub fn stored(status: u16, body: &serde_json::Value) -> StoredResponse {
 /// A new API token (500 if the host has no randomness to give).
 pub fn new_token() -> Result<String, Problem> {
     generate_token().map_err(|e| {
-        eprintln!("identity: no randomness for a token: {e}");
+        journal::event(Event::Failure {
+            what: "generating a token",
+            cause: e.to_string(),
+        });
         Problem::new(ErrorCode::Internal, "could not create a token")
     })
 }

@@ -6,6 +6,7 @@ use futures::future::{select, Either};
 use futures::StreamExt;
 use meridian_platform::http::body::{declared_too_large, BodyBuffer, BodyError};
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::{Clock, Deadline, SystemClock};
 use spin_sdk::http::{
     Fields, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam,
@@ -107,7 +108,10 @@ pub fn send_response(out: ResponseOutparam, response: ServiceResponse) {
         entries.push(("content-length".into(), body.len().to_string().into_bytes()));
     }
     let fields = Fields::from_list(&entries).unwrap_or_else(|e| {
-        eprintln!("dropping response headers the runtime refused: {e:?}");
+        journal::event(Event::Failure {
+            what: "setting response headers (dropped)",
+            cause: format!("{e:?}"),
+        });
         Fields::new()
     });
     let outgoing = OutgoingResponse::new(fields);

@@ -4,23 +4,26 @@
 use meridian_platform::budget::admission::{Admitted, InternalGate};
 use meridian_platform::budget::propagation::DEFAULT_SKEW_THRESHOLD;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::wire::headers::REQUEST_ID;
 use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, SystemClock};
 
 use crate::vars;
 
-/// Admits `request` to the service `hop`, or answers it with the refusal.
-/// Clock skew with the caller is logged.
-pub fn admit(request: &ServiceRequest, hop: &'static str) -> Result<Admitted, ServiceResponse> {
+/// Admits `request`, whose id is `request_id`, to the service `hop`, or
+/// answers it with the refusal. Clock skew with the caller is logged.
+pub fn admit(
+    request: &ServiceRequest,
+    request_id: &RequestId,
+    hop: &'static str,
+) -> Result<Admitted, ServiceResponse> {
     let token = vars::internal_token();
     let gate = InternalGate {
         expected_token: &token,
         hop,
         skew_threshold: DEFAULT_SKEW_THRESHOLD,
     };
-    // Decided once, so a refusal's body and header name the same id.
-    let request_id = RequestId::from_header_or_new(request.header(REQUEST_ID));
     let header = |name: &str| {
         if name == REQUEST_ID {
             Some(request_id.as_str())
@@ -30,11 +33,8 @@ pub fn admit(request: &ServiceRequest, hop: &'static str) -> Result<Admitted, Se
     };
     match gate.admit(header, SystemClock.now()) {
         Ok(admitted) => {
-            if let Some(skew) = admitted.skew_ms {
-                eprintln!(
-                    "{hop}: clock skew of {skew} ms with the caller (request {})",
-                    admitted.ctx.request_id()
-                );
+            if let Some(skew_ms) = admitted.skew_ms {
+                journal::event(Event::ClockSkew { skew_ms });
             }
             Ok(admitted)
         }

@@ -7,10 +7,12 @@ use std::future::Future;
 use meridian_platform::http::body::MAX_BODY_BYTES;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::routes::RouteSpec;
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::log::{route_template, RequestLine, Served};
 use meridian_platform::store::db::{DbError, Store};
 use meridian_platform::store::migrate::{migrate, Migration, MigrationError};
 use meridian_platform::wire::headers;
+use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext, SystemClock};
 use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 
@@ -45,7 +47,7 @@ impl ServiceSpec {
         match migrate(&store, ctx, self.migrations) {
             Ok(applied) => {
                 if !applied.is_empty() {
-                    eprintln!("{}: applied migrations {applied:?}", self.hop);
+                    journal::event(Event::MigrationApplied { versions: applied });
                 }
                 Ok(store)
             }
@@ -54,8 +56,11 @@ impl ServiceSpec {
         }
     }
 
-    fn unavailable(&self, what: &str, cause: &dyn std::fmt::Display) -> Problem {
-        eprintln!("{}: {what}: {cause}", self.hop);
+    fn unavailable(&self, what: &'static str, cause: &dyn std::fmt::Display) -> Problem {
+        journal::event(Event::Failure {
+            what,
+            cause: cause.to_string(),
+        });
         Problem::new(ErrorCode::Internal, "the service's storage is unavailable")
     }
 }
@@ -97,14 +102,19 @@ pub async fn run<F, Fut>(
     Fut: Future<Output = ServiceResponse>,
 {
     let mut request = convert::read_head(&incoming);
-    let response = match internal::admit(&request, spec.hop) {
-        Err(refusal) => refusal,
+    // Decided once, so the answer's body, its header and the log name the same id.
+    let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
+    let traceparent = request.header("traceparent").map(str::to_owned);
+    journal::begin(spec.hop, request_id.as_str(), traceparent.as_deref());
+    let (method, route) = (
+        request.method.clone(),
+        route_template(spec.routes, &request.path),
+    );
+    let (ctx, response) = match internal::admit(&request, &request_id, spec.hop) {
+        Err(refusal) => (None, refusal),
         Ok(admitted) => {
             let ctx = admitted.ctx;
-            let request_id = ctx.request_id().clone();
             let until = ctx.work_deadline();
-            let (method, path) = (request.method.clone(), request.path.clone());
-            let traceparent = request.header("traceparent").map(str::to_owned);
             // Every answer to an admitted request carries its request id.
             let mut response =
                 match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
@@ -118,17 +128,16 @@ pub async fn run<F, Fut>(
                     }
                 };
             response.set_header(headers::REQUEST_ID, request_id.as_str());
-            let route = route_template(spec.routes, &path);
-            let served = Served {
-                request_id: request_id.as_str(),
-                method: &method,
-                route: &route,
-                traceparent: traceparent.as_deref(),
-            };
-            RequestLine::new(spec.hop, served, Some(&ctx), &response, SystemClock.now()).emit();
-            response
+            (Some(ctx), response)
         }
     };
+    let served = Served {
+        request_id: request_id.as_str(),
+        method: &method,
+        route: &route,
+        traceparent: traceparent.as_deref(),
+    };
+    RequestLine::new(spec.hop, served, ctx.as_ref(), &response, SystemClock.now()).emit();
     convert::send_response(out, response);
 }
 

@@ -1,6 +1,7 @@
 //! Spin variables, with the defaults of DESIGN.md's configuration table.
 
 use meridian_platform::budget::BudgetConfig;
+use meridian_platform::log::journal::{self, Event};
 
 /// A variable's value, or `None` when it is undefined or empty.
 pub fn get(name: &str) -> Option<String> {
@@ -30,7 +31,10 @@ pub fn budget_config() -> BudgetConfig {
     let default = get_or("request_budget_ms", "3000");
     let max = get_or("max_request_budget_ms", "10000");
     BudgetConfig::parse(&default, &max).unwrap_or_else(|e| {
-        eprintln!("invalid budget configuration ({e}); using the defaults");
+        journal::event(Event::Failure {
+            what: "reading the budget configuration (defaults used)",
+            cause: e.to_string(),
+        });
         BudgetConfig::default()
     })
 }

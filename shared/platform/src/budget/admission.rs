@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::budget::context::RequestContext;
+use crate::budget::context::{BudgetSpent, RequestContext};
 use crate::budget::propagation::{Arrival, PropagationError};
 use crate::secrets::constant_time_eq;
 use crate::tenancy::{ActorId, Role, TenantId, TenantScope};
@@ -69,10 +69,11 @@ impl InternalGate<'_> {
 
         if arrival.deadline.is_expired(now) {
             let given = header(headers::BUDGET_MS).and_then(|b| b.trim().parse().ok());
-            return Err(refuse(Problem::deadline_exceeded(
-                self.hop,
-                given.unwrap_or_else(|| duration_ms(arrival.deadline.remaining(now))),
-            )));
+            let spent = BudgetSpent {
+                hop: self.hop,
+                budget_ms: given.unwrap_or_else(|| duration_ms(arrival.deadline.remaining(now))),
+            };
+            return Err(refuse(spent.into()));
         }
 
         let ctx = RequestContext::new(request_id.clone(), arrival.deadline, now, self.hop);

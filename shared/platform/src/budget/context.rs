@@ -37,7 +37,13 @@ pub struct BudgetSpent {
 }
 
 impl From<BudgetSpent> for Problem {
+    /// The 504, and the event line that names the hop that ran out: every
+    /// budget refusal is logged here, once.
     fn from(spent: BudgetSpent) -> Self {
+        crate::log::journal::event(crate::log::journal::Event::BudgetSpent {
+            hop: spent.hop,
+            budget_ms: spent.budget_ms,
+        });
         Problem::deadline_exceeded(spent.hop, spent.budget_ms)
     }
 }

@@ -120,6 +120,16 @@ impl From<BudgetSpent> for SendError {
 }
 
 impl SendError {
+    /// A one-word name of the failure, for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Deadline(_) => "deadline",
+            Self::Connect(_) => "connect",
+            Self::Transport(_) => "transport",
+            Self::Refused(_) => "refused",
+        }
+    }
+
     /// Connection and transport failures are transient; running out of
     /// budget or a refused call is final.
     pub fn verdict(&self) -> Verdict {

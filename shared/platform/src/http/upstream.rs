@@ -1,12 +1,15 @@
 //! Calls to other services: the HTTP client with the clock, sleeper and
 //! jitter its retry loop needs, so that a call site only says which policy.
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use crate::budget::context::RequestContext;
 use crate::http::retry::{self, Jitter, RetryPolicy, Sleeper};
 use crate::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
-use crate::time::Clock;
+use crate::log::journal::{self, CallRecord, Event};
+use crate::log::route_template;
+use crate::time::{duration_ms, Clock};
 
 /// What calls to other services run on, named once: Spin's client, clock,
 /// sleeper and jitter in a component, fakes in tests. A component's types
@@ -63,29 +66,87 @@ impl<E: Calls> Upstream<E> {
         let ctx = &ctx.for_step();
         let started = self.clock.now();
         let mut jitter = self.jitter.clone();
+        let (to, route) = target(&request.url);
+        let previous = RefCell::new(String::new());
         let outcome = retry::run(
             policy,
             ctx.deadline(),
             &self.clock,
             &self.sleeper,
             &mut jitter,
-            |_| {
+            |attempt| {
                 let request = request.clone();
+                if attempt > 1 {
+                    journal::event(Event::Retry {
+                        to: to.clone(),
+                        attempt,
+                        after: previous.take(),
+                    });
+                }
+                let previous = &previous;
                 async move {
                     let response = self.http.send(ctx, request).await;
                     let verdict = match &response {
                         Ok(r) => r.verdict(),
                         Err(e) => e.verdict(),
                     };
+                    *previous.borrow_mut() = match &response {
+                        Ok(r) => r.status.to_string(),
+                        Err(e) => e.kind().to_owned(),
+                    };
                     (response, verdict)
                 }
             },
         )
         .await;
+        let took = self.clock.now().since(started);
+        journal::call(CallRecord {
+            to,
+            method: request.method.clone(),
+            route,
+            attempts: outcome.attempts,
+            status: outcome.last.as_ref().ok().map(|r| r.status),
+            took_ms: duration_ms(took),
+        });
         Call {
             response: outcome.last,
             attempts: outcome.attempts,
-            took: self.clock.now().since(started),
+            took,
         }
+    }
+}
+
+/// Who a call to `url` is to, and its path as a template: the host's first
+/// label for a Spin internal name (`identity.spin.internal` → `identity`),
+/// else `host:port`.
+fn target(url: &str) -> (String, String) {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let to = match authority.strip_suffix(".spin.internal") {
+        Some(service) => service,
+        None => authority,
+    };
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    (to.to_owned(), route_template(&[], path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::target;
+
+    #[test]
+    fn a_call_is_named_by_its_service_and_path_template() {
+        let id = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
+        assert_eq!(
+            target(&format!(
+                "http://community.spin.internal/internal/residents/{id}?x=1"
+            )),
+            ("community".into(), "/internal/residents/{id}".into())
+        );
+        assert_eq!(
+            target("http://127.0.0.1:3002/internal/health"),
+            ("127.0.0.1:3002".into(), "/internal/health".into())
+        );
+        assert_eq!(target("http://identity"), ("identity".into(), "/".into()));
     }
 }

@@ -3,12 +3,13 @@
 
 use std::cell::Cell;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
 use crate::budget::context::{BudgetSpent, RequestContext};
 use crate::budget::steps;
+use crate::log::journal::{self, Event};
 use crate::time::{duration_ms, Clock, Timestamp, UnixMillis};
 
 /// A SQLite value.
@@ -182,7 +183,7 @@ impl From<DbError> for crate::wire::problem::Problem {
         match e {
             DbError::Budget(spent) => spent.into(),
             DbError::Locked(detail) => {
-                eprintln!("storage locked: {detail}");
+                failure("storage locked", detail);
                 Problem::new(
                     ErrorCode::UpstreamUnavailable,
                     "the service's storage is busy; try again",
@@ -190,18 +191,22 @@ impl From<DbError> for crate::wire::problem::Problem {
                 .with_status(503)
             }
             DbError::Constraint(detail) => {
-                eprintln!("storage constraint: {detail}");
+                failure("storage constraint", detail);
                 Problem::new(
                     ErrorCode::Conflict,
                     "the write conflicts with existing data",
                 )
             }
             other => {
-                eprintln!("storage failure: {other}");
+                failure("storage", other.to_string());
                 Problem::new(ErrorCode::Internal, "an internal error occurred")
             }
         }
     }
+}
+
+fn failure(what: &'static str, cause: String) {
+    journal::event(Event::Failure { what, cause });
 }
 
 /// One SQLite connection. Implemented by the Spin adapter over
@@ -277,8 +282,11 @@ impl<D: Database, C: Clock> Store<D, C> {
     ) -> Result<Vec<Row>, DbError> {
         let now = self.clock.now();
         ctx.ensure(now, self.statement_budget)?;
+        let started = Instant::now();
         self.bound_lock_wait(ctx, now);
-        match self.db.run(sql, params) {
+        let result = self.db.run(sql, params);
+        journal::statement(started.elapsed());
+        match result {
             // The wait ran to its bound: the time it had is gone.
             Err(DbError::Locked(_))
                 if ctx.work_deadline().remaining(self.clock.now()) <= LOCK_WAIT_SLACK =>
@@ -307,7 +315,7 @@ impl<D: Database, C: Clock> Store<D, C> {
             Ok(()) => self.lock_wait.set(LockWait::Set(wait)),
             Err(e) => {
                 // A remote libSQL may not take pragmas; its own timeouts apply.
-                eprintln!("lock wait not bounded: {e}");
+                failure("bounding the lock wait", e.to_string());
                 self.lock_wait.set(LockWait::Unsupported);
             }
         }

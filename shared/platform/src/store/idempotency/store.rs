@@ -21,6 +21,7 @@ use thiserror::Error;
 
 use super::key::IdempotencyKey;
 use crate::budget::context::RequestContext;
+use crate::log::journal::{self, Event};
 use crate::store::db::{Database, DbError, Row, Store, Value};
 use crate::time::Clock;
 use crate::wire::problem::{ErrorCode, Problem};
@@ -229,6 +230,9 @@ pub fn release<D: Database, C: Clock>(
         format!("DELETE FROM idempotency_records WHERE {WHERE_SCOPE} AND state = 'in_progress'");
     if let Err(e) = store.execute(ctx, &sql, &scope_params(scope)) {
         // The claim expires with the request's deadline anyway.
-        eprintln!("idempotency: could not release a claim: {e}");
+        journal::event(Event::Failure {
+            what: "releasing an idempotency claim",
+            cause: e.to_string(),
+        });
     }
 }

@@ -3,7 +3,11 @@
 //! records). Ids, codes and durations only — never a token, a body or an
 //! email — so a line can be shipped anywhere.
 
+pub mod journal;
+
 use serde::Serialize;
+
+use self::journal::CallRecord;
 
 use crate::budget::context::RequestContext;
 use crate::http::message::ServiceResponse;
@@ -39,6 +43,12 @@ pub struct RequestLine {
     pub budget_ms: u64,
     /// What was left of it at the answer, ms.
     pub left_ms: u64,
+    /// Statements run.
+    pub statements: u32,
+    /// Time inside them, µs.
+    pub storage_us: u64,
+    /// Each outbound call: to whom, attempts, status, time.
+    pub calls: Vec<CallRecord>,
 }
 
 /// The request, as the line needs it.
@@ -56,8 +66,9 @@ pub struct Served<'a> {
 
 impl RequestLine {
     /// The line for `response` to `request`, answered by `service` under
-    /// `ctx`; a request answered before it had a budget (a probe, a
-    /// refusal at the edge) has no context and logs a budget of 0.
+    /// `ctx`, with what the request's [`journal`] counted; a request
+    /// answered before it had a budget (a probe, a refusal at the edge) has
+    /// no context and logs a budget of 0.
     pub fn new(
         service: &'static str,
         request: Served<'_>,
@@ -65,6 +76,7 @@ impl RequestLine {
         response: &ServiceResponse,
         now: UnixMillis,
     ) -> Self {
+        let spent = journal::spent();
         Self {
             ts: Timestamp::at(now),
             service,
@@ -79,6 +91,9 @@ impl RequestLine {
             code: problem_code(response),
             budget_ms: ctx.map_or(0, |ctx| duration_ms(ctx.budget_at_arrival())),
             left_ms: ctx.map_or(0, |ctx| duration_ms(ctx.remaining(now))),
+            statements: spent.statements,
+            storage_us: u64::try_from(spent.storage.as_micros()).unwrap_or(u64::MAX),
+            calls: spent.calls,
         }
     }
 
@@ -212,6 +227,16 @@ mod tests {
             traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
         };
         let now = start.plus(Duration::from_millis(30));
+        journal::begin("billing", "req-1", request.traceparent);
+        journal::statement(Duration::from_micros(1_250));
+        journal::call(CallRecord {
+            to: "community".into(),
+            method: "GET".into(),
+            route: "/internal/residents/{id}".into(),
+            attempts: 1,
+            status: Some(200),
+            took_ms: 4,
+        });
         let line: serde_json::Value = serde_json::from_str(
             &RequestLine::new("billing", request, Some(&ctx), &response, now).to_json(),
         )
@@ -224,6 +249,10 @@ mod tests {
                 "tenant_id": "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01",
                 "method": "POST", "route": "/v1/{tenant}/invoices/{id}", "status": 422,
                 "code": "validation_failed", "budget_ms": 400, "left_ms": 370,
+                "statements": 1, "storage_us": 1250,
+                "calls": [{"to": "community", "method": "GET",
+                    "route": "/internal/residents/{id}", "attempts": 1, "status": 200,
+                    "took_ms": 4}],
             })
         );
     }
