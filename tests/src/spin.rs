@@ -37,6 +37,8 @@ pub struct SpinOptions {
     /// Components whose Wasm is replaced by a test component's (a manifest
     /// copy is used): `(component, crate built for wasm32-wasip2)`.
     pub replaced: Vec<(&'static str, &'static str)>,
+    /// Environment for `spin up` itself (e.g. `OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub env: Vec<(&'static str, String)>,
 }
 
 impl SpinOptions {
@@ -51,6 +53,12 @@ impl SpinOptions {
     /// like the real one.
     pub fn replace_component(mut self, component: &'static str, wasm_crate: &'static str) -> Self {
         self.replaced.push((component, wasm_crate));
+        self
+    }
+
+    /// Sets an environment variable of the `spin up` process.
+    pub fn env(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.env.push((name, value.into()));
         self
     }
 
@@ -180,6 +188,7 @@ impl SpinApp {
             .stdin(Stdio::null())
             .stdout(Stdio::from(log_file(state.path(), "spin.out")))
             .stderr(Stdio::from(log_file(state.path(), "spin.err")));
+        command.envs(options.env.iter().map(|(n, v)| (n, v)));
         for (name, value) in &options.variables {
             command.env(
                 format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),

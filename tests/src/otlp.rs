@@ -1,0 +1,167 @@
+//! A local OTLP/HTTP trace receiver on 127.0.0.1: Spin exports its spans
+//! here (`OTEL_EXPORTER_OTLP_ENDPOINT`), and a test reads them back decoded
+//! with the OpenTelemetry project's own protobuf types.
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use prost::Message;
+
+/// One exported span, as a test needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// The resource's `service.name`.
+    pub service: String,
+    /// Trace id, lowercase hex.
+    pub trace_id: String,
+    /// Span id, lowercase hex.
+    pub span_id: String,
+    /// The parent's span id, lowercase hex; empty for a root.
+    pub parent_span_id: String,
+    /// The span's name.
+    pub name: String,
+    /// Start, Unix ns.
+    pub start_ns: u64,
+    /// End, Unix ns.
+    pub end_ns: u64,
+    /// String and integer attributes, as text.
+    pub attributes: Vec<(String, String)>,
+}
+
+impl Span {
+    /// An attribute's value.
+    pub fn attribute(&self, key: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The receiver, stopped when dropped.
+pub struct OtlpReceiver {
+    server: Arc<tiny_http::Server>,
+    spans: Arc<Mutex<Vec<Span>>>,
+    thread: Option<JoinHandle<()>>,
+    port: u16,
+}
+
+impl OtlpReceiver {
+    /// Listens on a free loopback port.
+    pub fn start() -> Self {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind receiver"));
+        let port = server.server_addr().to_ip().expect("ip address").port();
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let thread = {
+            let (server, spans) = (server.clone(), spans.clone());
+            std::thread::spawn(move || {
+                for mut request in server.incoming_requests() {
+                    let mut body = Vec::new();
+                    let _ = request.as_reader().read_to_end(&mut body);
+                    if request.url() == "/v1/traces" {
+                        let decoded = ExportTraceServiceRequest::decode(body.as_slice())
+                            .expect("an OTLP trace export");
+                        spans.lock().expect("lock").extend(flatten(decoded));
+                    }
+                    // An empty protobuf message is an empty export response.
+                    let header =
+                        tiny_http::Header::from_bytes("content-type", "application/x-protobuf")
+                            .expect("header");
+                    let _ = request.respond(tiny_http::Response::empty(200).with_header(header));
+                }
+            })
+        };
+        Self {
+            server,
+            spans,
+            thread: Some(thread),
+            port,
+        }
+    }
+
+    /// The endpoint for `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Every span received so far.
+    pub fn spans(&self) -> Vec<Span> {
+        self.spans.lock().expect("lock").clone()
+    }
+
+    /// Waits (up to `within`) until `done` holds for the spans received,
+    /// and returns them; on timeout, returns what arrived.
+    pub fn wait_for(&self, within: Duration, done: impl Fn(&[Span]) -> bool) -> Vec<Span> {
+        let until = Instant::now() + within;
+        loop {
+            let spans = self.spans();
+            if done(&spans) || Instant::now() >= until {
+                return spans;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for OtlpReceiver {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn flatten(export: ExportTraceServiceRequest) -> Vec<Span> {
+    let mut spans = Vec::new();
+    for resource_spans in export.resource_spans {
+        let service = resource_spans
+            .resource
+            .as_ref()
+            .and_then(|r| text(&r.attributes, "service.name"))
+            .unwrap_or_default();
+        for scope in resource_spans.scope_spans {
+            for span in scope.spans {
+                spans.push(Span {
+                    service: service.clone(),
+                    trace_id: hex(&span.trace_id),
+                    span_id: hex(&span.span_id),
+                    parent_span_id: hex(&span.parent_span_id),
+                    name: span.name,
+                    start_ns: span.start_time_unix_nano,
+                    end_ns: span.end_time_unix_nano,
+                    attributes: span
+                        .attributes
+                        .iter()
+                        .filter_map(|kv| Some((kv.key.clone(), value_text(kv)?)))
+                        .collect(),
+                });
+            }
+        }
+    }
+    spans
+}
+
+fn text(attributes: &[KeyValue], key: &str) -> Option<String> {
+    attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(value_text)
+}
+
+fn value_text(kv: &KeyValue) -> Option<String> {
+    match kv.value.as_ref()?.value.as_ref()? {
+        Value::StringValue(s) => Some(s.clone()),
+        Value::IntValue(i) => Some(i.to_string()),
+        Value::BoolValue(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
