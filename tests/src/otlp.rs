@@ -116,6 +116,49 @@ impl Drop for OtlpReceiver {
     }
 }
 
+/// The spans of `trace_id` as an indented tree, children in start order:
+/// start offset from the root and duration in ms, name, and the attributes
+/// an operator reads first (the URL called, the status answered, the query).
+pub fn render_tree(spans: &[Span], trace_id: &str) -> String {
+    let spans: Vec<&Span> = spans.iter().filter(|s| s.trace_id == trace_id).collect();
+    let ids: Vec<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
+    let mut roots: Vec<&Span> = spans
+        .iter()
+        .copied()
+        .filter(|s| !ids.contains(&s.parent_span_id.as_str()))
+        .collect();
+    roots.sort_by_key(|s| s.start_ns);
+    let origin = roots.first().map_or(0, |s| s.start_ns);
+    let mut out = String::new();
+    let mut stack: Vec<(&Span, usize)> = roots.into_iter().rev().map(|s| (s, 0)).collect();
+    while let Some((span, depth)) = stack.pop() {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let notes: Vec<String> = ["url.full", "http.response.status_code", "query"]
+            .iter()
+            .filter_map(|k| {
+                span.attribute(k)
+                    .map(|v| format!("{k}={}", v.replace('\n', " ")))
+            })
+            .collect();
+        out.push_str(&format!(
+            "{:>8.1} ms {:>8.1} ms  {}{}  {}\n",
+            ms(span.start_ns.saturating_sub(origin)),
+            ms(span.end_ns.saturating_sub(span.start_ns)),
+            "  ".repeat(depth),
+            span.name,
+            notes.join(" ")
+        ));
+        let mut children: Vec<&Span> = spans
+            .iter()
+            .copied()
+            .filter(|s| s.parent_span_id == span.span_id)
+            .collect();
+        children.sort_by_key(|s| std::cmp::Reverse(s.start_ns));
+        stack.extend(children.into_iter().map(|s| (s, depth + 1)));
+    }
+    out
+}
+
 fn flatten(export: ExportTraceServiceRequest) -> Vec<Span> {
     let mut spans = Vec::new();
     for resource_spans in export.resource_spans {
