@@ -292,6 +292,68 @@ impl Drop for SpinApp {
         if !std::thread::panicking() && !leaked.is_empty() {
             panic!("{} secret(s) appeared in the logs:\n{logs}", leaked.len());
         }
+        // Every line a component wrote is a request line or an event line.
+        let malformed = self.malformed_log_lines();
+        if !std::thread::panicking() && !malformed.is_empty() {
+            panic!("log lines without their fields:\n{}", malformed.join("\n"));
+        }
+    }
+}
+
+/// The fields every request line has, and every event line.
+const REQUEST_LINE_FIELDS: [&str; 11] = [
+    "ts",
+    "service",
+    "request_id",
+    "method",
+    "route",
+    "status",
+    "budget_ms",
+    "left_ms",
+    "statements",
+    "storage_us",
+    "calls",
+];
+const EVENT_LINE_FIELDS: [&str; 3] = ["ts", "service", "event"];
+
+impl SpinApp {
+    /// The lines of the components' stderr that are not JSON, or lack a
+    /// field their kind must have.
+    fn malformed_log_lines(&self) -> Vec<String> {
+        let dir = self.state.path().join("spin-state").join("logs");
+        let files = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let mut bad = Vec::new();
+        for file in files {
+            let name = file
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if !name.ends_with("_stderr.txt") {
+                continue;
+            }
+            for line in std::fs::read_to_string(&file).unwrap_or_default().lines() {
+                let fields: &[&str] = match serde_json::from_str::<serde_json::Value>(line) {
+                    Ok(v) if v.get("event").is_some() => &EVENT_LINE_FIELDS
+                        .into_iter()
+                        .filter(|f| v.get(f).is_none())
+                        .collect::<Vec<_>>(),
+                    Ok(v) => &REQUEST_LINE_FIELDS
+                        .into_iter()
+                        .filter(|f| v.get(f).is_none())
+                        .collect::<Vec<_>>(),
+                    Err(_) => &["(not JSON)"],
+                };
+                if !fields.is_empty() {
+                    bad.push(format!("{name}: {line} (missing {fields:?})"));
+                }
+            }
+        }
+        bad
     }
 }
 
