@@ -110,15 +110,7 @@ impl<E: Env> Billing<E> {
                 .transpose()?,
             visible_to: self.visible_residents(ctx).await?,
         };
-        let rows = repo::list_invoices(
-            &self.store,
-            ctx,
-            &tenant,
-            &filter,
-            page.after_seq(),
-            page.fetch_limit(),
-        )?;
-        Ok(page.respond(rows))
+        page.list(|window| repo::list_invoices(&self.store, ctx, &tenant, &filter, window))
     }
 
     /// One invoice; for a resident-role member, only one of their own

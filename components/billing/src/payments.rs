@@ -120,14 +120,6 @@ impl<E: Env> Billing<E> {
         let (tenant, _) = ctx.member()?;
         let invoice = self.find_visible_invoice(ctx, invoice_id).await?;
         let page = PageRequest::from_query(&request.query)?;
-        let rows = repo::list_payments(
-            &self.store,
-            ctx,
-            &tenant,
-            &invoice.id,
-            page.after_seq(),
-            page.fetch_limit(),
-        )?;
-        Ok(page.respond(rows))
+        page.list(|window| repo::list_payments(&self.store, ctx, &tenant, &invoice.id, window))
     }
 }

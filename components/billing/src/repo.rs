@@ -3,6 +3,7 @@
 //! (the relay's outbox scan is the one cross-tenant read, by design).
 
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::store::page::Window;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
@@ -55,8 +56,7 @@ pub fn list_invoices<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     filter: &InvoiceFilter,
-    after: i64,
-    limit: i64,
+    window: Window,
 ) -> Result<Vec<(i64, Invoice)>, DbError> {
     let visible = filter
         .visible_to
@@ -78,8 +78,8 @@ pub fn list_invoices<D: Database, C: Clock>(
             filter.resident_id.clone().into(),
             visible.clone().into(),
             visible.into(),
-            Value::Integer(after),
-            Value::Integer(limit),
+            Value::Integer(window.after),
+            Value::Integer(window.limit),
         ],
     )?;
     sequenced(&rows, invoice_from)
@@ -234,8 +234,7 @@ pub fn list_payments<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     invoice_id: &str,
-    after: i64,
-    limit: i64,
+    window: Window,
 ) -> Result<Vec<(i64, Payment)>, DbError> {
     let rows = db.query(
         ctx,
@@ -244,8 +243,8 @@ pub fn list_payments<D: Database, C: Clock>(
         &[
             tenant.into(),
             invoice_id.into(),
-            Value::Integer(after),
-            Value::Integer(limit),
+            Value::Integer(window.after),
+            Value::Integer(window.limit),
         ],
     )?;
     sequenced(&rows, |r| {

@@ -41,15 +41,7 @@ pub fn list<D: Database, C: Clock>(
         filed_by: filed_by.as_deref(),
         status,
     };
-    let rows = repo::list_complaints(
-        &app.store,
-        ctx,
-        &tenant,
-        &filter,
-        page.after_seq(),
-        page.fetch_limit(),
-    )?;
-    Ok(page.respond(rows))
+    page.list(|window| repo::list_complaints(&app.store, ctx, &tenant, &filter, window))
 }
 
 fn find<D: Database, C: Clock>(

@@ -32,15 +32,7 @@ pub fn list<D: Database, C: Clock>(
         .flatten()
         .filter(|r| scope.role.is_staff() || r.user_id.as_deref() == Some(actor.as_str()))
         .ok_or_else(|| Problem::not_found("resident"))?;
-    let rows = repo::list_notifications(
-        &app.store,
-        ctx,
-        &tenant,
-        &resident.id,
-        page.after_seq(),
-        page.fetch_limit(),
-    )?;
-    Ok(page.respond(rows))
+    page.list(|window| repo::list_notifications(&app.store, ctx, &tenant, &resident.id, window))
 }
 
 /// `POST /internal/events`: stores the event as a notification once.

@@ -3,6 +3,7 @@
 //! tenant.
 
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::store::page::Window;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
@@ -30,8 +31,7 @@ pub fn list_residents<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     tenant: &str,
-    after: i64,
-    limit: i64,
+    window: Window,
 ) -> Result<Vec<(i64, Resident)>, DbError> {
     let rows = db.query(
         ctx,
@@ -39,7 +39,11 @@ pub fn list_residents<D: Database, C: Clock>(
             "SELECT {RESIDENT_COLUMNS}, seq FROM residents
              WHERE tenant_id = ? AND deleted_at IS NULL AND seq > ? ORDER BY seq LIMIT ?"
         ),
-        &[tenant.into(), Value::Integer(after), Value::Integer(limit)],
+        &[
+            tenant.into(),
+            Value::Integer(window.after),
+            Value::Integer(window.limit),
+        ],
     )?;
     sequenced(&rows, resident_from)
 }
@@ -150,8 +154,7 @@ pub fn list_complaints<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     filter: &ComplaintFilter<'_>,
-    after: i64,
-    limit: i64,
+    window: Window,
 ) -> Result<Vec<(i64, Complaint)>, DbError> {
     let rows = db.query(
         ctx,
@@ -166,8 +169,8 @@ pub fn list_complaints<D: Database, C: Clock>(
             filter.filed_by.into(),
             filter.status.map(ComplaintStatus::as_str).into(),
             filter.status.map(ComplaintStatus::as_str).into(),
-            Value::Integer(after),
-            Value::Integer(limit),
+            Value::Integer(window.after),
+            Value::Integer(window.limit),
         ],
     )?;
     sequenced(&rows, complaint_from)
@@ -247,14 +250,17 @@ pub fn list_announcements<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     tenant: &str,
-    after: i64,
-    limit: i64,
+    window: Window,
 ) -> Result<Vec<(i64, Announcement)>, DbError> {
     let rows = db.query(
         ctx,
         "SELECT id, title, body, author_id, published_at, seq FROM announcements
          WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        &[tenant.into(), Value::Integer(after), Value::Integer(limit)],
+        &[
+            tenant.into(),
+            Value::Integer(window.after),
+            Value::Integer(window.limit),
+        ],
     )?;
     sequenced(&rows, announcement_from)
 }
@@ -327,8 +333,7 @@ pub fn list_notifications<D: Database, C: Clock>(
     ctx: &RequestContext,
     tenant: &str,
     resident: &str,
-    after: i64,
-    limit: i64,
+    window: Window,
 ) -> Result<Vec<(i64, Notification)>, DbError> {
     let rows = db.query(
         ctx,
@@ -337,8 +342,8 @@ pub fn list_notifications<D: Database, C: Clock>(
         &[
             tenant.into(),
             resident.into(),
-            Value::Integer(after),
-            Value::Integer(limit),
+            Value::Integer(window.after),
+            Value::Integer(window.limit),
         ],
     )?;
     sequenced(&rows, |r| {

@@ -26,14 +26,7 @@ pub fn list<D: Database, C: Clock>(
 ) -> Result<ServiceResponse, Problem> {
     let (tenant, _) = ctx.member()?;
     let page = PageRequest::from_query(&request.query)?;
-    let rows = repo::list_residents(
-        &app.store,
-        ctx,
-        &tenant,
-        page.after_seq(),
-        page.fetch_limit(),
-    )?;
-    Ok(page.respond(rows))
+    page.list(|window| repo::list_residents(&app.store, ctx, &tenant, window))
 }
 
 /// One resident (any member; also the internal read billing makes).

@@ -29,14 +29,7 @@ pub fn list<D: Database, C: Clock>(
 ) -> Result<ServiceResponse, Problem> {
     let tenant_id = admins_only(ctx)?;
     let page = PageRequest::from_query(&request.query)?;
-    let rows = repo::list_members(
-        &app.store,
-        ctx,
-        &tenant_id,
-        page.after_seq(),
-        page.fetch_limit(),
-    )?;
-    Ok(page.respond(rows))
+    page.list(|window| repo::list_members(&app.store, ctx, &tenant_id, window))
 }
 
 /// A validated member to add.

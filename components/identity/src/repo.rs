@@ -2,6 +2,7 @@
 //! store checks the budget before each statement.
 
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::store::page::Window;
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
@@ -151,8 +152,7 @@ pub fn list_members<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     tenant_id: &str,
-    after: i64,
-    limit: i64,
+    window: Window,
 ) -> Result<Vec<(i64, Member)>, DbError> {
     let rows = db.query(
         ctx,
@@ -162,8 +162,8 @@ pub fn list_members<D: Database, C: Clock>(
         ),
         &[
             tenant_id.into(),
-            Value::Integer(after),
-            Value::Integer(limit),
+            Value::Integer(window.after),
+            Value::Integer(window.limit),
         ],
     )?;
     sequenced(&rows, member_from)

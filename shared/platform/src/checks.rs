@@ -99,7 +99,7 @@ pub fn page_query(data: &[u8]) {
     let raw = text(data);
     if let Ok(page) = PageRequest::from_query(&raw) {
         assert!((1..=MAX_LIMIT).contains(&page.limit), "{raw:?}");
-        assert!(page.after_seq() >= 0, "{raw:?}");
+        assert!(page.window().after >= 0, "{raw:?}");
         let seq = i64::from(data.first().copied().unwrap_or(0)) + 1;
         let (_, next) = PageRequest {
             limit: 1,

@@ -9,6 +9,16 @@ pub const DEFAULT_LIMIT: u32 = 20;
 /// Largest page size.
 pub const MAX_LIMIT: u32 = 100;
 
+/// The rows a page reads: `seq > after ORDER BY seq LIMIT limit`, one row
+/// more than the page holds, to learn whether another page follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// The sequence number rows must follow: 0 for the first page.
+    pub after: i64,
+    /// The SQL `LIMIT`.
+    pub limit: i64,
+}
+
 /// What page a list request asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageRequest {
@@ -43,15 +53,26 @@ impl PageRequest {
         Ok(Self { limit, after })
     }
 
-    /// The SQL `LIMIT` to use: one more row than wanted, to learn whether
-    /// another page follows.
-    pub fn fetch_limit(&self) -> i64 {
-        i64::from(self.limit) + 1
+    /// The rows to fetch for this page.
+    pub fn window(&self) -> Window {
+        Window {
+            after: self.after.unwrap_or(0),
+            limit: i64::from(self.limit) + 1,
+        }
     }
 
-    /// The sequence number rows must follow (`seq > ?`): 0 for the first page.
-    pub fn after_seq(&self) -> i64 {
-        self.after.unwrap_or(0)
+    /// The page's answer: `fetch` reads the rows of [`Self::window`] as
+    /// `(seq, row)` pairs, and they are cut to the page with the cursor for
+    /// the next one.
+    pub fn list<T, E>(
+        &self,
+        fetch: impl FnOnce(Window) -> Result<Vec<(i64, T)>, E>,
+    ) -> Result<ServiceResponse, Problem>
+    where
+        T: serde::Serialize,
+        Problem: From<E>,
+    {
+        Ok(self.respond(fetch(self.window())?))
     }
 
     /// Cuts fetched `(seq, row)` pairs to the page and makes the cursor for
@@ -136,7 +157,7 @@ mod tests {
         let next = next.unwrap();
         let again = PageRequest::from_query(&format!("limit=2&cursor={next}")).unwrap();
         assert_eq!(again.after, Some(7));
-        assert_eq!(again.after_seq(), 7);
+        assert_eq!(again.window().after, 7);
         // A cursor of the earlier (UUID) kind is refused, not misread.
         let old = hex::encode("c1:01890a5d-ac96-774b-bcce-b302099a8057");
         assert_eq!(
