@@ -85,8 +85,9 @@ pub fn context_at(now: UnixMillis, budget: Duration, hop: &'static str) -> Reque
 }
 
 /// Asserts that `migrations` lists exactly the files of
-/// `migrations/<service>/`, in order, with matching numbers and contents,
-/// so a file added on disk but not embedded (or the reverse) fails a test.
+/// `migrations/<service>/` (and any it shares from `migrations/shared/`),
+/// in order, with matching numbers and contents, so a file added on disk
+/// but not embedded (or the reverse) fails a test.
 pub fn assert_embeds_every_migration(
     service: &str,
     migrations: &[meridian_platform::store::migrate::Migration],
@@ -105,12 +106,23 @@ pub fn assert_embeds_every_migration(
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    let embedded: Vec<&str> = migrations.iter().map(|m| m.name).collect();
+    let shared = dir.join("../shared");
+    let embedded: Vec<&str> = migrations
+        .iter()
+        .map(|m| m.name)
+        .filter(|name| !shared.join(name).exists())
+        .collect();
     assert_eq!(
         names, embedded,
         "migrations/{service} and the embedded list differ"
     );
-    for (path, m) in files.iter().zip(migrations) {
+    for m in migrations {
+        let own = dir.join(m.name);
+        let path = if own.exists() {
+            own
+        } else {
+            shared.join(m.name)
+        };
         let number: u32 = m.name[..4].parse().expect("NNNN_ prefix");
         assert_eq!(number, m.version, "{}", m.name);
         assert_eq!(

@@ -11,7 +11,7 @@ use meridian_platform::time::ManualClock;
 use meridian_platform::{RequestContext, UnixMillis};
 use meridian_testing::{context_at, HostSqlite};
 
-const DDL: &str = include_str!("../../../migrations/identity/0002_idempotency_records.sql");
+const DDL: &str = include_str!("../../../migrations/shared/0002_idempotency_records.sql");
 
 fn store() -> Store<HostSqlite, &'static ManualClock> {
     let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new(

@@ -20,16 +20,23 @@ pub struct Migration {
 
 /// The migrations of a service, embedded at build time from
 /// `migrations/<dir>/`: `migrations!("billing": 1 => "0001_billing.sql", ...)`.
-/// The version is written beside the file so a gap or a swap is visible.
+/// The version is written beside the file so a gap or a swap is visible. A
+/// schema every service shares (the platform's idempotency records) is one
+/// file in `migrations/shared/`, named with `in "shared"`.
 #[macro_export]
 macro_rules! migrations {
-    ($dir:literal: $($version:literal => $name:literal),+ $(,)?) => {
+    ($dir:literal: $($version:literal => $name:literal $(in $from:literal)?),+ $(,)?) => {
         &[$($crate::store::migrate::Migration {
             version: $version,
             name: $name,
-            sql: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations/", $dir, "/", $name)),
+            sql: include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"), "/../../migrations/",
+                $crate::migrations!(@dir $dir $(, $from)?), "/", $name
+            )),
         }),+]
     };
+    (@dir $dir:literal) => { $dir };
+    (@dir $dir:literal, $from:literal) => { $from };
 }
 
 /// Why migrating failed.
