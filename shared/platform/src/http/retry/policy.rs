@@ -217,26 +217,14 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_is_honoured_when_it_fits() {
-        let d = RetryPolicy::standard().next(
-            1,
-            Some(Duration::from_secs(1)),
-            at(0),
-            deadline(2_000),
-            &mut Max,
-        );
-        assert_eq!(d, Decision::RetryAfter(Duration::from_secs(1)));
-    }
-
-    #[test]
-    fn retry_after_beyond_the_budget_stops_the_loop() {
-        let d = RetryPolicy::standard().next(
-            1,
-            Some(Duration::from_secs(2)),
-            at(0),
-            deadline(2_000),
-            &mut Max,
-        );
-        assert_eq!(d, Decision::GiveUp(GiveUp::RetryAfterTooLong));
+    fn retry_after_is_honoured_when_it_fits_and_ends_the_loop_when_it_does_not() {
+        for (asked, decision) in [
+            (1, Decision::RetryAfter(Duration::from_secs(1))),
+            (2, Decision::GiveUp(GiveUp::RetryAfterTooLong)),
+        ] {
+            let asked = Some(Duration::from_secs(asked));
+            let d = RetryPolicy::standard().next(1, asked, at(0), deadline(2_000), &mut Max);
+            assert_eq!(d, decision);
+        }
     }
 }

@@ -82,6 +82,7 @@ mod tests {
     use futures::executor::block_on;
     use proptest::prelude::*;
     use std::cell::RefCell;
+    use std::future::Future;
 
     struct ClockSleeper<'a>(&'a ManualClock, RefCell<Vec<Duration>>);
     impl Sleeper for ClockSleeper<'_> {
@@ -102,47 +103,64 @@ mod tests {
         UnixMillis::from_millis(1_700_000_000_000)
     }
 
-    #[test]
-    fn a_final_answer_ends_the_loop_after_one_attempt() {
+    /// Runs `attempt` under `policy` with `budget` on a manual clock that
+    /// only backoffs move; returns the outcome and the backoffs slept.
+    fn drive<T, Fut>(
+        policy: &RetryPolicy,
+        budget: Duration,
+        jitter: u64,
+        attempt: impl FnMut(u32) -> Fut,
+    ) -> (Attempted<T>, Vec<Duration>)
+    where
+        Fut: Future<Output = (T, Verdict)>,
+    {
         let clock = ManualClock::new(start());
         let sleeper = ClockSleeper(&clock, RefCell::default());
+        let deadline = Deadline::after(start(), budget);
         let out = block_on(run(
-            &RetryPolicy::standard(),
-            Deadline::after(start(), Duration::from_secs(1)),
+            policy,
+            deadline,
             &clock,
             &sleeper,
-            &mut Fixed(0),
-            |_| async { (200, Verdict::Final) },
+            &mut Fixed(jitter),
+            attempt,
         ));
-        assert_eq!(
-            out,
-            Attempted {
-                last: 200,
-                attempts: 1,
-                gave_up: None
-            }
+        (out, sleeper.1.into_inner())
+    }
+
+    const TRANSIENT: Verdict = Verdict::Transient { retry_after: None };
+
+    #[test]
+    fn a_final_answer_ends_the_loop_after_one_attempt() {
+        let (out, slept) = drive(
+            &RetryPolicy::standard(),
+            Duration::from_secs(1),
+            0,
+            |_| async { (200, Verdict::Final) },
         );
-        assert!(sleeper.1.borrow().is_empty());
+        let once = Attempted {
+            last: 200,
+            attempts: 1,
+            gave_up: None,
+        };
+        assert_eq!(out, once);
+        assert!(slept.is_empty());
     }
 
     #[test]
     fn transient_failures_are_retried_until_success() {
-        let clock = ManualClock::new(start());
-        let sleeper = ClockSleeper(&clock, RefCell::default());
-        let out = block_on(run(
+        let (out, slept) = drive(
             &RetryPolicy::standard(),
-            Deadline::after(start(), Duration::from_secs(1)),
-            &clock,
-            &sleeper,
-            &mut Fixed(u64::MAX),
+            Duration::from_secs(1),
+            u64::MAX,
             |n| async move {
                 if n < 3 {
-                    (503, Verdict::Transient { retry_after: None })
+                    (503, TRANSIENT)
                 } else {
                     (200, Verdict::Final)
                 }
             },
-        ));
+        );
         assert_eq!(
             out,
             Attempted {
@@ -151,41 +169,20 @@ mod tests {
                 gave_up: None
             }
         );
-        assert_eq!(sleeper.1.borrow().len(), 2);
+        assert_eq!(slept.len(), 2);
     }
 
     #[test]
-    fn a_persistent_failure_stops_at_three_attempts() {
-        let clock = ManualClock::new(start());
-        let sleeper = ClockSleeper(&clock, RefCell::default());
-        let out = block_on(run(
-            &RetryPolicy::standard(),
-            Deadline::after(start(), Duration::from_secs(5)),
-            &clock,
-            &sleeper,
-            &mut Fixed(3),
-            |_| async { (502, Verdict::Transient { retry_after: None }) },
-        ));
-        assert_eq!(out.attempts, 3);
-        assert_eq!(out.gave_up, Some(GiveUp::AttemptsExhausted));
-    }
-
-    #[test]
-    fn a_once_policy_never_repeats_a_transient_failure() {
-        let clock = ManualClock::new(start());
-        let sleeper = ClockSleeper(&clock, RefCell::default());
-        let out = block_on(run(
-            &RetryPolicy::once(),
-            Deadline::after(start(), Duration::from_secs(5)),
-            &clock,
-            &sleeper,
-            &mut Fixed(3),
-            |_| async { (503, Verdict::Transient { retry_after: None }) },
-        ));
-        assert_eq!(
-            (out.attempts, out.gave_up),
-            (1, Some(GiveUp::AttemptsExhausted))
-        );
+    fn a_persistent_failure_stops_at_three_attempts_and_a_once_policy_at_one() {
+        for (policy, attempts) in [(RetryPolicy::standard(), 3), (RetryPolicy::once(), 1)] {
+            let (out, _) = drive(&policy, Duration::from_secs(5), 3, |_| async {
+                (502, TRANSIENT)
+            });
+            assert_eq!(
+                (out.attempts, out.gave_up),
+                (attempts, Some(GiveUp::AttemptsExhausted))
+            );
+        }
     }
 
     proptest! {
