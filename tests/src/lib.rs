@@ -5,6 +5,7 @@
 
 pub mod api;
 mod client;
+pub mod loopback;
 pub mod otlp;
 mod spin;
 mod standin;

@@ -3,13 +3,14 @@
 //! with the OpenTelemetry project's own protobuf types.
 
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use prost::Message;
+
+use crate::loopback::Loopback;
 
 /// One exported span, as a test needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,48 +45,37 @@ impl Span {
 
 /// The receiver, stopped when dropped.
 pub struct OtlpReceiver {
-    server: Arc<tiny_http::Server>,
+    server: Loopback,
     spans: Arc<Mutex<Vec<Span>>>,
-    thread: Option<JoinHandle<()>>,
-    port: u16,
 }
 
 impl OtlpReceiver {
     /// Listens on a free loopback port.
     pub fn start() -> Self {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind receiver"));
-        let port = server.server_addr().to_ip().expect("ip address").port();
         let spans = Arc::new(Mutex::new(Vec::new()));
-        let thread = {
-            let (server, spans) = (server.clone(), spans.clone());
-            std::thread::spawn(move || {
-                for mut request in server.incoming_requests() {
-                    let mut body = Vec::new();
-                    let _ = request.as_reader().read_to_end(&mut body);
-                    if request.url() == "/v1/traces" {
-                        let decoded = ExportTraceServiceRequest::decode(body.as_slice())
-                            .expect("an OTLP trace export");
-                        spans.lock().expect("lock").extend(flatten(decoded));
-                    }
-                    // An empty protobuf message is an empty export response.
-                    let header =
-                        tiny_http::Header::from_bytes("content-type", "application/x-protobuf")
-                            .expect("header");
-                    let _ = request.respond(tiny_http::Response::empty(200).with_header(header));
+        let server = {
+            let spans = spans.clone();
+            Loopback::serve(move |mut request| {
+                let mut body = Vec::new();
+                let _ = request.as_reader().read_to_end(&mut body);
+                if request.url() == "/v1/traces" {
+                    let decoded = ExportTraceServiceRequest::decode(body.as_slice())
+                        .expect("an OTLP trace export");
+                    spans.lock().expect("lock").extend(flatten(decoded));
                 }
+                // An empty protobuf message is an empty export response.
+                let header =
+                    tiny_http::Header::from_bytes("content-type", "application/x-protobuf")
+                        .expect("header");
+                let _ = request.respond(tiny_http::Response::empty(200).with_header(header));
             })
         };
-        Self {
-            server,
-            spans,
-            thread: Some(thread),
-            port,
-        }
+        Self { server, spans }
     }
 
     /// The endpoint for `OTEL_EXPORTER_OTLP_ENDPOINT`.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.server.url()
     }
 
     /// Every span received so far.
@@ -103,15 +93,6 @@ impl OtlpReceiver {
                 return spans;
             }
             std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for OtlpReceiver {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
         }
     }
 }

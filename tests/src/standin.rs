@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::loopback::Loopback;
+
 /// A request as a stand-in received it.
 #[derive(Debug, Clone)]
 pub struct Received {
@@ -65,44 +67,26 @@ pub enum StandInReply {
     },
 }
 
-type Script = dyn Fn(&Received) -> StandInReply + Send + Sync;
-
 /// A scripted HTTP server on a free loopback port, stopped when dropped.
 pub struct StandIn {
-    server: Arc<tiny_http::Server>,
+    server: Loopback,
     received: Arc<Mutex<Vec<Received>>>,
-    thread: Option<JoinHandle<()>>,
-    port: u16,
 }
 
 impl StandIn {
     /// Starts a stand-in that answers each request with `script`.
     pub fn start(script: impl Fn(&Received) -> StandInReply + Send + Sync + 'static) -> Self {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind stand-in"));
-        let port = server.server_addr().to_ip().expect("ip address").port();
         let received = Arc::new(Mutex::new(Vec::new()));
-        let script: Arc<Script> = Arc::new(script);
-        let thread = {
-            let (server, received) = (server.clone(), received.clone());
-            std::thread::spawn(move || {
-                for request in server.incoming_requests() {
-                    let (received, script) = (received.clone(), script.clone());
-                    // One thread per request so a hanging answer blocks nothing else.
-                    std::thread::spawn(move || answer(request, &received, &*script));
-                }
-            })
+        let server = {
+            let received = received.clone();
+            Loopback::serve(move |request| answer(request, &received, &script))
         };
-        Self {
-            server,
-            received,
-            thread: Some(thread),
-            port,
-        }
+        Self { server, received }
     }
 
     /// The stand-in's base URL.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.server.url()
     }
 
     /// Everything received so far.
@@ -119,16 +103,11 @@ impl StandIn {
     }
 }
 
-impl Drop for StandIn {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn answer(mut request: tiny_http::Request, received: &Mutex<Vec<Received>>, script: &Script) {
+fn answer(
+    mut request: tiny_http::Request,
+    received: &Mutex<Vec<Received>>,
+    script: &impl Fn(&Received) -> StandInReply,
+) {
     let at_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
