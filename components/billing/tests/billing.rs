@@ -16,7 +16,7 @@ use meridian_platform::http::{
 };
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
-use meridian_platform::{Clock, Deadline, RequestContext};
+use meridian_platform::{Clock, RequestContext};
 use meridian_testing::http::{code, fields, post};
 use meridian_testing::{
     assert_embeds_every_migration, context_at, manual_clock, migrated_store_on, tenant_context,
@@ -147,6 +147,12 @@ impl Harness {
 
     fn send(&self, ctx: &RequestContext, request: ServiceRequest) -> ServiceResponse {
         block_on(billing::handle(&self.app, ctx, &request))
+    }
+
+    /// A manager's request context with `budget` left from now.
+    fn manager_within(&self, budget: Duration) -> RequestContext {
+        context_at(self.clock.now(), budget, "billing")
+            .with_tenant(*self.ctx(TENANT, MANAGER, Role::Manager).tenant().unwrap())
     }
 
     fn manager(&self, request: ServiceRequest) -> ServiceResponse {
@@ -633,13 +639,7 @@ fn a_hanging_consumer_costs_the_inline_delivery_not_the_committed_answer() {
     let resident = h.new_resident();
     *h.community().hang.borrow_mut() = Some("/internal/events");
     let started = h.clock.now();
-    let ctx = RequestContext::new(
-        meridian_platform::wire::request_id::RequestId::parse("hang").unwrap(),
-        Deadline::after(started, Duration::from_millis(400)),
-        started,
-        "billing",
-    )
-    .with_tenant(*h.ctx(TENANT, MANAGER, Role::Manager).tenant().unwrap());
+    let ctx = h.manager_within(Duration::from_millis(400));
     let r = h.send(&ctx, post("/v1/a/invoices", invoice_body(&resident, 700)));
     assert_eq!(r.status, 201, "{:?}", r.json_body());
     // Abandoned at the work deadline (400 ms less the 20 ms reserve); the
@@ -695,14 +695,7 @@ fn an_undecodable_outbox_row_is_set_aside_and_does_not_block_the_relay() {
 fn a_short_budget_skips_inline_delivery_but_keeps_the_event() {
     let h = Harness::new();
     let resident = h.new_resident();
-    let now = h.clock.now();
-    let short = RequestContext::new(
-        meridian_platform::wire::request_id::RequestId::parse("short").unwrap(),
-        Deadline::after(now, Duration::from_millis(40)),
-        now,
-        "billing",
-    )
-    .with_tenant(*h.ctx(TENANT, MANAGER, Role::Manager).tenant().unwrap());
+    let short = h.manager_within(Duration::from_millis(40));
     let r = h.send(&short, post("/v1/a/invoices", invoice_body(&resident, 300)));
     assert_eq!(r.status, 201);
     assert_eq!(
@@ -716,14 +709,7 @@ fn a_short_budget_skips_inline_delivery_but_keeps_the_event() {
 fn an_expired_request_makes_no_call_and_writes_nothing() {
     let h = Harness::new();
     let resident = h.new_resident();
-    let now = h.clock.now();
-    let expired = RequestContext::new(
-        meridian_platform::wire::request_id::RequestId::parse("late").unwrap(),
-        Deadline::at(now),
-        now,
-        "billing",
-    )
-    .with_tenant(*h.ctx(TENANT, MANAGER, Role::Manager).tenant().unwrap());
+    let expired = h.manager_within(Duration::ZERO);
     let before = h.community().calls.get();
     let r = h.send(
         &expired,
@@ -786,12 +772,7 @@ fn the_relay_stops_within_its_budget_and_reports_what_is_left() {
     h.clock.advance(Duration::from_secs(2));
     // Each delivery takes ~2 ms of the fake's time; 15 ms fits a few, not all.
     let now = h.clock.now();
-    let short = RequestContext::new(
-        meridian_platform::wire::request_id::RequestId::parse("relay").unwrap(),
-        Deadline::after(now, Duration::from_millis(15)),
-        now,
-        "billing",
-    );
+    let short = context_at(now, Duration::from_millis(15), "billing");
     let r = h.send(
         &short,
         ServiceRequest::new("POST", "/internal/outbox/relay")
