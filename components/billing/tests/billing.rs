@@ -149,6 +149,13 @@ impl Harness {
         block_on(billing::handle(&self.app, ctx, &request))
     }
 
+    /// A new invoice of `amount` for `resident`, made by a manager; its id.
+    fn new_invoice(&self, resident: &str, amount: i64) -> String {
+        let r = self.manager(post("/v1/a/invoices", invoice_body(resident, amount)));
+        assert_eq!(r.status, 201, "{:?}", r.json_body());
+        r.json_body()["id"].as_str().unwrap().to_owned()
+    }
+
     /// A manager's request context with `budget` left from now.
     fn manager_within(&self, budget: Duration) -> RequestContext {
         context_at(self.clock.now(), budget, "billing")
@@ -315,12 +322,7 @@ fn bad_amounts_currencies_and_dates_are_refused() {
 fn payments_lower_the_balance_until_the_invoice_is_paid() {
     let h = Harness::new();
     let resident = h.new_resident();
-    let id = h
-        .manager(post("/v1/a/invoices", invoice_body(&resident, 10_000)))
-        .json_body()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = h.new_invoice(&resident, 10_000);
     let pay = |amount: i64| {
         h.manager(post(
             &format!("/v1/a/invoices/{id}/payments"),
@@ -395,12 +397,7 @@ fn payments_lower_the_balance_until_the_invoice_is_paid() {
 fn a_void_invoice_cannot_be_paid() {
     let h = Harness::new();
     let resident = h.new_resident();
-    let id = h
-        .manager(post("/v1/a/invoices", invoice_body(&resident, 500)))
-        .json_body()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = h.new_invoice(&resident, 500);
     let r = h.manager(
         ServiceRequest::new("PATCH", &format!("/v1/a/invoices/{id}"))
             .with_body(r#"{"status":"void"}"#),
@@ -431,18 +428,8 @@ fn residents_read_only_their_own_bills_and_do_not_bill_and_other_tenants_see_not
     let resident = h.new_resident();
     let neighbour = h.new_resident();
     h.link(&resident, RESIDENT_USER);
-    let theirs = h
-        .manager(post("/v1/a/invoices", invoice_body(&neighbour, 900)))
-        .json_body()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let id = h
-        .manager(post("/v1/a/invoices", invoice_body(&resident, 500)))
-        .json_body()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let theirs = h.new_invoice(&neighbour, 900);
+    let id = h.new_invoice(&resident, 500);
     let as_resident = h.ctx(TENANT, RESIDENT_USER, Role::Resident);
     assert_eq!(
         code(&h.send(
