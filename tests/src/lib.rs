@@ -8,6 +8,7 @@ mod client;
 pub mod loopback;
 pub mod otlp;
 mod spin;
+pub mod split;
 mod standin;
 
 pub use client::{Client, Reply};

@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::client::Client;
+use crate::split::{self, SERVICES};
 
 /// The internal token the test app is started with.
 pub const INTERNAL_TOKEN: &str = "e2e-internal-token";
@@ -62,6 +63,28 @@ impl SpinOptions {
         self
     }
 
+    /// The environment of a `spin up` whose components prove themselves
+    /// with `internal_token`: the tokens, the test's variables (which win
+    /// over any wiring set before them) and its own environment.
+    fn env_for(&self, internal_token: &str) -> Vec<(String, String)> {
+        let tokens = [
+            (
+                "SPIN_VARIABLE_INTERNAL_TOKEN".to_owned(),
+                internal_token.to_owned(),
+            ),
+            (
+                "SPIN_VARIABLE_ADMIN_TOKEN".to_owned(),
+                ADMIN_TOKEN.to_owned(),
+            ),
+        ];
+        let variables = self.variables.iter().map(|(name, value)| {
+            let name = format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase());
+            (name, value.clone())
+        });
+        let env = self.env.iter().map(|(n, v)| ((*n).to_owned(), v.clone()));
+        tokens.into_iter().chain(variables).chain(env).collect()
+    }
+
     /// Sets a Spin variable.
     pub fn variable(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.variables.push((name, value.into()));
@@ -69,9 +92,33 @@ impl SpinOptions {
     }
 }
 
-/// A running `spin up`, stopped when dropped.
+/// How the app runs: one `spin up` with the private services reached by
+/// service chaining, or each service in its own `spin up` (the split
+/// layout, `MERIDIAN_LAYOUT=split`), wired by URL variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `spin.toml` as it is.
+    AllInOne,
+    /// `deploy/split/<service>/spin.toml`, four processes.
+    Split,
+}
+
+impl Layout {
+    /// The layout the suite runs: `MERIDIAN_LAYOUT=split`, else all-in-one.
+    pub fn from_env() -> Self {
+        match std::env::var("MERIDIAN_LAYOUT").as_deref() {
+            Ok("split") => Self::Split,
+            _ => Self::AllInOne,
+        }
+    }
+}
+
+/// A running app — one `spin up`, or four in the split layout — stopped
+/// when dropped.
 pub struct SpinApp {
-    child: Child,
+    children: Vec<Child>,
+    /// The split layout's services and their ports.
+    split: Vec<(&'static str, u16)>,
     base_url: String,
     /// What this app's clients call; a restart points it at the new port.
     followed: Arc<RwLock<String>>,
@@ -96,7 +143,7 @@ impl SpinApp {
     /// Stops the app and starts it again on the same databases with other
     /// variables (e.g. to point a downstream at a failing stand-in and back).
     pub fn restart_with(mut self, options: SpinOptions) -> Self {
-        stop(&mut self.child);
+        self.children.iter_mut().for_each(stop);
         let state = std::mem::replace(&mut self.state, tempfile::tempdir().expect("scratch"));
         let mut app = Self::start_in(state, options);
         if let Ok(mut url) = self.followed.write() {
@@ -108,8 +155,13 @@ impl SpinApp {
 
     fn start_in(state: tempfile::TempDir, options: SpinOptions) -> Self {
         let runtime_config = write_runtime_config(state.path());
-        let manifest = manifest_for(state.path(), &options);
-        let app = Self::launch(state, &options, &manifest, &runtime_config);
+        let app = match Layout::from_env() {
+            Layout::AllInOne => {
+                let manifest = manifest_for(state.path(), &options);
+                Self::launch(state, &options, &manifest, &runtime_config)
+            }
+            Layout::Split => Self::launch_split(state, &options, &runtime_config),
+        };
         app.wait_until_up("/healthz", Some(200));
         app
     }
@@ -168,43 +220,84 @@ impl SpinApp {
         manifest: &Path,
         runtime_config: &Path,
     ) -> Self {
-        let spin = spin_binary().expect("the end-to-end suite needs `spin` on PATH or SPIN_BIN");
         let port = free_port();
-        let mut command = Command::new(spin);
-        command
-            .arg("up")
-            .arg("--from")
-            .arg(manifest)
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--runtime-config-file")
-            .arg(runtime_config)
-            .arg("--state-dir")
-            .arg(state.path().join("spin-state"))
-            .env_remove("RUST_LOG")
-            .env("SPIN_VARIABLE_INTERNAL_TOKEN", INTERNAL_TOKEN)
-            .env("SPIN_VARIABLE_ADMIN_TOKEN", ADMIN_TOKEN)
-            .current_dir(state.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(log_file(state.path(), "spin.out")))
-            .stderr(Stdio::from(log_file(state.path(), "spin.err")));
-        command.envs(options.env.iter().map(|(n, v)| (n, v)));
-        for (name, value) in &options.variables {
-            command.env(
-                format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),
-                value,
-            );
+        let spin = Spin {
+            dir: state.path(),
+            name: "",
+            manifest,
+            runtime_config,
+            port,
+        };
+        let child = spin.spawn(&options.env_for(INTERNAL_TOKEN));
+        Self::serving(vec![child], port, state)
+    }
+
+    /// The split layout: each service from its own generated manifest, in
+    /// its own `spin up` on its own loopback port, its callers pointed at
+    /// it by the URL variables (a test's own variables still win).
+    fn launch_split(
+        state: tempfile::TempDir,
+        options: &SpinOptions,
+        runtime_config: &Path,
+    ) -> Self {
+        let ports: Vec<(&'static str, u16)> = SERVICES.iter().map(|s| (*s, free_port())).collect();
+        let wiring: Vec<(String, String)> = ports
+            .iter()
+            .filter(|(s, _)| *s != "gateway")
+            .map(|(s, port)| {
+                let variable = format!("SPIN_VARIABLE_{}_URL", s.to_ascii_uppercase());
+                (variable, format!("http://127.0.0.1:{port}"))
+            })
+            .collect();
+        let mut children = Vec::new();
+        for (service, port) in &ports {
+            let manifest = split_manifest_for(state.path(), service, options);
+            let token = match (*service, &options.gateway_internal_token) {
+                ("gateway", Some(token)) => token.as_str(),
+                _ => INTERNAL_TOKEN,
+            };
+            let env: Vec<(String, String)> = wiring
+                .iter()
+                .cloned()
+                .chain(options.env_for(token))
+                .collect();
+            let spin = Spin {
+                dir: state.path(),
+                name: service,
+                manifest: &manifest,
+                runtime_config,
+                port: *port,
+            };
+            children.push(spin.spawn(&env));
         }
-        // Its own process group: `spin up` runs the app in a child process
-        // (`spin trigger http`), which must stop with it.
-        command.process_group(0);
-        let child = command.spawn().expect("start spin up");
+        let gateway = ports.last().map(|(_, port)| *port).expect("the gateway");
+        let mut app = Self::serving(children, gateway, state);
+        app.split.clone_from(&ports);
+        // A service is up once it answers at all (without the token it refuses).
+        for (_, port) in &ports[..ports.len() - 1] {
+            app.wait_for_answer(&format!("http://127.0.0.1:{port}/health"), None);
+        }
+        app
+    }
+
+    fn serving(children: Vec<Child>, port: u16, state: tempfile::TempDir) -> Self {
+        let url = format!("http://127.0.0.1:{port}");
         Self {
-            child,
-            base_url: format!("http://127.0.0.1:{port}"),
-            followed: Arc::new(RwLock::new(format!("http://127.0.0.1:{port}"))),
+            children,
+            split: Vec::new(),
+            followed: Arc::new(RwLock::new(url.clone())),
+            base_url: url,
             state,
         }
+    }
+
+    /// How a call to `service` is named in log lines: the service, reached
+    /// by service chaining, or its `127.0.0.1:<port>` in the split layout.
+    pub fn call_target(&self, service: &str) -> String {
+        self.split.iter().find(|(s, _)| *s == service).map_or_else(
+            || service.to_owned(),
+            |(_, port)| format!("127.0.0.1:{port}"),
+        )
     }
 
     /// The app's base URL, `http://127.0.0.1:<port>`.
@@ -232,53 +325,78 @@ impl SpinApp {
     /// The JSON lines `component` wrote to its stderr (request lines and
     /// event lines), as Spin keeps them; a line that is not JSON fails.
     pub fn log_lines(&self, component: &str) -> Vec<serde_json::Value> {
-        let path = self
-            .state
-            .path()
-            .join("spin-state")
-            .join("logs")
-            .join(format!("{component}_stderr.txt"));
-        std::fs::read_to_string(&path)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        let name = format!("{component}_stderr.txt");
+        self.component_logs()
+            .iter()
+            .filter(|path| path.file_name().is_some_and(|n| *n == *name))
+            .flat_map(|path| {
+                std::fs::read_to_string(path)
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}")))
             .collect()
+    }
+
+    /// Every file under `<state>/logs` of every `spin up` of this app
+    /// (one, or one per service in the split layout), sorted.
+    fn component_logs(&self) -> Vec<PathBuf> {
+        let list = |dir: &Path| -> Vec<PathBuf> {
+            std::fs::read_dir(dir)
+                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_default()
+        };
+        let mut files: Vec<PathBuf> = list(self.state.path())
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("spin-state"))
+            })
+            .flat_map(|state| list(&state.join("logs")))
+            .collect();
+        files.sort();
+        files
     }
 
     pub fn logs(&self) -> String {
         let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
-        let mut logs = read(&self.state.path().join("spin.out"));
-        logs.push_str(&read(&self.state.path().join("spin.err")));
-        // Each component's own stdout and stderr, as Spin keeps them.
-        let components = self.state.path().join("spin-state").join("logs");
-        let mut files: Vec<PathBuf> = std::fs::read_dir(components)
-            .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        let mut outputs: Vec<PathBuf> = std::fs::read_dir(self.state.path())
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
             .unwrap_or_default();
-        files.sort();
-        for file in files {
-            logs.push_str(&read(&file));
-        }
-        logs
+        outputs.retain(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("spin") && (name.ends_with(".out") || name.ends_with(".err"))
+        });
+        outputs.sort();
+        // `spin up`'s own output, then each component's stdout and stderr
+        // as Spin keeps them.
+        outputs.extend(self.component_logs());
+        outputs.iter().map(|p| read(p)).collect()
     }
 
     fn wait_until_up(&self, path: &str, status: Option<u16>) {
-        let client = self.client();
+        self.wait_for_answer(&format!("{}{path}", self.base_url), status);
+    }
+
+    fn wait_for_answer(&self, url: &str, status: Option<u16>) {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(60) {
-            if let Ok(reply) = client.try_get(path) {
+            if let Ok(reply) = Client::new(url).try_get("") {
                 if status.is_none_or(|s| s == reply.status) {
                     return;
                 }
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!("spin up did not become healthy in 60 s:\n{}", self.logs());
+        panic!("{url} did not answer in 60 s:\n{}", self.logs());
     }
 }
 
 impl Drop for SpinApp {
     fn drop(&mut self) {
-        stop(&mut self.child);
+        self.children.iter_mut().for_each(stop);
         // A trapped component answers a bare 500 that a test might not look
         // at; no test may pass while one happened.
         let logs = self.logs();
@@ -355,6 +473,80 @@ impl SpinApp {
         }
         bad
     }
+}
+
+/// One `spin up` to start: its manifest and runtime configuration, its
+/// port, and where its state and output go (`spin-state`, `spin.out`,
+/// `spin.err` in `dir`, suffixed `-<name>` for a named one).
+struct Spin<'a> {
+    dir: &'a Path,
+    name: &'a str,
+    manifest: &'a Path,
+    runtime_config: &'a Path,
+    port: u16,
+}
+
+impl Spin<'_> {
+    fn spawn(&self, env: &[(String, String)]) -> Child {
+        let spin = spin_binary().expect("the end-to-end suite needs `spin` on PATH or SPIN_BIN");
+        let suffix = if self.name.is_empty() {
+            String::new()
+        } else {
+            format!("-{}", self.name)
+        };
+        let mut command = Command::new(spin);
+        command
+            .arg("up")
+            .arg("--from")
+            .arg(self.manifest)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .arg("--runtime-config-file")
+            .arg(self.runtime_config)
+            .arg("--state-dir")
+            .arg(self.dir.join(format!("spin-state{suffix}")))
+            .env_remove("RUST_LOG")
+            .envs(env.iter().map(|(n, v)| (n, v)))
+            .current_dir(self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log_file(
+                self.dir,
+                &format!("spin{suffix}.out"),
+            )))
+            .stderr(Stdio::from(log_file(
+                self.dir,
+                &format!("spin{suffix}.err"),
+            )));
+        // Its own process group: `spin up` runs the app in a child process
+        // (`spin trigger http`), which must stop with it.
+        command.process_group(0);
+        command.spawn().expect("start spin up")
+    }
+}
+
+/// `service`'s split manifest, with absolute sources so it runs from the
+/// test's directory, and a test component in place of the service's own
+/// when the options replace it.
+fn split_manifest_for(dir: &Path, service: &str, options: &SpinOptions) -> PathBuf {
+    let generated = std::fs::read_to_string(split::manifest_path(service)).expect("split manifest");
+    let release = repo_root().join("target/wasm32-wasip2/release");
+    let wasm = options
+        .replaced
+        .iter()
+        .find(|(component, _)| *component == service)
+        .map_or(service, |(_, replacement)| replacement);
+    let from = format!("source = \"../../../target/wasm32-wasip2/release/{service}.wasm\"");
+    assert!(
+        generated.contains(&from),
+        "{service}'s manifest has no source"
+    );
+    let to = format!(
+        "source = {:?}",
+        release.join(format!("{wasm}.wasm")).display().to_string()
+    );
+    let path = dir.join(format!("spin-{service}.toml"));
+    std::fs::write(&path, generated.replace(&from, &to)).expect("manifest copy");
+    path
 }
 
 /// Stops `spin up` and everything it started: killing `spin up` alone
