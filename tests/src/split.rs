@@ -40,9 +40,9 @@ pub fn service_manifest(spin_toml: &str, service: &str) -> Result<String, String
         kept.iter()
             .any(|b| b.lines.iter().any(|l| l.contains(&reference)))
     };
-    let mut out = format!(
+    let mut out = String::from(
         "# Generated from spin.toml for the split layout (one Spin app per service):\n\
-         # `cargo run -p meridian-e2e --bin split -- generate`. Do not edit.\n"
+         # `cargo run -p meridian-e2e --bin split -- generate`. Do not edit.\n",
     );
     for block in &blocks {
         match block.header.as_str() {
