@@ -34,8 +34,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "clippy (wasm32-wasip2 components)"
 cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing -p hang -p meridian-spin -- -D warnings
 
-step "host tests: platform, handlers over fakes, migrations on host SQLite"
+step "host tests: platform, handlers over fakes, migrations on host SQLite, generated deploy files"
 run_tests --workspace --exclude meridian-e2e --locked
+run_tests -p meridian-e2e --lib --locked
 
 step "build the four components (and the e2e suite's test component) for wasm32-wasip2"
 cargo build --target wasm32-wasip2 --release --locked -p gateway -p identity -p community -p billing -p hang
@@ -47,7 +48,9 @@ spin_bin="${SPIN_BIN:-$(command -v spin || true)}"
 e2e_skipped=""
 if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
   step "end-to-end suite against $("$spin_bin" --version)"
-  SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --locked -- --test-threads=2
+  SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --test '*' --locked -- --test-threads=2
+  step "end-to-end suite again, in the split layout: four spin up processes (scripts/split.sh test)"
+  MERIDIAN_LAYOUT=split SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --test '*' --locked -- --test-threads=2
 else
   e2e_skipped="!!!!!!!! END-TO-END SUITE SKIPPED: the totals below are host tests only !!!!!!!!"
   echo
