@@ -69,6 +69,14 @@ if ! SPIN_BIN="${spin_bin}" scripts/contract.sh; then
   echo "test result: FAILED. 0 passed; 1 failed (the API contract check)" >>"$results"
 fi
 
+step "deploy files: SpinApps against the SpinKube CRD, Kubernetes objects, runtime configs"
+if scripts/deploy-check.sh; then
+  echo "test result: ok. 1 passed; 0 failed (the deploy file check)" >>"$results"
+else
+  failed_runs=$((failed_runs + 1))
+  echo "test result: FAILED. 0 passed; 1 failed (the deploy file check)" >>"$results"
+fi
+
 # One closing line with the totals of every test that actually ran; a
 # test binary that failed to build or crashed counts as a failure too. A
 # skipped end-to-end suite is said again right above it.

@@ -40,6 +40,8 @@ pub struct SpinOptions {
     pub replaced: Vec<(&'static str, &'static str)>,
     /// Environment for `spin up` itself (e.g. `OTEL_EXPORTER_OTLP_ENDPOINT`).
     pub env: Vec<(&'static str, String)>,
+    /// A runtime configuration file instead of the test's own SQLite files.
+    pub runtime_config: Option<PathBuf>,
 }
 
 impl SpinOptions {
@@ -54,6 +56,13 @@ impl SpinOptions {
     /// like the real one.
     pub fn replace_component(mut self, component: &'static str, wasm_crate: &'static str) -> Self {
         self.replaced.push((component, wasm_crate));
+        self
+    }
+
+    /// Runs with the runtime configuration at `path` (relative to the
+    /// repository) instead of SQLite files in the test's directory.
+    pub fn runtime_config(mut self, path: &str) -> Self {
+        self.runtime_config = Some(repo_root().join(path));
         self
     }
 
@@ -154,7 +163,10 @@ impl SpinApp {
     }
 
     fn start_in(state: tempfile::TempDir, options: SpinOptions) -> Self {
-        let runtime_config = write_runtime_config(state.path());
+        let runtime_config = options
+            .runtime_config
+            .clone()
+            .unwrap_or_else(|| write_runtime_config(state.path()));
         let app = match Layout::from_env() {
             Layout::AllInOne => {
                 let manifest = manifest_for(state.path(), &options);

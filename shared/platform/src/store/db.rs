@@ -313,11 +313,10 @@ impl<D: Database, C: Clock> Store<D, C> {
         let wait = until.remaining(now).saturating_sub(LOCK_WAIT_SLACK);
         match self.db.set_lock_wait(wait) {
             Ok(()) => self.lock_wait.set(LockWait::Set(wait)),
-            Err(e) => {
-                // A remote libSQL may not take pragmas; its own timeouts apply.
-                failure("bounding the lock wait", e.to_string());
-                self.lock_wait.set(LockWait::Unsupported);
-            }
+            // A remote libSQL refuses pragmas ("unsupported statement"):
+            // its server's own timeouts apply, and every request would say
+            // so again, so the refusal is not logged.
+            Err(_) => self.lock_wait.set(LockWait::Unsupported),
         }
     }
 

@@ -1,0 +1,174 @@
+"""Validates every deploy file (run by scripts/deploy-check.sh).
+
+- Each SpinApp in deploy/kubernetes/ against the SpinKube operator's CRD
+  schema (deploy/kubernetes/crd/), strictly: a field the schema does not
+  name is an error, as with `kubectl apply --validate=strict`.
+- Every other Kubernetes object against the Kubernetes API's own schema
+  (kubernetes-validate), strictly.
+- Across files: each variable a SpinApp binds is one its manifest declares,
+  and a required one is bound; each Secret key referenced exists; a split
+  SpinApp runs exactly its manifest's component; the runtime configuration
+  Secret is deploy/runtime-config/libsql.toml and maps every SQLite label
+  the components use.
+- Each runtime configuration under deploy/runtime-config/ and the root
+  runtime-config.toml parses and maps every label.
+
+Exit status 0 only when everything holds; each problem is one line.
+"""
+
+import copy
+import pathlib
+import re
+import sys
+import tomllib
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+KUBE = ROOT / "deploy" / "kubernetes"
+K8S_VERSION = "1.31.0"
+LABELS = {"identity", "community", "billing"}
+problems: list[str] = []
+
+
+def problem(where: str, what: str) -> None:
+    problems.append(f"{where}: {what}")
+
+
+def strict(schema):
+    """The schema with unknown properties refused wherever it lists them."""
+    schema = copy.deepcopy(schema)
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "properties" in node and "additionalProperties" not in node:
+                node["additionalProperties"] = False
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return schema
+
+
+def spinapp_schema():
+    crd = yaml.safe_load((KUBE / "crd" / "core.spinkube.dev_spinapps.yaml").read_text())
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
+    schema = strict(version["schema"]["openAPIV3Schema"])
+    # apiVersion/kind/metadata are the API server's; the CRD leaves them open.
+    schema["properties"]["metadata"] = {"type": "object"}
+    return schema
+
+
+def manifest_of(app: dict) -> pathlib.Path:
+    components = app["spec"].get("components")
+    if components:
+        return ROOT / "deploy" / "split" / components[0] / "spin.toml"
+    return ROOT / "spin.toml"
+
+
+def check_variables(where: str, app: dict, secrets: dict) -> None:
+    manifest = tomllib.loads(manifest_of(app).read_text())
+    declared = manifest.get("variables", {})
+    bound = set()
+    for var in app["spec"].get("variables", []):
+        name = var["name"]
+        bound.add(name)
+        if name not in declared:
+            problem(where, f"variable {name} is not declared in {manifest_of(app).relative_to(ROOT)}")
+        ref = var.get("valueFrom", {}).get("secretKeyRef")
+        if ref and ref.get("key") not in secrets.get(ref.get("name"), {}):
+            problem(where, f"variable {name} reads {ref.get('name')}/{ref.get('key')}, which no Secret here has")
+    for name, decl in declared.items():
+        if decl.get("required") and name not in bound:
+            problem(where, f"required variable {name} is not bound")
+    components = app["spec"].get("components")
+    if components:
+        own = set(manifest.get("component", {}))
+        if set(components) != own:
+            problem(where, f"components {components} are not its manifest's {sorted(own)}")
+
+
+def labels_used(manifest: pathlib.Path) -> set:
+    components = tomllib.loads(manifest.read_text()).get("component", {})
+    return {label for c in components.values() for label in c.get("sqlite_databases", [])}
+
+
+def check_runtime_config(where: str, text: str, needed: set) -> None:
+    try:
+        config = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        problem(where, f"not TOML: {e}")
+        return
+    mapped = set(config.get("sqlite_database", {}))
+    if not needed <= mapped:
+        problem(where, f"labels {sorted(needed - mapped)} are not mapped")
+    for label, db in config.get("sqlite_database", {}).items():
+        kind = db.get("type")
+        keys = {"spin": {"type", "path"}, "libsql": {"type", "url", "token"}}.get(kind)
+        if keys is None:
+            problem(where, f"{label}: unknown type {kind!r}")
+        elif set(db) - keys or (kind == "libsql" and not {"url", "token"} <= set(db)):
+            problem(where, f"{label}: a {kind} database takes {sorted(keys)}, not {sorted(db)}")
+
+
+def main() -> int:
+    schema = spinapp_schema()
+    documents = []
+    for path in sorted(KUBE.glob("*.yaml")):
+        for i, doc in enumerate(yaml.safe_load_all(path.read_text())):
+            if doc is not None:
+                documents.append((f"{path.relative_to(ROOT)}#{i}", doc))
+    if not documents:
+        problem("deploy/kubernetes", "no manifests")
+    secrets = {
+        doc["metadata"]["name"]: doc.get("stringData", {}) | doc.get("data", {})
+        for _, doc in documents
+        if doc.get("kind") == "Secret"
+    }
+    spinapps = 0
+    for where, doc in documents:
+        if doc.get("kind") == "SpinApp":
+            spinapps += 1
+            if doc.get("apiVersion") != "core.spinkube.dev/v1alpha1":
+                problem(where, f"apiVersion {doc.get('apiVersion')}")
+            for error in jsonschema.Draft7Validator(schema).iter_errors(doc):
+                path = "/".join(str(p) for p in error.absolute_path)
+                problem(where, f"{path}: {error.message}")
+            check_variables(where, doc, secrets)
+            source = doc["spec"].get("runtimeConfig", {}).get("loadFromSecret")
+            if source and "runtime-config.toml" not in secrets.get(source, {}):
+                problem(where, f"runtime config Secret {source} has no runtime-config.toml")
+        else:
+            try:
+                kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+            except kubernetes_validate.ValidationError as e:
+                problem(where, f"{doc.get('kind')}: {e.message}")
+            except kubernetes_validate.SchemaNotFoundError:
+                problem(where, f"no Kubernetes schema for {doc.get('apiVersion')} {doc.get('kind')}")
+    if spinapps == 0:
+        problem("deploy/kubernetes", "no SpinApp")
+
+    every_label = labels_used(ROOT / "spin.toml")
+    if every_label != LABELS:
+        problem("spin.toml", f"SQLite labels {sorted(every_label)}")
+    in_secret = secrets.get("meridian-runtime-config", {}).get("runtime-config.toml", "")
+    libsql = (ROOT / "deploy" / "runtime-config" / "libsql.toml").read_text()
+    if re.sub(r"(?m)^#.*\n", "", libsql).strip() != in_secret.strip():
+        problem("deploy/runtime-config/libsql.toml", "differs from the meridian-runtime-config Secret")
+    for path in [ROOT / "runtime-config.toml", *sorted((ROOT / "deploy" / "runtime-config").glob("*.toml"))]:
+        check_runtime_config(str(path.relative_to(ROOT)), path.read_text(), every_label)
+
+    for line in problems:
+        print(line)
+    print(f"deploy check: {len(documents)} Kubernetes objects ({spinapps} SpinApps), "
+          f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+//! The deploy files, accepted by a real `spin up`: the libSQL runtime
+//! configuration SpinKube loads (its databases are placeholders, so the
+//! services answer that their storage is unavailable — cleanly, as a
+//! problem, after the pragma libSQL refuses was skipped without a word).
+
+use meridian_e2e::{SpinApp, SpinOptions};
+
+#[test]
+fn spin_up_accepts_the_libsql_runtime_configuration_and_degrades_cleanly() {
+    let app = SpinApp::start_with(
+        SpinOptions::default().runtime_config("deploy/runtime-config/libsql.toml"),
+    );
+    let logs = app.logs();
+    for label in ["identity", "community", "billing"] {
+        assert!(
+            logs.contains(&format!("[sqlite_database.{label}: libsql]")),
+            "{label} is not on libSQL:\n{logs}"
+        );
+    }
+    // The placeholder hosts do not resolve: each service says its storage
+    // is unavailable, and the gateway is not ready.
+    let ready = app.client().get("/readyz");
+    ready.assert_problem(503, "upstream_unavailable");
+    let acme = app.client().send(
+        "GET",
+        "/v1/acme/residents",
+        &[("authorization", "Bearer mrd_not_a_real_token")],
+        None,
+    );
+    assert!(matches!(acme.status, 500 | 502 | 503), "{}", acme.body);
+    // libSQL refuses `PRAGMA busy_timeout`; that is expected, not a failure.
+    for service in ["identity", "community", "billing"] {
+        let failures: Vec<_> = app
+            .log_lines(service)
+            .into_iter()
+            .filter(|l| l["event"] == "failure" && l["what"] != "migrating")
+            .collect();
+        assert!(failures.is_empty(), "{service}: {failures:?}");
+    }
+}
