@@ -51,6 +51,10 @@ if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
   SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --test '*' --locked -- --test-threads=2
   step "end-to-end suite again, in the split layout: four spin up processes (scripts/split.sh test)"
   MERIDIAN_LAYOUT=split SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --test '*' --locked -- --test-threads=2
+  step "end-to-end suite again, every database on a real libSQL server (scripts/libsql.sh)"
+  if ! SPIN_BIN="$spin_bin" scripts/libsql.sh --locked 2>&1 | tee -a "$results"; then
+    failed_runs=$((failed_runs + 1))
+  fi
 else
   e2e_skipped="!!!!!!!! END-TO-END SUITE SKIPPED: the totals below are host tests only !!!!!!!!"
   echo

@@ -128,6 +128,8 @@ pub struct SpinApp {
     children: Vec<Child>,
     /// The split layout's services and their ports.
     split: Vec<(&'static str, u16)>,
+    /// Database servers (`MERIDIAN_DB=libsql`), kept across a restart.
+    servers: Vec<Child>,
     base_url: String,
     /// What this app's clients call; a restart points it at the new port.
     followed: Arc<RwLock<String>>,
@@ -146,7 +148,11 @@ impl SpinApp {
     /// command decides whether to run this suite at all, and a missing
     /// runtime must never look like a pass.
     pub fn start_with(options: SpinOptions) -> Self {
-        Self::start_in(tempfile::tempdir().expect("state directory"), options)
+        Self::start_in(
+            tempfile::tempdir().expect("state directory"),
+            options,
+            Vec::new(),
+        )
     }
 
     /// Stops the app and starts it again on the same databases with other
@@ -154,7 +160,9 @@ impl SpinApp {
     pub fn restart_with(mut self, options: SpinOptions) -> Self {
         self.children.iter_mut().for_each(stop);
         let state = std::mem::replace(&mut self.state, tempfile::tempdir().expect("scratch"));
-        let mut app = Self::start_in(state, options);
+        // The databases stay up: an app beside this one may use them too.
+        let servers = std::mem::take(&mut self.servers);
+        let mut app = Self::start_in(state, options, servers);
         if let Ok(mut url) = self.followed.write() {
             url.clone_from(&app.base_url);
         }
@@ -162,18 +170,28 @@ impl SpinApp {
         app
     }
 
-    fn start_in(state: tempfile::TempDir, options: SpinOptions) -> Self {
-        let runtime_config = options
-            .runtime_config
-            .clone()
-            .unwrap_or_else(|| write_runtime_config(state.path()));
-        let app = match Layout::from_env() {
+    fn start_in(state: tempfile::TempDir, options: SpinOptions, mut servers: Vec<Child>) -> Self {
+        let runtime_config = match (
+            &options.runtime_config,
+            std::env::var("MERIDIAN_DB").as_deref(),
+        ) {
+            (Some(path), _) => path.clone(),
+            (None, Ok("libsql")) if !servers.is_empty() => state.path().join("runtime-config.toml"),
+            (None, Ok("libsql")) => {
+                let (config, sqld) = start_libsql(state.path());
+                servers = sqld;
+                config
+            }
+            (None, _) => write_runtime_config(state.path()),
+        };
+        let mut app = match Layout::from_env() {
             Layout::AllInOne => {
                 let manifest = manifest_for(state.path(), &options);
                 Self::launch(state, &options, &manifest, &runtime_config)
             }
             Layout::Split => Self::launch_split(state, &options, &runtime_config),
         };
+        app.servers = servers;
         app.wait_until_up("/healthz", Some(200));
         app
     }
@@ -297,6 +315,7 @@ impl SpinApp {
         Self {
             children,
             split: Vec::new(),
+            servers: Vec::new(),
             followed: Arc::new(RwLock::new(url.clone())),
             base_url: url,
             state,
@@ -409,6 +428,7 @@ impl SpinApp {
 impl Drop for SpinApp {
     fn drop(&mut self) {
         self.children.iter_mut().for_each(stop);
+        self.servers.iter_mut().for_each(stop);
         // A trapped component answers a bare 500 that a test might not look
         // at; no test may pass while one happened.
         let logs = self.logs();
@@ -651,6 +671,45 @@ fn write_runtime_config(dir: &Path) -> PathBuf {
     let path = dir.join("runtime-config.toml");
     std::fs::write(&path, config).expect("runtime config");
     path
+}
+
+/// `MERIDIAN_DB=libsql`: one libSQL server (`sqld`, from `$SQLD_BIN` or
+/// `PATH`) per SQLite label, its data under the test's directory, and the
+/// runtime configuration that points the labels at them over HTTP.
+fn start_libsql(dir: &Path) -> (PathBuf, Vec<Child>) {
+    let sqld = std::env::var_os("SQLD_BIN").map_or_else(|| PathBuf::from("sqld"), PathBuf::from);
+    let mut config = String::new();
+    let mut servers = Vec::new();
+    for label in ["identity", "community", "billing"] {
+        let (http, grpc) = (free_port(), free_port());
+        let mut command = Command::new(&sqld);
+        command
+            .arg("--db-path")
+            .arg(dir.join(format!("sqld-{label}")))
+            .arg("--http-listen-addr")
+            .arg(format!("127.0.0.1:{http}"))
+            .arg("--grpc-listen-addr")
+            .arg(format!("127.0.0.1:{grpc}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log_file(dir, &format!("sqld-{label}.log"))))
+            .stderr(Stdio::from(log_file(dir, &format!("sqld-{label}.log"))));
+        command.process_group(0);
+        servers.push(command.spawn().expect("start sqld (set SQLD_BIN)"));
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", http)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "sqld for {label} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        config.push_str(&format!(
+            "[sqlite_database.{label}]\ntype = \"libsql\"\nurl = \"http://127.0.0.1:{http}\"\ntoken = \"none\"\n\n"
+        ));
+    }
+    let path = dir.join("runtime-config.toml");
+    std::fs::write(&path, config).expect("runtime config");
+    (path, servers)
 }
 
 fn log_file(dir: &Path, name: &str) -> std::fs::File {
