@@ -322,6 +322,16 @@ impl SpinApp {
         }
     }
 
+    /// The split layout's internal services and their own URLs (none in
+    /// the all-in-one layout).
+    pub fn service_urls(&self) -> Vec<(&'static str, String)> {
+        self.split
+            .iter()
+            .filter(|(s, _)| *s != "gateway")
+            .map(|(s, port)| (*s, format!("http://127.0.0.1:{port}")))
+            .collect()
+    }
+
     /// How a call to `service` is named in log lines: the service, reached
     /// by service chaining, or its `127.0.0.1:<port>` in the split layout.
     pub fn call_target(&self, service: &str) -> String {

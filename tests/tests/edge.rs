@@ -85,6 +85,34 @@ fn private_services_are_not_reachable_from_outside() {
     }
 }
 
+/// Split, each internal service listens on its own port; there, nothing
+/// without the internal token gets past its gate (all-in-one, the
+/// services have no port of their own: see the test above).
+#[test]
+fn in_the_split_layout_a_service_on_its_own_port_refuses_a_caller_without_the_token() {
+    let app = SpinApp::start();
+    let services = app.service_urls();
+    match meridian_e2e::Layout::from_env() {
+        meridian_e2e::Layout::AllInOne => assert!(services.is_empty()),
+        meridian_e2e::Layout::Split => {
+            assert_eq!(services.len(), 3);
+            for (_, url) in services {
+                for (path, token) in [
+                    ("/health", None),
+                    ("/internal/resolve?slug=acme", Some("guess")),
+                ] {
+                    let headers: Vec<(&str, &str)> = token
+                        .map(|t| ("x-meridian-internal-token", t))
+                        .into_iter()
+                        .collect();
+                    let r = meridian_e2e::Client::new(&url).send("GET", path, &headers, None);
+                    r.assert_problem(401, "unauthorized");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn a_one_millisecond_budget_is_a_fast_504_from_the_gateway() {
     let app = SpinApp::start();
