@@ -250,63 +250,51 @@ impl SpinApp {
         manifest: &Path,
         runtime_config: &Path,
     ) -> Self {
-        let port = free_port();
         let spin = Spin {
             dir: state.path(),
             name: "",
             manifest,
             runtime_config,
-            port,
         };
-        let child = spin.spawn(&options.env_for(INTERNAL_TOKEN));
+        let (child, port) = spin.spawn_serving(&options.env_for(INTERNAL_TOKEN));
         Self::serving(vec![child], port, state)
     }
 
     /// The split layout: each service from its own generated manifest, in
-    /// its own `spin up` on its own loopback port, its callers pointed at
-    /// it by the URL variables (a test's own variables still win).
+    /// its own `spin up` on its own loopback port, callees first so that
+    /// each caller is pointed at them by the URL variables (a test's own
+    /// variables still win).
     fn launch_split(
         state: tempfile::TempDir,
         options: &SpinOptions,
         runtime_config: &Path,
     ) -> Self {
-        let ports: Vec<(&'static str, u16)> = SERVICES.iter().map(|s| (*s, free_port())).collect();
-        let wiring: Vec<(String, String)> = ports
-            .iter()
-            .filter(|(s, _)| *s != "gateway")
-            .map(|(s, port)| {
+        let mut ports: Vec<(&'static str, u16)> = Vec::new();
+        let mut children = Vec::new();
+        for service in SERVICES {
+            let wiring = ports.iter().map(|(s, port)| {
                 let variable = format!("SPIN_VARIABLE_{}_URL", s.to_ascii_uppercase());
                 (variable, format!("http://127.0.0.1:{port}"))
-            })
-            .collect();
-        let mut children = Vec::new();
-        for (service, port) in &ports {
-            let manifest = split_manifest_for(state.path(), service, options);
-            let token = match (*service, &options.gateway_internal_token) {
+            });
+            let token = match (service, &options.gateway_internal_token) {
                 ("gateway", Some(token)) => token.as_str(),
                 _ => INTERNAL_TOKEN,
             };
-            let env: Vec<(String, String)> = wiring
-                .iter()
-                .cloned()
-                .chain(options.env_for(token))
-                .collect();
+            let env: Vec<(String, String)> = wiring.chain(options.env_for(token)).collect();
+            let manifest = split_manifest_for(state.path(), service, options);
             let spin = Spin {
                 dir: state.path(),
                 name: service,
                 manifest: &manifest,
                 runtime_config,
-                port: *port,
             };
-            children.push(spin.spawn(&env));
+            let (child, port) = spin.spawn_serving(&env);
+            children.push(child);
+            ports.push((service, port));
         }
         let gateway = ports.last().map(|(_, port)| *port).expect("the gateway");
         let mut app = Self::serving(children, gateway, state);
-        app.split.clone_from(&ports);
-        // A service is up once it answers at all (without the token it refuses).
-        for (_, port) in &ports[..ports.len() - 1] {
-            app.wait_for_answer(&format!("http://127.0.0.1:{port}/health"), None);
-        }
+        app.split = ports;
         app
     }
 
@@ -525,24 +513,61 @@ struct Spin<'a> {
     name: &'a str,
     manifest: &'a Path,
     runtime_config: &'a Path,
-    port: u16,
 }
 
 impl Spin<'_> {
-    fn spawn(&self, env: &[(String, String)]) -> Child {
-        let spin = spin_binary().expect("the end-to-end suite needs `spin` on PATH or SPIN_BIN");
-        let suffix = if self.name.is_empty() {
+    /// Starts it on a free port and waits until it says it serves there.
+    /// A free port can be taken by another test between the pick and
+    /// Spin's bind; Spin then stops ("already in use") and it is started
+    /// again on another.
+    fn spawn_serving(&self, env: &[(String, String)]) -> (Child, u16) {
+        let suffix = self.suffix();
+        let read = |name: String| std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = self.spawn(port, env);
+            let serving = format!("Serving http://127.0.0.1:{port}");
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(60) {
+                if read(format!("spin{suffix}.out")).contains(&serving) {
+                    return (child, port);
+                }
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            stop(&mut child);
+            let taken = format!("127.0.0.1:{port} is already in use");
+            if !read(format!("spin{suffix}.err")).contains(&taken) {
+                panic!(
+                    "spin up{suffix} did not serve on {port}:\n{}{}",
+                    read(format!("spin{suffix}.out")),
+                    read(format!("spin{suffix}.err"))
+                );
+            }
+        }
+        panic!("spin up{suffix} found no free port in five tries");
+    }
+
+    fn suffix(&self) -> String {
+        if self.name.is_empty() {
             String::new()
         } else {
             format!("-{}", self.name)
-        };
+        }
+    }
+
+    fn spawn(&self, port: u16, env: &[(String, String)]) -> Child {
+        let spin = spin_binary().expect("the end-to-end suite needs `spin` on PATH or SPIN_BIN");
+        let suffix = self.suffix();
         let mut command = Command::new(spin);
         command
             .arg("up")
             .arg("--from")
             .arg(self.manifest)
             .arg("--listen")
-            .arg(format!("127.0.0.1:{}", self.port))
+            .arg(format!("127.0.0.1:{port}"))
             .arg("--runtime-config-file")
             .arg(self.runtime_config)
             .arg("--state-dir")
