@@ -259,7 +259,11 @@ fn run_layer(layer: Layer) -> Vec<String> {
         (Layer::BillingToCommunity, Kind::Get) => "/internal/linked-residents",
         (Layer::BillingToCommunity, _) => "/internal/residents/",
     };
-    let app = SpinApp::start();
+    // Each cell is one request's retry behaviour on its own, so the failure
+    // memory that would carry one cell's failures into the next is off
+    // (tests/tests/memory.rs covers it).
+    let memory_off = || SpinOptions::default().variable("failure_memory", "off");
+    let app = SpinApp::start_with(memory_off());
     let admin = app.tenant("acme");
     let (_, resident_token) = admin.member("res@acme.org", "resident");
     let (faulty, stand_in) = Faulty::start(success);
@@ -278,7 +282,7 @@ fn run_layer(layer: Layer) -> Vec<String> {
             let restarted = app
                 .take()
                 .unwrap()
-                .restart_with(SpinOptions::default().variable(var, url.clone()));
+                .restart_with(memory_off().variable(var, url.clone()));
             app = Some(restarted);
             current = url;
         }

@@ -66,6 +66,7 @@ pub(crate) fn community_failure(
     match outcome {
         Ok(r) if r.spent_the_budget() => ctx.spent().into(),
         Err(SendError::Deadline(spent)) => spent.into(),
+        Err(SendError::CircuitOpen(wait)) => Problem::downstream_failing("community", wait),
         Ok(r) => {
             journal::event(Event::Failure {
                 what: "calling community",

@@ -2,6 +2,7 @@
 //! behind the real internal gate: invoices, payments, idempotency, the
 //! outbox, inline delivery and the relay.
 
+use meridian_platform::http::memory::{LocalCounters, MemoryConfig};
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
@@ -98,6 +99,7 @@ impl Calls for TestEnv {
     type Clock = &'static ManualClock;
     type Sleeper = ClockSleeper<'static>;
     type Jitter = NoJitter;
+    type Counters = LocalCounters;
 }
 
 impl Env for TestEnv {
@@ -130,6 +132,14 @@ impl Harness {
                 clock,
                 sleeper: ClockSleeper(clock),
                 jitter: NoJitter,
+                counters: LocalCounters::default(),
+                // Off: these tests fail one community endpoint on purpose,
+                // which would open the breaker for all of community; the
+                // failure memory has its own tests (platform and e2e).
+                memory: MemoryConfig {
+                    enabled: false,
+                    ..MemoryConfig::default()
+                },
             },
             community_url: "http://community.test".into(),
             admin_token: "admin-secret".into(),

@@ -99,6 +99,9 @@ impl<E: Calls> Gateway<E> {
         if let Some(attempts) = trace.attempts {
             response.set_header(headers::ATTEMPTS, attempts.to_string());
         }
+        if trace.retries_refused > 0 {
+            response.set_header(headers::RETRIES_REFUSED, trace.retries_refused.to_string());
+        }
         let now = self.upstream.clock.now();
         let budget = served_ctx
             .as_ref()

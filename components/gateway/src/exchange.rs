@@ -5,6 +5,7 @@
 //! tenant (`resolve.rs`), forwarding (`proxy.rs`), probing (`ready.rs`).
 
 use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::upstream::Call;
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::{Problem, RequestContext};
 
@@ -21,12 +22,18 @@ pub struct Trace {
     /// Upstream attempts made for this request (resolution and forwarding
     /// together), when any call was made.
     pub attempts: Option<u32>,
+    /// Retries the shared retry budget refused.
+    pub retries_refused: u32,
 }
 
 impl Trace {
-    /// Adds one call's attempts to the request's total.
-    pub fn count_attempts(&mut self, attempts: u32) {
-        self.attempts = Some(self.attempts.unwrap_or(0) + attempts);
+    /// Adds one call's attempts (none when its breaker refused it) and
+    /// refused retry to the request's totals.
+    pub fn count(&mut self, call: &Call) {
+        if call.attempts > 0 {
+            self.attempts = Some(self.attempts.unwrap_or(0) + call.attempts);
+        }
+        self.retries_refused += u32::from(call.retry_refused);
     }
 }
 

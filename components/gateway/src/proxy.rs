@@ -43,12 +43,11 @@ impl<E: Calls> Exchange<'_, E> {
 
         let call = self.upstream.call(&self.ctx, policy, outbound).await;
         self.trace.timing.record(service.name(), call.took);
-        self.trace.count_attempts(call.attempts);
+        self.trace.count(&call);
 
         match call.response {
             Ok(upstream) => pass_on(service, upstream).map_err(Refusal::from),
-            Err(SendError::Deadline(spent)) => Err(Problem::from(spent).into()),
-            Err(e) => Err(unavailable(service, &e).into()),
+            Err(e) => Err(call_failed(service, e).into()),
         }
     }
 }
@@ -94,14 +93,21 @@ pub fn pass_on(service: Service, upstream: OutboundResponse) -> Result<EdgeRespo
     })
 }
 
-/// The 502 for a service that could not be reached; the cause is logged,
-/// not sent.
-pub fn unavailable(service: Service, cause: &SendError) -> Problem {
-    journal::event(Event::Failure {
-        what: "calling a service",
-        cause: format!("{} unavailable: {cause}", service.name()),
-    });
-    unreachable(service)
+/// The problem for a call that got no answer: the budget's 504 when it ran
+/// out, a 503 with `Retry-After` when the service's recent calls mostly
+/// failed and it was not called, else a 502 whose cause is logged, not sent.
+pub fn call_failed(service: Service, error: SendError) -> Problem {
+    match error {
+        SendError::Deadline(spent) => spent.into(),
+        SendError::CircuitOpen(wait) => Problem::downstream_failing(service.name(), wait),
+        cause => {
+            journal::event(Event::Failure {
+                what: "calling a service",
+                cause: format!("{} unavailable: {cause}", service.name()),
+            });
+            unreachable(service)
+        }
+    }
 }
 
 /// The problem for a service the gateway could not get an answer from.

@@ -3,14 +3,14 @@
 
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Calls;
-use meridian_platform::http::{OutboundRequest, SendError};
+use meridian_platform::http::OutboundRequest;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::wire::headers;
 use meridian_platform::{ErrorCode, Problem};
 
 use crate::exchange::{Exchange, Refusal};
-use crate::proxy::{pass_on, unavailable};
+use crate::proxy::{call_failed, pass_on};
 use crate::routes::Service;
 
 impl<E: Calls> Exchange<'_, E> {
@@ -42,12 +42,11 @@ impl<E: Calls> Exchange<'_, E> {
             .call(&self.ctx, &RetryPolicy::standard(), request)
             .await;
         self.trace.timing.record("resolve", call.took);
-        self.trace.count_attempts(call.attempts);
+        self.trace.count(&call);
 
         let response = match call.response {
             Ok(r) => r,
-            Err(SendError::Deadline(spent)) => return Err(Problem::from(spent).into()),
-            Err(e) => return Err(unavailable(Service::Identity, &e).into()),
+            Err(e) => return Err(call_failed(Service::Identity, e).into()),
         };
         if response.status != 200 {
             // identity's own 401/404/504 problem, passed on unchanged; any

@@ -4,6 +4,7 @@
 //! declare is in the document; and each service's handler takes exactly the
 //! methods its table declares, answering 405 with that `Allow` otherwise.
 
+use meridian_platform::http::memory::{LocalCounters, MemoryConfig};
 use std::collections::{BTreeMap, BTreeSet};
 
 use billing::app::{Billing, Env};
@@ -145,6 +146,7 @@ impl Calls for TestEnv {
     type Clock = &'static ManualClock;
     type Sleeper = ClockSleeper<'static>;
     type Jitter = NoJitter;
+    type Counters = LocalCounters;
 }
 
 impl Env for TestEnv {
@@ -185,6 +187,8 @@ fn each_service_takes_exactly_the_methods_it_declares() {
             clock,
             sleeper: ClockSleeper(clock),
             jitter: NoJitter,
+            counters: LocalCounters::default(),
+            memory: MemoryConfig::default(),
         },
         community_url: "http://community.test".into(),
         admin_token: "admin-secret".into(),

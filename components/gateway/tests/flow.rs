@@ -2,6 +2,7 @@
 //! clock and a sleeper that moves it. Exact and fast; the same rules are
 //! checked against a real `spin up` in the end-to-end suite.
 
+use meridian_platform::http::memory::{LocalCounters, MemoryConfig};
 use std::cell::RefCell;
 use std::time::Duration;
 
@@ -171,6 +172,7 @@ impl Calls for TestEnv {
     type Clock = &'static ManualClock;
     type Sleeper = ClockSleeper<'static>;
     type Jitter = NoJitter;
+    type Counters = LocalCounters;
 }
 
 struct Harness {
@@ -201,6 +203,8 @@ impl Harness {
                 clock,
                 sleeper: ClockSleeper(clock),
                 jitter: NoJitter,
+                counters: LocalCounters::default(),
+                memory: MemoryConfig::default(),
             },
         };
         Self { clock, gateway }

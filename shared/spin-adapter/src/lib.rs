@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod convert;
+pub mod counters;
 pub mod internal;
 pub mod jitter;
 pub mod service;
@@ -28,6 +29,7 @@ impl Calls for Spin {
     type Clock = SystemClock;
     type Sleeper = PollSleeper;
     type Jitter = RandomJitter;
+    type Counters = counters::SpinCounters;
 }
 
 impl Spin {
@@ -38,6 +40,8 @@ impl Spin {
             clock: SystemClock,
             sleeper: PollSleeper,
             jitter: RandomJitter,
+            counters: counters::SpinCounters::default(),
+            memory: vars::memory_config(),
         }
     }
 }

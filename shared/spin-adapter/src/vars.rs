@@ -1,6 +1,7 @@
 //! Spin variables, with the defaults of DESIGN.md's configuration table.
 
 use meridian_platform::budget::BudgetConfig;
+use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::log::journal::{self, Event};
 
 /// A variable's value, or `None` when it is undefined or empty.
@@ -23,6 +24,18 @@ pub fn internal_token() -> String {
 /// A downstream's base URL without a trailing slash.
 pub fn service_url(variable: &str, default: &str) -> String {
     get_or(variable, default).trim_end_matches('/').to_owned()
+}
+
+/// The failure memory's settings (retry budget and breaker); malformed
+/// values fall back to the defaults and say so in the log.
+pub fn memory_config() -> MemoryConfig {
+    MemoryConfig::parse(get).unwrap_or_else(|cause| {
+        journal::event(Event::Failure {
+            what: "reading the failure memory configuration (defaults used)",
+            cause,
+        });
+        MemoryConfig::default()
+    })
 }
 
 /// The gateway's budget settings; malformed values fall back to the defaults

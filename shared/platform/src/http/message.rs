@@ -124,6 +124,12 @@ impl ServiceResponse {
         if let Some(allow) = problem.allow() {
             headers.push(("allow".into(), allow.to_owned()));
         }
+        if let Some(seconds) = problem.retry_after() {
+            headers.push((
+                crate::wire::headers::RETRY_AFTER.into(),
+                seconds.to_string(),
+            ));
+        }
         Self {
             status: problem.status(),
             headers,

@@ -3,6 +3,7 @@
 //! retries.
 
 pub mod body;
+pub mod memory;
 pub mod message;
 pub mod outbound;
 pub mod retry;

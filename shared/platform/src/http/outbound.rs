@@ -1,6 +1,8 @@
 //! Plain HTTP messages for outbound calls, and the client contract that the
 //! Spin adapter implements and tests fake.
 
+use std::time::Duration;
+
 use thiserror::Error;
 
 use crate::budget::context::{BudgetSpent, RequestContext};
@@ -111,6 +113,10 @@ pub enum SendError {
     /// the request could not be built.
     #[error("request refused: {0}")]
     Refused(String),
+    /// Not attempted: the downstream's recent calls mostly failed (the
+    /// breaker is open). Try again after this long.
+    #[error("not attempted: the downstream is failing (retry after {0:?})")]
+    CircuitOpen(Duration),
 }
 
 impl From<BudgetSpent> for SendError {
@@ -127,7 +133,17 @@ impl SendError {
             Self::Connect(_) => "connect",
             Self::Transport(_) => "transport",
             Self::Refused(_) => "refused",
+            Self::CircuitOpen(_) => "circuit_open",
         }
+    }
+
+    /// Whether the downstream failed (it could not be reached, broke the
+    /// answer off, or did not answer in time), as the failure memory counts it.
+    pub fn is_downstream_failure(&self) -> bool {
+        matches!(
+            self,
+            Self::Connect(_) | Self::Transport(_) | Self::Deadline(_)
+        )
     }
 
     /// Connection and transport failures are transient; running out of
@@ -135,7 +151,7 @@ impl SendError {
     pub fn verdict(&self) -> Verdict {
         match self {
             Self::Connect(_) | Self::Transport(_) => Verdict::Transient { retry_after: None },
-            Self::Deadline(_) | Self::Refused(_) => Verdict::Final,
+            Self::Deadline(_) | Self::Refused(_) | Self::CircuitOpen(_) => Verdict::Final,
         }
     }
 }

@@ -1,10 +1,11 @@
 //! Calls to other services: the HTTP client with the clock, sleeper and
 //! jitter its retry loop needs, so that a call site only says which policy.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use crate::budget::context::RequestContext;
+use crate::http::memory::{Admit, Counters, FailureMemory, MemoryConfig};
 use crate::http::retry::{self, Jitter, RetryPolicy, Sleeper};
 use crate::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use crate::log::journal::{self, CallRecord, Event};
@@ -24,6 +25,8 @@ pub trait Calls {
     type Sleeper: Sleeper;
     /// Backoff jitter.
     type Jitter: Jitter + Clone;
+    /// The failure memory's shared counters.
+    type Counters: Counters;
 }
 
 /// Everything needed to call another service under the budget.
@@ -36,6 +39,11 @@ pub struct Upstream<E: Calls> {
     pub sleeper: E::Sleeper,
     /// Backoff jitter.
     pub jitter: E::Jitter,
+    /// Failure memory shared by every invocation: the retry budget and the
+    /// breaker (see [`crate::http::memory`]).
+    pub counters: E::Counters,
+    /// Its settings.
+    pub memory: MemoryConfig,
 }
 
 /// The outcome of a call.
@@ -47,6 +55,8 @@ pub struct Call {
     pub attempts: u32,
     /// Wall time spent, backoff included.
     pub took: Duration,
+    /// Whether the shared retry budget refused a retry the policy allowed.
+    pub retry_refused: bool,
 }
 
 impl<E: Calls> Upstream<E> {
@@ -67,13 +77,46 @@ impl<E: Calls> Upstream<E> {
         let started = self.clock.now();
         let mut jitter = self.jitter.clone();
         let (to, route) = target(&request.url);
+        let memory = FailureMemory::new(&self.counters, self.memory, ctx.hop(), &to);
+        let recent = memory.recent(started);
+        if let Admit::Refuse(wait) = memory.admit(&recent, started) {
+            // History says this downstream is failing: answer now instead
+            // of waiting out what it would do.
+            journal::event(Event::CircuitOpen {
+                to: to.clone(),
+                retry_after_ms: duration_ms(wait),
+            });
+            journal::call(CallRecord {
+                to,
+                method: request.method.clone(),
+                route,
+                attempts: 0,
+                status: None,
+                took_ms: 0,
+            });
+            return Call {
+                response: Err(SendError::CircuitOpen(wait)),
+                attempts: 0,
+                took: Duration::ZERO,
+                retry_refused: false,
+            };
+        }
         let previous = RefCell::new(String::new());
-        let outcome = retry::run(
+        let refused = Cell::new(false);
+        let outcome = retry::run_gated(
             policy,
             ctx.deadline(),
             &self.clock,
             &self.sleeper,
             &mut jitter,
+            |made| {
+                let allowed = memory.may_retry(&recent, made);
+                if !allowed {
+                    refused.set(true);
+                    journal::event(Event::RetryRefused { to: to.clone() });
+                }
+                allowed
+            },
             |attempt| {
                 let request = request.clone();
                 if attempt > 1 {
@@ -83,13 +126,19 @@ impl<E: Calls> Upstream<E> {
                         after: previous.take(),
                     });
                 }
-                let previous = &previous;
+                let (previous, memory, recent) = (&previous, &memory, &recent);
+                memory.attempt(self.clock.now(), attempt == 1);
                 async move {
                     let response = self.http.send(ctx, request).await;
                     let verdict = match &response {
                         Ok(r) => r.verdict(),
                         Err(e) => e.verdict(),
                     };
+                    let failed = match &response {
+                        Ok(r) => r.status >= 500,
+                        Err(e) => e.is_downstream_failure(),
+                    };
+                    memory.outcome(recent, self.clock.now(), failed);
                     *previous.borrow_mut() = match &response {
                         Ok(r) => r.status.to_string(),
                         Err(e) => e.kind().to_owned(),
@@ -112,6 +161,7 @@ impl<E: Calls> Upstream<E> {
             response: outcome.last,
             attempts: outcome.attempts,
             took,
+            retry_refused: refused.get(),
         }
     }
 }

@@ -111,6 +111,18 @@ pub enum Event {
         /// What the previous attempt got: a status, or why none came.
         after: String,
     },
+    /// The shared retry budget refused a retry the policy allowed.
+    RetryRefused {
+        /// The service called.
+        to: String,
+    },
+    /// A call was not made: the downstream's recent calls mostly failed.
+    CircuitOpen {
+        /// The service not called.
+        to: String,
+        /// When a call may be tried again, ms.
+        retry_after_ms: u64,
+    },
     /// The budget could not fit the next step: the hop answers 504.
     BudgetSpent {
         /// The hop that ran out.

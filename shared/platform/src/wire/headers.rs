@@ -12,6 +12,8 @@ pub const TIMEOUT_MS: &str = "x-meridian-timeout-ms";
 pub const INTERNAL_TOKEN: &str = "x-meridian-internal-token";
 /// Number of upstream attempts the gateway made.
 pub const ATTEMPTS: &str = "x-meridian-attempts";
+/// Gateway → client: retries the shared retry budget refused (absent: none).
+pub const RETRIES_REFUSED: &str = "x-meridian-retries-refused";
 /// The resolved tenant's id.
 pub const TENANT_ID: &str = "x-tenant-id";
 /// The resolved tenant's slug.

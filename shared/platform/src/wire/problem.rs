@@ -172,9 +172,10 @@ pub struct Problem {
     detail: String,
     request_id: Option<String>,
     hop: Option<&'static str>,
-    budget_ms: Option<u64>,
+    budget_ms: Option<u32>,
     errors: Box<[FieldError]>,
     allow: Option<&'static str>,
+    retry_after_s: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -207,6 +208,25 @@ impl Problem {
             budget_ms: None,
             errors: Box::default(),
             allow: None,
+            retry_after_s: None,
+        }
+    }
+
+    /// The 503 for a call not made because the downstream's recent calls
+    /// mostly failed; `Retry-After` says when to try again (whole seconds,
+    /// at least 1).
+    pub fn downstream_failing(service: &str, wait: std::time::Duration) -> Self {
+        Self {
+            retry_after_s: Some(
+                u32::try_from(wait.as_secs() + u64::from(wait.subsec_nanos() > 0))
+                    .unwrap_or(u32::MAX)
+                    .max(1),
+            ),
+            ..Self::new(
+                ErrorCode::UpstreamUnavailable,
+                format!("the {service} service is failing; it was not called"),
+            )
+            .with_status(503)
         }
     }
 
@@ -276,7 +296,9 @@ impl Problem {
 
     /// Reports the budget the hop had, in milliseconds.
     pub fn with_budget_ms(mut self, budget_ms: u64) -> Self {
-        self.budget_ms = Some(budget_ms);
+        // Budgets are capped far below 2³² ms; kept small so a problem
+        // stays cheap to return by value.
+        self.budget_ms = Some(u32::try_from(budget_ms).unwrap_or(u32::MAX));
         self
     }
 
@@ -300,6 +322,11 @@ impl Problem {
         self.allow
     }
 
+    /// Seconds to wait before trying again (the `Retry-After` header).
+    pub fn retry_after(&self) -> Option<u32> {
+        self.retry_after_s
+    }
+
     /// The field errors of a validation problem.
     pub fn errors(&self) -> &[FieldError] {
         &self.errors
@@ -316,7 +343,7 @@ impl Problem {
             request_id: self.request_id.as_deref().unwrap_or(""),
             retryable: self.code.retryable(),
             hop: self.hop,
-            budget_ms: self.budget_ms,
+            budget_ms: self.budget_ms.map(u64::from),
             errors: &self.errors,
         };
         serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec())
@@ -344,6 +371,17 @@ mod tests {
 
     fn json(p: &Problem) -> Value {
         serde_json::from_slice(&p.to_json()).unwrap()
+    }
+
+    #[test]
+    fn a_failing_downstream_is_a_503_with_a_retry_after_of_at_least_a_second() {
+        let p = Problem::downstream_failing("community", std::time::Duration::from_millis(300));
+        assert_eq!((p.status(), p.retry_after()), (503, Some(1)));
+        let r = crate::http::message::ServiceResponse::problem_for("req-1", p);
+        assert_eq!(r.header("retry-after"), Some("1"));
+        assert_eq!(json_of(&r.body)["code"], "upstream_unavailable");
+        let p = Problem::downstream_failing("community", std::time::Duration::from_millis(1_500));
+        assert_eq!(p.retry_after(), Some(2));
     }
 
     #[test]

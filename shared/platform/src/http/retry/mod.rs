@@ -13,4 +13,4 @@ mod run;
 
 pub use classify::{classify_status, parse_retry_after, Verdict};
 pub use policy::{Decision, GiveUp, Jitter, RetryPolicy};
-pub use run::{run, Attempted, Sleeper};
+pub use run::{run, run_gated, Attempted, Sleeper};

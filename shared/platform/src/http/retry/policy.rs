@@ -48,6 +48,8 @@ pub enum GiveUp {
     BudgetTooShort,
     /// The server asked us to wait longer than the budget allows.
     RetryAfterTooLong,
+    /// The retry budget shared by all invocations had no retry left.
+    RetryBudget,
 }
 
 impl RetryPolicy {

@@ -39,6 +39,24 @@ pub async fn run<T, F, Fut>(
     clock: &impl Clock,
     sleeper: &impl Sleeper,
     jitter: &mut impl Jitter,
+    attempt: F,
+) -> Attempted<T>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = (T, Verdict)>,
+{
+    run_gated(policy, deadline, clock, sleeper, jitter, |_| true, attempt).await
+}
+
+/// [`run`], with `may_retry` (given the retries made so far) asked before
+/// each retry the policy grants: the shared retry budget's say.
+pub async fn run_gated<T, F, Fut>(
+    policy: &RetryPolicy,
+    deadline: Deadline,
+    clock: &impl Clock,
+    sleeper: &impl Sleeper,
+    jitter: &mut impl Jitter,
+    mut may_retry: impl FnMut(u32) -> bool,
     mut attempt: F,
 ) -> Attempted<T>
 where
@@ -56,7 +74,13 @@ where
                 gave_up: None,
             };
         };
-        match policy.next(attempts, retry_after, clock.now(), deadline, jitter) {
+        let decision = match policy.next(attempts, retry_after, clock.now(), deadline, jitter) {
+            Decision::RetryAfter(_) if !may_retry(attempts - 1) => {
+                Decision::GiveUp(GiveUp::RetryBudget)
+            }
+            decision => decision,
+        };
+        match decision {
             // The policy only grants a delay that fits; bounding it again
             // keeps a future policy change from sleeping past the deadline.
             Decision::RetryAfter(delay) => {
@@ -170,6 +194,32 @@ mod tests {
             }
         );
         assert_eq!(slept.len(), 2);
+    }
+
+    #[test]
+    fn a_retry_the_budget_refuses_is_not_made() {
+        let clock = ManualClock::new(start());
+        let sleeper = ClockSleeper(&clock, RefCell::default());
+        let asked = RefCell::new(Vec::new());
+        let out = block_on(run_gated(
+            &RetryPolicy::standard(),
+            Deadline::after(start(), Duration::from_secs(5)),
+            &clock,
+            &sleeper,
+            &mut Fixed(3),
+            |made| {
+                asked.borrow_mut().push(made);
+                made < 1
+            },
+            |_| async { (503, TRANSIENT) },
+        ));
+        assert_eq!((out.attempts, out.gave_up), (2, Some(GiveUp::RetryBudget)));
+        assert_eq!(*asked.borrow(), [0, 1]);
+        assert_eq!(
+            sleeper.1.borrow().len(),
+            1,
+            "no backoff for a refused retry"
+        );
     }
 
     #[test]
