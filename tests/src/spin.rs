@@ -334,6 +334,17 @@ impl SpinApp {
         &self.base_url
     }
 
+    /// The file of the default key-value store `component` uses: the
+    /// app's, or in the split layout that component's own process's.
+    pub fn key_value_store(&self, component: &str) -> PathBuf {
+        let state = if self.split.is_empty() {
+            "spin-state".to_owned()
+        } else {
+            format!("spin-state-{component}")
+        };
+        self.state.path().join(state).join("sqlite_key_value.db")
+    }
+
     /// The SQLite file behind a label (`identity`, `community`, `billing`).
     pub fn database(&self, label: &str) -> PathBuf {
         self.state.path().join(format!("{label}.db"))

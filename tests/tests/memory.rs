@@ -1,0 +1,158 @@
+//! The failure memory on a real `spin up`: the retry budget and the breaker
+//! remember across invocations, through Spin's key-value store.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply};
+
+/// A community stand-in that fails with 503 while `failing` is set.
+fn community(failing: Arc<AtomicBool>) -> StandIn {
+    StandIn::start(move |_| {
+        if failing.load(Ordering::SeqCst) {
+            StandInReply::Json(503, "{}".into())
+        } else {
+            StandInReply::Json(200, r#"{"items":[],"next_cursor":null}"#.into())
+        }
+    })
+}
+
+#[test]
+fn a_failing_downstream_opens_the_breaker_for_every_invocation_and_a_probe_closes_it() {
+    let failing = Arc::new(AtomicBool::new(true));
+    let stand_in = community(failing.clone());
+    let app = SpinApp::start_with(SpinOptions::default().variable("community_url", stand_in.url()));
+    let acme = app.tenant("acme");
+    // No history yet: the read makes its three attempts.
+    let first = acme.get("/residents").send();
+    first.assert_problem(502, "upstream_unavailable");
+    assert_eq!(
+        first.header("x-meridian-attempts"),
+        Some("4"),
+        "a resolution and 3 attempts"
+    );
+    // A few more, each a fresh Wasm instance, and the history trips it.
+    let open = (0..10)
+        .map(|_| acme.get("/residents").send())
+        .find(|r| r.status == 503)
+        .expect("the breaker opened within ten requests");
+    assert_eq!(open.header("retry-after"), Some("1"), "{}", open.body);
+    // Open: answered at once, and community is not called, but for at most
+    // one probe per 500 ms.
+    let before = stand_in.count("/v1");
+    let started = Instant::now();
+    let mut refused = Vec::new();
+    while started.elapsed() < Duration::from_millis(400) {
+        let r = acme.get("/residents").send();
+        r.assert_problem(503, "upstream_unavailable");
+        refused.push(r.elapsed);
+    }
+    refused.sort();
+    let median = refused[refused.len() / 2];
+    assert!(median < Duration::from_millis(20), "median {median:?}");
+    let probes = stand_in.count("/v1") - before;
+    assert!(
+        probes <= 3,
+        "{probes} calls reached community in 400 ms while open"
+    );
+    // Healed: a probe sees it within the probe interval and closes it.
+    failing.store(false, Ordering::SeqCst);
+    let healed = Instant::now();
+    let first_ok = loop {
+        let r = acme.get("/residents").send();
+        if r.status == 200 {
+            break healed.elapsed();
+        }
+        assert!(
+            healed.elapsed() < Duration::from_secs(3),
+            "still refused: {}",
+            r.body
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        first_ok < Duration::from_secs(2),
+        "first success after {first_ok:?}"
+    );
+    for _ in 0..10 {
+        assert_eq!(acme.get("/residents").send().status, 200);
+    }
+    let events: Vec<String> = app
+        .log_lines("gateway")
+        .iter()
+        .filter_map(|l| l["event"].as_str().map(str::to_owned))
+        .collect();
+    assert!(events.iter().any(|e| e == "circuit_open"), "{events:?}");
+}
+
+#[test]
+fn a_retry_the_shared_budget_refuses_is_not_made_and_the_answer_says_so() {
+    let stand_in = community(Arc::new(AtomicBool::new(true)));
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("community_url", stand_in.url())
+            // Two retries per window in all, and no breaker.
+            .variable("retry_budget_percent", "0")
+            .variable("retry_budget_min_retries", "2")
+            .variable("breaker_min_volume", "100000"),
+    );
+    let acme = app.tenant("acme");
+    let first = acme.get("/residents").send();
+    assert_eq!(first.header("x-meridian-attempts"), Some("4"));
+    assert_eq!(first.header("x-meridian-retries-refused"), None);
+    // The budget is spent, by another invocation: no retry now.
+    let before = stand_in.count("/v1");
+    let second = acme.get("/residents").send();
+    second.assert_problem(502, "upstream_unavailable");
+    assert_eq!(second.header("x-meridian-attempts"), Some("2"));
+    assert_eq!(second.header("x-meridian-retries-refused"), Some("1"));
+    assert_eq!(stand_in.count("/v1") - before, 1);
+    let id = second.header("x-request-id").unwrap();
+    assert!(app
+        .log_lines("gateway")
+        .iter()
+        .any(|l| l["request_id"] == id && l["event"] == "retry_refused"));
+}
+
+/// Concurrent invocations race on the counters: none of their increments
+/// is lost (they are atomic in the store).
+#[test]
+fn concurrent_invocations_lose_no_count() {
+    let stand_in = community(Arc::new(AtomicBool::new(false)));
+    let app = SpinApp::start_with(SpinOptions::default().variable("community_url", stand_in.url()));
+    let acme = app.tenant("acme");
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..10 {
+                    assert_eq!(acme.get("/residents").send().status, 200);
+                }
+            });
+        }
+    });
+    assert_eq!(stand_in.count("/v1"), 80);
+    let store =
+        rusqlite::Connection::open(app.key_value_store("gateway")).expect("the key-value store");
+    let pair = format!(
+        "meridian/gateway/{}/",
+        stand_in.url().trim_start_matches("http://")
+    );
+    let mut counted = 0;
+    let mut rows = store
+        .prepare("SELECT key, value FROM spin_key_value WHERE key LIKE ?1 || '%/calls'")
+        .unwrap();
+    let values = rows
+        .query_map([&pair], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })
+        .unwrap();
+    for value in values {
+        let (_, bytes) = value.unwrap();
+        counted += i64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    }
+    assert_eq!(
+        counted, 80,
+        "first attempts counted across 8 racing clients"
+    );
+}
