@@ -193,7 +193,7 @@ pub fn event_line(event: &Event) -> String {
 
 /// Logs `event` for the current request, on stderr.
 pub fn event(event: Event) {
-    eprintln!("{}", event_line(&event));
+    super::write_line(event_line(&event));
 }
 
 #[cfg(test)]

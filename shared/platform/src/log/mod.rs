@@ -104,8 +104,18 @@ impl RequestLine {
 
     /// Writes the line to stderr.
     pub fn emit(&self) {
-        eprintln!("{}", self.to_json());
+        write_line(self.to_json());
     }
+}
+
+/// Writes `line` and its newline to stderr in one write. Spin gathers the
+/// stderr of concurrent instances of a component into one stream; a line
+/// written in pieces (as `eprintln!` does) can be split by another
+/// instance's line, and neither would parse.
+pub(crate) fn write_line(mut line: String) {
+    use std::io::Write;
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), if
