@@ -120,13 +120,19 @@ fn a_retry_the_shared_budget_refuses_is_not_made_and_the_answer_says_so() {
 #[test]
 fn concurrent_invocations_lose_no_count() {
     let stand_in = community(Arc::new(AtomicBool::new(false)));
-    let app = SpinApp::start_with(SpinOptions::default().variable("community_url", stand_in.url()));
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("community_url", stand_in.url())
+            // Every first attempt written, so the count can be compared.
+            .variable("failure_memory_sample", "1"),
+    );
     let acme = app.tenant("acme");
     std::thread::scope(|s| {
         for _ in 0..8 {
             s.spawn(|| {
                 for _ in 0..10 {
-                    assert_eq!(acme.get("/residents").send().status, 200);
+                    let r = acme.get("/residents").send();
+                    assert_eq!(r.status, 200, "{} {:?}", r.body, r.header("server-timing"));
                 }
             });
         }

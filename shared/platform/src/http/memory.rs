@@ -11,28 +11,32 @@
 //!
 //! What is kept, per caller → downstream, in windows of `window` (10 s):
 //! first attempts, retries and failed attempts, as atomic counters keyed by
-//! window number, plus the time of the last failure, last success and last
-//! probe. The sliding estimate over the last `window` weighs the previous
-//! window by how much of it still overlaps (the sliding-window-counter
-//! approximation): one batch read per call, no per-second keys.
+//! window number, and the time until which the breaker is open. The
+//! sliding estimate over the last `window` weighs the previous window by
+//! how much of it still overlaps (the sliding-window-counter
+//! approximation). The healthy path reads one key per call and writes a
+//! sampled count of first attempts (one in `sample`, counting for all);
+//! the window is read only after a failure.
 //!
 //! Retry budget (Finagle's `RetryBudget`, linkerd's retry budget): a retry
 //! is allowed while retries stay under `retry_percent` of first attempts
 //! in the window, or under the floor of `min_retries` per window, so a
 //! quiet service can still retry an occasional failure.
 //!
-//! Breaker: when at least `min_volume` attempts in the window and at least
-//! `trip_percent` of them failed, and the most recent outcome was a
-//! failure, calls are refused at once (503 `upstream_unavailable`,
-//! `Retry-After`), except one probe per `probe_interval`; the first
-//! success recorded after the last failure closes it.
+//! Breaker: a failure after which at least `min_volume` attempts are in
+//! the window and at least `trip_percent` of them failed opens it for
+//! `probe_interval`: calls are refused at once (503 `upstream_unavailable`,
+//! `Retry-After`). Then one call — whichever claims the probe first, by an
+//! atomic increment — is let through: its success closes the breaker, its
+//! failure opens it for another interval.
 //!
 //! Races: invocations read, decide and write without a lock. Counters are
 //! atomic increments, so no count is lost; a decision may be made on a
 //! count a few increments old, so under concurrency `c` the budget can be
-//! exceeded by at most `c` retries per window, and up to `c` probes can
-//! start in the same instant. The store failing is never a reason to
-//! refuse a call: the memory then reads as empty.
+//! exceeded by at most `c` retries per window; sampling makes the count of
+//! first attempts an estimate (exact on average, ± one sample). Exactly one
+//! invocation wins each probe. The store failing is never a reason to
+//! refuse a call: the memory then reads as empty and the breaker closed.
 
 use std::time::Duration;
 
@@ -70,6 +74,10 @@ pub struct MemoryConfig {
     pub trip_percent: u32,
     /// How often an open breaker lets one call through to probe.
     pub probe_interval: Duration,
+    /// One first attempt in this many is written, counting for all of
+    /// them: the healthy path's only write, sampled to keep its cost
+    /// off the request (1: every one).
+    pub sample: u32,
 }
 
 impl Default for MemoryConfig {
@@ -78,7 +86,8 @@ impl Default for MemoryConfig {
     /// a service seeing a few dozen requests a second stays near 1.2
     /// attempts per request. The breaker needs 10 attempts and half of
     /// them failing; it probes every 500 ms, so recovery is seen within a
-    /// second.
+    /// second. While healthy, one first attempt in 64 is written (as 64):
+    /// the only write on the healthy path.
     fn default() -> Self {
         Self {
             enabled: true,
@@ -88,6 +97,7 @@ impl Default for MemoryConfig {
             min_volume: 10,
             trip_percent: 50,
             probe_interval: Duration::from_millis(500),
+            sample: 64,
         }
     }
 }
@@ -97,7 +107,8 @@ impl MemoryConfig {
     /// `None` when unset): `failure_memory` (`on`/`off`),
     /// `retry_budget_percent`, `retry_budget_min_retries`,
     /// `breaker_min_volume`, `breaker_trip_percent`, `breaker_probe_ms`,
-    /// `failure_window_ms`; an unset one keeps its default.
+    /// `failure_window_ms`, `failure_memory_sample`; an unset one keeps its
+    /// default.
     pub fn parse(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let d = Self::default();
         let number =
@@ -146,6 +157,7 @@ impl MemoryConfig {
                 1..=100,
             )?),
             probe_interval: Duration::from_millis(number("breaker_probe_ms", 500, 10..=60_000)?),
+            sample: small(number("failure_memory_sample", d.sample.into(), 1..=1_000)?),
         })
     }
 }
@@ -159,20 +171,15 @@ pub struct Recent {
     pub retries: f64,
     /// Failed attempts, first or not.
     pub failures: f64,
-    /// Last failure, Unix ms (0: none).
-    pub last_failure: i64,
-    /// Last success recorded, Unix ms.
-    pub last_success: i64,
-    /// Last probe started, Unix ms.
-    pub last_probe: i64,
 }
 
 /// Whether a call may be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admit {
-    /// Yes.
+    /// Yes: the breaker is closed.
     Call,
-    /// The breaker is open and this call is its probe.
+    /// The breaker was open and its wait is over: this call is the one
+    /// probe that decides whether it closes.
     Probe,
     /// The breaker is open: answer at once; try again after this long.
     Refuse(Duration),
@@ -181,10 +188,17 @@ pub enum Admit {
 const KINDS: [&str; 3] = ["calls", "retries", "failures"];
 
 /// The memory of one caller's calls to one downstream.
+///
+/// The healthy path reads one key (is the breaker open?) and writes one in
+/// `sample` first attempts. The window's counts are read only when a call
+/// failed: to decide whether to retry, and whether to open the breaker.
 pub struct FailureMemory<'a, K: Counters> {
     counters: &'a K,
     config: MemoryConfig,
     prefix: String,
+    /// Whether first attempts are counted one by one (a failure was seen
+    /// within the window) or sampled (all healthy), as `admit` read it.
+    exact: std::cell::Cell<bool>,
 }
 
 impl<'a, K: Counters> FailureMemory<'a, K> {
@@ -194,6 +208,7 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
             counters,
             config,
             prefix: format!("meridian/{caller}/{to}"),
+            exact: std::cell::Cell::new(false),
         }
     }
 
@@ -211,8 +226,18 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
         format!("{}/{epoch}/{kind}", self.prefix)
     }
 
-    fn stamp(&self, what: &str) -> String {
-        format!("{}/last_{what}", self.prefix)
+    /// The breaker's state, one number: positive, open until that Unix ms;
+    /// negative, closed, the last failure at minus that; absent, healthy.
+    fn state_key(&self) -> String {
+        format!("{}/state", self.prefix)
+    }
+
+    fn probe_key(&self, open_until: i64) -> String {
+        format!("{}/probe/{open_until}", self.prefix)
+    }
+
+    fn ms(now: UnixMillis) -> i64 {
+        i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
     }
 
     /// The window's counts at `now`, in one read; empty when off or when
@@ -222,11 +247,10 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
             return Recent::default();
         }
         let epoch = self.epoch(now);
-        let mut keys: Vec<String> = Vec::with_capacity(9);
+        let mut keys: Vec<String> = Vec::with_capacity(6);
         for e in [epoch, epoch.saturating_sub(1)] {
             keys.extend(KINDS.iter().map(|k| self.key(e, k)));
         }
-        keys.extend(["failure", "success", "probe"].map(|w| self.stamp(w)));
         let Ok(v) = self.counters.read(&keys) else {
             return Recent::default();
         };
@@ -240,81 +264,116 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
             calls: weigh(v[0], v[3]),
             retries: weigh(v[1], v[4]),
             failures: weigh(v[2], v[5]),
-            last_failure: v[6],
-            last_success: v[7],
-            last_probe: v[8],
         }
     }
 
-    /// Whether a call may start at `now`, given `recent`. An open breaker
-    /// lets one probe through per `probe_interval` and claims it.
-    pub fn admit(&self, recent: &Recent, now: UnixMillis) -> Admit {
-        if !self.config.enabled || !self.is_open(recent) {
+    /// Whether a call may start at `now`: one read of the breaker's state.
+    /// When an open breaker's wait is over, the first call to claim the
+    /// probe (an atomic increment) makes it; the others keep waiting.
+    pub fn admit(&self, now: UnixMillis) -> Admit {
+        if !self.config.enabled {
             return Admit::Call;
         }
-        let now_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
-        let interval = i64::try_from(self.config.probe_interval.as_millis()).unwrap_or(i64::MAX);
-        let since = now_ms.saturating_sub(recent.last_probe);
-        if since >= interval {
-            // Claimed by writing the time; invocations that read the old
-            // time at the same instant probe too (a bounded few).
-            let _ = self.counters.set(&self.stamp("probe"), now_ms);
-            return Admit::Probe;
+        let now_ms = Self::ms(now);
+        let window = i64::try_from(self.window_ms()).unwrap_or(i64::MAX);
+        let state = match self.counters.read(&[self.state_key()]).as_deref() {
+            Ok([state]) => *state,
+            _ => 0,
+        };
+        // Count one by one while failures are recent: the breaker's ratio
+        // must not rest on a sample.
+        self.exact
+            .set(state > 0 || (state < 0 && now_ms.saturating_add(state) < window));
+        let until = match state {
+            until if until > 0 => until,
+            _ => return Admit::Call,
+        };
+        if now_ms < until {
+            return Admit::Refuse(Duration::from_millis(
+                u64::try_from(until - now_ms).unwrap_or(0),
+            ));
         }
-        let wait = u64::try_from(interval - since).unwrap_or(0);
-        Admit::Refuse(Duration::from_millis(wait))
+        match self.counters.add(&self.probe_key(until), 1) {
+            Ok(1) | Err(_) => Admit::Probe,
+            Ok(_) => Admit::Refuse(self.config.probe_interval),
+        }
     }
 
-    /// Whether the breaker is open on `recent`.
-    pub fn is_open(&self, recent: &Recent) -> bool {
+    /// Whether the breaker should be open on `recent`: enough attempts in
+    /// the window, and enough of them failed.
+    pub fn trips(&self, recent: &Recent) -> bool {
         let attempts = recent.calls + recent.retries;
         attempts >= f64::from(self.config.min_volume)
             && recent.failures * 100.0 >= attempts * f64::from(self.config.trip_percent)
-            && recent.last_failure > recent.last_success
     }
 
-    /// Whether one more retry fits the budget, given `recent` and the
-    /// retries this call has made so far.
-    pub fn may_retry(&self, recent: &Recent, made: u32) -> bool {
+    /// Whether one more retry fits the budget at `now`. Reads the window
+    /// afresh (a failure path only), so it already counts this call's own
+    /// earlier retries.
+    pub fn may_retry(&self, now: UnixMillis) -> bool {
         if !self.config.enabled {
             return true;
         }
+        let recent = self.recent(now);
         let allowed = (recent.calls * f64::from(self.config.retry_percent) / 100.0)
             .max(f64::from(self.config.min_retries));
-        recent.retries + f64::from(made) + 1.0 <= allowed
+        recent.retries + 1.0 <= allowed
     }
 
     /// Counts an attempt that starts at `now` (the first, or a retry).
-    /// The first write to a new window forgets the window before the
-    /// previous one, so the store holds at most three windows per pair.
-    pub fn attempt(&self, now: UnixMillis, first: bool) {
+    /// While all is healthy, a first attempt is written only when `roll` (a
+    /// random number) picks it, one in `sample`, and then counts `sample`;
+    /// after a recent failure (as [`Self::admit`] read), every one is.
+    /// Retries are always written. The first write to a new window forgets
+    /// the window before the previous one, so the store holds at most three
+    /// windows per pair.
+    pub fn attempt(&self, now: UnixMillis, first: bool, roll: u64) {
         if !self.config.enabled {
             return;
         }
+        let sample = if self.exact.get() {
+            1
+        } else {
+            u64::from(self.config.sample.max(1))
+        };
+        let (kind, delta) = match first {
+            true if roll % sample != 0 => return,
+            true => ("calls", sample),
+            false => ("retries", 1),
+        };
         let epoch = self.epoch(now);
-        let kind = if first { "calls" } else { "retries" };
-        if let Ok(1) = self.counters.add(&self.key(epoch, kind), 1) {
-            if epoch >= 2 {
-                let stale: Vec<String> = KINDS.iter().map(|k| self.key(epoch - 2, k)).collect();
-                let _ = self.counters.forget(&stale);
-            }
+        let delta = i64::try_from(delta).unwrap_or(1);
+        if self.counters.add(&self.key(epoch, kind), delta) == Ok(delta) && epoch >= 2 {
+            let stale: Vec<String> = KINDS.iter().map(|k| self.key(epoch - 2, k)).collect();
+            let _ = self.counters.forget(&stale);
         }
     }
 
-    /// Records how an attempt ended at `now`. A success is written only
-    /// when there is a failure to outweigh: the healthy path writes nothing
-    /// here.
-    pub fn outcome(&self, recent: &Recent, now: UnixMillis, failed: bool) {
+    /// Records how an attempt that was admitted as `admitted` ended at
+    /// `now`. A failure is counted and noted in the state, and opens the
+    /// breaker (for `probe_interval`) when the window trips it; a probe's
+    /// success closes it. A success in the closed state writes nothing.
+    pub fn outcome(&self, admitted: Admit, now: UnixMillis, failed: bool) {
         if !self.config.enabled {
             return;
         }
-        let now_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
-        if failed {
+        let now_ms = Self::ms(now);
+        let state = if failed {
             let _ = self.counters.add(&self.key(self.epoch(now), "failures"), 1);
-            let _ = self.counters.set(&self.stamp("failure"), now_ms);
-        } else if recent.failures > 0.0 || recent.last_failure > recent.last_success {
-            let _ = self.counters.set(&self.stamp("success"), now_ms);
-        }
+            if admitted == Admit::Probe || self.trips(&self.recent(now)) {
+                now_ms.saturating_add(
+                    i64::try_from(self.config.probe_interval.as_millis()).unwrap_or(i64::MAX),
+                )
+            } else {
+                -now_ms
+            }
+        } else if admitted == Admit::Probe {
+            // Closed, and counted one by one for another window.
+            -now_ms
+        } else {
+            return;
+        };
+        let _ = self.counters.set(&self.state_key(), state);
     }
 }
 
@@ -373,8 +432,24 @@ mod tests {
         UnixMillis::from_millis(1_700_000_000_000 + ms)
     }
 
+    /// Every first attempt written (`sample` 1), so counts are exact.
     fn memory(counters: &LocalCounters) -> FailureMemory<'_, LocalCounters> {
-        FailureMemory::new(counters, MemoryConfig::default(), "gateway", "community")
+        let config = MemoryConfig {
+            sample: 1,
+            ..MemoryConfig::default()
+        };
+        FailureMemory::new(counters, config, "gateway", "community")
+    }
+
+    /// One call at `ms`: admitted or not, and if so counted and ended.
+    fn call(m: &FailureMemory<'_, LocalCounters>, ms: u64, failed: bool) -> Admit {
+        let admitted = m.admit(at(ms));
+        if admitted != Admit::Call && admitted != Admit::Probe {
+            return admitted;
+        }
+        m.attempt(at(ms), true, 0);
+        m.outcome(admitted, at(ms), failed);
+        admitted
     }
 
     #[test]
@@ -385,17 +460,20 @@ mod tests {
             "failure_memory" => Some("off".into()),
             "retry_budget_percent" => Some("10".into()),
             "breaker_probe_ms" => Some("250".into()),
+            "failure_memory_sample" => Some("1".into()),
             _ => None,
         })
         .unwrap();
         assert!(!custom.enabled);
         assert_eq!(custom.retry_percent, 10);
         assert_eq!(custom.probe_interval, Duration::from_millis(250));
+        assert_eq!(custom.sample, 1);
         for (name, value) in [
             ("failure_memory", "maybe"),
             ("retry_budget_percent", "120"),
             ("breaker_trip_percent", "0"),
             ("failure_window_ms", "ten"),
+            ("failure_memory_sample", "0"),
         ] {
             let err = MemoryConfig::parse(|n| (n == name).then(|| value.to_owned())).unwrap_err();
             assert!(err.contains(name), "{err}");
@@ -407,14 +485,13 @@ mod tests {
         let counters = LocalCounters::default();
         let m = memory(&counters);
         for _ in 0..500 {
-            m.attempt(at(0), true);
+            m.attempt(at(0), true, 0);
         }
         // 500 first attempts allow 100 retries; 30 is the floor.
         let mut granted = 0;
         for _ in 0..200 {
-            let recent = m.recent(at(0));
-            if m.may_retry(&recent, 0) {
-                m.attempt(at(0), false);
+            if m.may_retry(at(0)) {
+                m.attempt(at(0), false, 0);
                 granted += 1;
             }
         }
@@ -425,56 +502,80 @@ mod tests {
     fn a_quiet_service_can_still_retry_up_to_the_floor() {
         let counters = LocalCounters::default();
         let m = memory(&counters);
-        m.attempt(at(0), true);
-        let recent = m.recent(at(0));
-        assert!(m.may_retry(&recent, 0));
-        assert!(m.may_retry(&recent, 28));
-        assert!(!m.may_retry(&recent, 30));
+        m.attempt(at(0), true, 0);
+        for _ in 0..30 {
+            assert!(m.may_retry(at(0)));
+            m.attempt(at(0), false, 0);
+        }
+        assert!(!m.may_retry(at(0)));
     }
 
     #[test]
-    fn mostly_failing_calls_open_the_breaker_and_a_success_closes_it() {
+    fn mostly_failing_calls_open_the_breaker_and_a_successful_probe_closes_it() {
         let counters = LocalCounters::default();
         let m = memory(&counters);
         for i in 0..10 {
-            let recent = m.recent(at(i));
-            assert_eq!(m.admit(&recent, at(i)), Admit::Call, "call {i}");
-            m.attempt(at(i), true);
-            m.outcome(&recent, at(i), true);
+            assert_eq!(call(&m, i, true), Admit::Call, "call {i}");
         }
-        let recent = m.recent(at(20));
-        assert!(m.is_open(&recent));
-        // The first call after the trip probes; the next waits.
-        assert_eq!(m.admit(&recent, at(20)), Admit::Probe);
-        let recent = m.recent(at(30));
-        assert_eq!(
-            m.admit(&recent, at(30)),
-            Admit::Refuse(Duration::from_millis(490))
-        );
-        // The probe succeeds: the breaker closes for everyone.
-        m.outcome(&recent, at(40), false);
-        let recent = m.recent(at(50));
-        assert!(!m.is_open(&recent));
-        assert_eq!(m.admit(&recent, at(50)), Admit::Call);
+        // Tripped by the tenth failure, at 9 ms: open until 509 ms.
+        assert_eq!(m.admit(at(20)), Admit::Refuse(Duration::from_millis(489)));
+        // The wait is over: one probe, the others keep waiting.
+        assert_eq!(m.admit(at(510)), Admit::Probe);
+        assert_eq!(m.admit(at(511)), Admit::Refuse(Duration::from_millis(500)));
+        // The probe fails: open again for another interval.
+        m.outcome(Admit::Probe, at(520), true);
+        assert_eq!(m.admit(at(600)), Admit::Refuse(Duration::from_millis(420)));
+        // The next probe succeeds: closed for everyone.
+        assert_eq!(call(&m, 1_020, false), Admit::Probe);
+        assert_eq!(m.admit(at(1_030)), Admit::Call);
     }
 
     #[test]
-    fn a_few_failures_below_the_volume_or_ratio_never_open_it() {
+    fn failures_below_the_volume_or_ratio_never_open_it() {
         let counters = LocalCounters::default();
         let m = memory(&counters);
         for i in 0..9 {
-            m.attempt(at(i), true);
-            m.outcome(&m.recent(at(i)), at(i), true);
+            call(&m, i, true);
         }
-        assert!(
-            !m.is_open(&m.recent(at(10))),
+        assert_eq!(
+            m.admit(at(10)),
+            Admit::Call,
             "9 attempts are below the volume"
         );
-        for i in 10..30 {
-            m.attempt(at(i), true);
-            m.outcome(&m.recent(at(i)), at(i), i % 3 == 0);
+        let counters = LocalCounters::default();
+        let m = memory(&counters);
+        for i in 10..60 {
+            assert_eq!(
+                call(&m, i, i % 10 < 3),
+                Admit::Call,
+                "30 % failing: call {i}"
+            );
         }
-        assert!(!m.is_open(&m.recent(at(40))), "30 % failing stays closed");
+    }
+
+    #[test]
+    fn after_a_failure_every_first_attempt_is_counted_for_a_window() {
+        let counters = LocalCounters::default();
+        let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
+        // Healthy: rolls that are not multiples of 64 write nothing.
+        for i in 1..10 {
+            m.admit(at(i));
+            m.attempt(at(i), true, i);
+        }
+        assert_eq!(m.recent(at(10)).calls, 0.0);
+        let admitted = m.admit(at(10));
+        m.attempt(at(10), true, 10);
+        m.outcome(admitted, at(10), true);
+        // From now on, exact.
+        for i in 11..21 {
+            m.admit(at(i));
+            m.attempt(at(i), true, i);
+        }
+        assert_eq!(m.recent(at(30)).calls, 10.0);
+        // A window later, sampled again.
+        m.admit(at(10_011));
+        m.attempt(at(10_011), true, 1);
+        assert_eq!(m.recent(at(10_011)).calls, 10.0 * (1.0 - 0.0011));
     }
 
     #[test]
@@ -482,27 +583,43 @@ mod tests {
         let counters = LocalCounters::default();
         let m = memory(&counters);
         for _ in 0..10 {
-            m.attempt(at(0), true);
+            m.attempt(at(0), true, 0);
         }
         // Half-way through the next window, half of the old one counts.
         assert_eq!(m.recent(at(15_000)).calls, 5.0);
         // Two windows on, nothing of it remains, and the first write there
         // forgot it.
-        m.attempt(at(25_000), true);
+        m.attempt(at(25_000), true, 0);
         assert_eq!(m.recent(at(25_000)).calls, 1.0);
         assert_eq!(counters.len(), 1, "only the current window's key is kept");
     }
 
     #[test]
-    fn the_healthy_path_writes_one_counter_and_no_stamps() {
+    fn a_sampled_first_attempt_counts_for_the_ones_not_written() {
         let counters = LocalCounters::default();
-        let m = memory(&counters);
+        let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
+        // Rolls 0..640: one in 64 is written, as 64.
+        for roll in 0..640 {
+            m.attempt(at(0), true, roll);
+        }
+        assert_eq!(m.recent(at(0)).calls, 640.0);
+        m.attempt(at(0), false, 5);
+        assert_eq!(m.recent(at(0)).retries, 1.0, "retries are never sampled");
+    }
+
+    /// The healthy path: one read per call, and no write but the sampled
+    /// count of first attempts.
+    #[test]
+    fn the_healthy_path_writes_only_the_sampled_count() {
+        let counters = LocalCounters::default();
+        let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
         for i in 0..100 {
-            let recent = m.recent(at(i));
-            m.attempt(at(i), true);
-            m.outcome(&recent, at(i), false);
+            let admitted = m.admit(at(i));
+            m.attempt(at(i), true, i);
+            m.outcome(admitted, at(i), false);
         }
         assert_eq!(counters.len(), 1);
+        assert_eq!(m.recent(at(100)).calls, 128.0, "2 samples of 64");
     }
 
     #[test]
@@ -514,11 +631,10 @@ mod tests {
         };
         let m = FailureMemory::new(&counters, config, "gateway", "community");
         for i in 0..50 {
-            m.attempt(at(i), true);
-            m.outcome(&m.recent(at(i)), at(i), true);
+            call(&m, i, true);
         }
-        assert_eq!(m.admit(&m.recent(at(60)), at(60)), Admit::Call);
-        assert!(m.may_retry(&m.recent(at(60)), 1_000));
+        assert_eq!(m.admit(at(60)), Admit::Call);
+        assert!(m.may_retry(at(60)));
         assert!(counters.is_empty());
     }
 
@@ -530,21 +646,33 @@ mod tests {
         let counters = LocalCounters::default();
         let m = memory(&counters);
         for _ in 0..100 {
-            m.attempt(at(0), true);
+            m.attempt(at(0), true, 0);
         }
-        // 20 retries allowed; already 15 made.
-        for _ in 0..15 {
-            m.attempt(at(0), false);
+        // 30 retries allowed (the floor); already 25 made.
+        for _ in 0..25 {
+            m.attempt(at(0), false, 0);
         }
         let racers = 8;
-        let seen: Vec<Recent> = (0..racers).map(|_| m.recent(at(0))).collect();
-        let granted = seen.iter().filter(|r| m.may_retry(r, 0)).count();
+        // All decide on the same counts before any of them writes.
+        let granted = (0..racers).filter(|_| m.may_retry(at(0))).count();
         for _ in 0..granted {
-            m.attempt(at(0), false);
+            m.attempt(at(0), false, 0);
         }
         let after = m.recent(at(0));
         assert_eq!(after.calls, 100.0, "no first attempt lost");
-        assert_eq!(after.retries, 15.0 + granted as f64, "no retry lost");
+        assert_eq!(after.retries, 25.0 + granted as f64, "no retry lost");
         assert!(after.retries - 30.0 <= racers as f64, "overshoot bounded");
+    }
+
+    /// Racing for the probe: exactly one wins.
+    #[test]
+    fn one_probe_however_many_invocations_find_the_wait_over() {
+        let counters = LocalCounters::default();
+        let m = memory(&counters);
+        for i in 0..10 {
+            call(&m, i, true);
+        }
+        let probes = (0..8).filter(|_| m.admit(at(600)) == Admit::Probe).count();
+        assert_eq!(probes, 1);
     }
 }

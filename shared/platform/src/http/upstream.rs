@@ -78,8 +78,8 @@ impl<E: Calls> Upstream<E> {
         let mut jitter = self.jitter.clone();
         let (to, route) = target(&request.url);
         let memory = FailureMemory::new(&self.counters, self.memory, ctx.hop(), &to);
-        let recent = memory.recent(started);
-        if let Admit::Refuse(wait) = memory.admit(&recent, started) {
+        let admitted = memory.admit(started);
+        if let Admit::Refuse(wait) = admitted {
             // History says this downstream is failing: answer now instead
             // of waiting out what it would do.
             journal::event(Event::CircuitOpen {
@@ -101,6 +101,7 @@ impl<E: Calls> Upstream<E> {
                 retry_refused: false,
             };
         }
+        let roll = jitter.next_u64();
         let previous = RefCell::new(String::new());
         let refused = Cell::new(false);
         let outcome = retry::run_gated(
@@ -109,8 +110,8 @@ impl<E: Calls> Upstream<E> {
             &self.clock,
             &self.sleeper,
             &mut jitter,
-            |made| {
-                let allowed = memory.may_retry(&recent, made);
+            |_| {
+                let allowed = memory.may_retry(self.clock.now());
                 if !allowed {
                     refused.set(true);
                     journal::event(Event::RetryRefused { to: to.clone() });
@@ -126,8 +127,10 @@ impl<E: Calls> Upstream<E> {
                         after: previous.take(),
                     });
                 }
-                let (previous, memory, recent) = (&previous, &memory, &recent);
-                memory.attempt(self.clock.now(), attempt == 1);
+                let (previous, memory) = (&previous, &memory);
+                // Only the first attempt of a probe decides the breaker.
+                let admitted = if attempt == 1 { admitted } else { Admit::Call };
+                memory.attempt(self.clock.now(), attempt == 1, roll);
                 async move {
                     let response = self.http.send(ctx, request).await;
                     let verdict = match &response {
@@ -138,7 +141,7 @@ impl<E: Calls> Upstream<E> {
                         Ok(r) => r.status >= 500,
                         Err(e) => e.is_downstream_failure(),
                     };
-                    memory.outcome(recent, self.clock.now(), failed);
+                    memory.outcome(admitted, self.clock.now(), failed);
                     *previous.borrow_mut() = match &response {
                         Ok(r) => r.status.to_string(),
                         Err(e) => e.kind().to_owned(),
