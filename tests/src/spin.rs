@@ -42,6 +42,9 @@ pub struct SpinOptions {
     pub env: Vec<(&'static str, String)>,
     /// A runtime configuration file instead of the test's own SQLite files.
     pub runtime_config: Option<PathBuf>,
+    /// Spin's default key-value store in a file (under the state
+    /// directory), which a test can open, instead of in memory.
+    pub key_value_file: bool,
 }
 
 impl SpinOptions {
@@ -63,6 +66,12 @@ impl SpinOptions {
     /// repository) instead of SQLite files in the test's directory.
     pub fn runtime_config(mut self, path: &str) -> Self {
         self.runtime_config = Some(repo_root().join(path));
+        self
+    }
+
+    /// Keeps the default key-value store in a file a test can read.
+    pub fn key_value_file(mut self) -> Self {
+        self.key_value_file = true;
         self
     }
 
@@ -182,7 +191,7 @@ impl SpinApp {
                 servers = sqld;
                 config
             }
-            (None, _) => write_runtime_config(state.path()),
+            (None, _) => write_runtime_config(state.path(), options.key_value_file),
         };
         let mut app = match Layout::from_env() {
             Layout::AllInOne => {
@@ -705,8 +714,16 @@ fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
     path
 }
 
-fn write_runtime_config(dir: &Path) -> PathBuf {
+/// The failure memory's store as `runtime-config.toml` has it: Spin's
+/// SQLite key-value store in memory (counts that need not outlive the
+/// process, kept off the disk).
+const KV_IN_MEMORY: &str = "[key_value_store.default]\ntype = \"spin\"\n\n";
+
+fn write_runtime_config(dir: &Path, kv_file: bool) -> PathBuf {
     let mut config = String::new();
+    if !kv_file {
+        config.push_str(KV_IN_MEMORY);
+    }
     for label in ["identity", "community", "billing"] {
         let db = dir.join(format!("{label}.db"));
         config.push_str(&format!(
@@ -724,7 +741,7 @@ fn write_runtime_config(dir: &Path) -> PathBuf {
 /// runtime configuration that points the labels at them over HTTP.
 fn start_libsql(dir: &Path) -> (PathBuf, Vec<Child>) {
     let sqld = std::env::var_os("SQLD_BIN").map_or_else(|| PathBuf::from("sqld"), PathBuf::from);
-    let mut config = String::new();
+    let mut config = String::from(KV_IN_MEMORY);
     let mut servers = Vec::new();
     for label in ["identity", "community", "billing"] {
         let (http, grpc) = (free_port(), free_port());

@@ -124,7 +124,8 @@ fn concurrent_invocations_lose_no_count() {
         SpinOptions::default()
             .variable("community_url", stand_in.url())
             // Every first attempt written, so the count can be compared.
-            .variable("failure_memory_sample", "1"),
+            .variable("failure_memory_sample", "1")
+            .key_value_file(),
     );
     let acme = app.tenant("acme");
     std::thread::scope(|s| {
