@@ -107,6 +107,15 @@ def check_runtime_config(where: str, text: str, needed: set) -> None:
     mapped = set(config.get("sqlite_database", {}))
     if not needed <= mapped:
         problem(where, f"labels {sorted(needed - mapped)} are not mapped")
+    for label, store in config.get("key_value_store", {}).items():
+        kind = store.get("type")
+        keys = {"spin": {"type", "path"}, "redis": {"type", "url"}}.get(kind)
+        if keys is None:
+            problem(where, f"key-value store {label}: unknown type {kind!r}")
+        elif set(store) - keys or (kind == "redis" and "url" not in store):
+            problem(where, f"key-value store {label}: a {kind} store takes {sorted(keys)}, not {sorted(store)}")
+    if "default" not in config.get("key_value_store", {}):
+        problem(where, "the failure memory's key-value store `default` is not mapped")
     for label, db in config.get("sqlite_database", {}).items():
         kind = db.get("type")
         keys = {"spin": {"type", "path"}, "libsql": {"type", "url", "token"}}.get(kind)
