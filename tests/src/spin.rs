@@ -187,7 +187,7 @@ impl SpinApp {
             (Some(path), _) => path.clone(),
             (None, Ok("libsql")) if !servers.is_empty() => state.path().join("runtime-config.toml"),
             (None, Ok("libsql")) => {
-                let (config, sqld) = start_libsql(state.path());
+                let (config, sqld) = start_libsql(state.path(), options.key_value_file);
                 servers = sqld;
                 config
             }
@@ -739,9 +739,9 @@ fn write_runtime_config(dir: &Path, kv_file: bool) -> PathBuf {
 /// `MERIDIAN_DB=libsql`: one libSQL server (`sqld`, from `$SQLD_BIN` or
 /// `PATH`) per SQLite label, its data under the test's directory, and the
 /// runtime configuration that points the labels at them over HTTP.
-fn start_libsql(dir: &Path) -> (PathBuf, Vec<Child>) {
+fn start_libsql(dir: &Path, kv_file: bool) -> (PathBuf, Vec<Child>) {
     let sqld = std::env::var_os("SQLD_BIN").map_or_else(|| PathBuf::from("sqld"), PathBuf::from);
-    let mut config = String::from(KV_IN_MEMORY);
+    let mut config = String::from(if kv_file { "" } else { KV_IN_MEMORY });
     let mut servers = Vec::new();
     for label in ["identity", "community", "billing"] {
         let (http, grpc) = (free_port(), free_port());
