@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::time::UnixMillis;
+use crate::time::{duration_ms, UnixMillis};
 
 /// Atomic counters in a shared store (Spin's key-value store in a
 /// component, a map in tests).
@@ -132,32 +132,21 @@ impl MemoryConfig {
             Some("off") => false,
             Some(other) => return Err(format!("failure_memory must be on or off, not {other:?}")),
         };
-        let small = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        let count = |name: &str, default: u32, range: std::ops::RangeInclusive<u64>| {
+            number(name, default.into(), range).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        };
+        let millis = |name: &str, default: Duration, range| {
+            number(name, duration_ms(default), range).map(Duration::from_millis)
+        };
         Ok(Self {
             enabled,
-            window: Duration::from_millis(number("failure_window_ms", 10_000, 1_000..=600_000)?),
-            retry_percent: small(number(
-                "retry_budget_percent",
-                d.retry_percent.into(),
-                0..=100,
-            )?),
-            min_retries: small(number(
-                "retry_budget_min_retries",
-                d.min_retries.into(),
-                0..=100_000,
-            )?),
-            min_volume: small(number(
-                "breaker_min_volume",
-                d.min_volume.into(),
-                1..=100_000,
-            )?),
-            trip_percent: small(number(
-                "breaker_trip_percent",
-                d.trip_percent.into(),
-                1..=100,
-            )?),
-            probe_interval: Duration::from_millis(number("breaker_probe_ms", 500, 10..=60_000)?),
-            sample: small(number("failure_memory_sample", d.sample.into(), 1..=1_000)?),
+            window: millis("failure_window_ms", d.window, 1_000..=600_000)?,
+            retry_percent: count("retry_budget_percent", d.retry_percent, 0..=100)?,
+            min_retries: count("retry_budget_min_retries", d.min_retries, 0..=100_000)?,
+            min_volume: count("breaker_min_volume", d.min_volume, 1..=100_000)?,
+            trip_percent: count("breaker_trip_percent", d.trip_percent, 1..=100)?,
+            probe_interval: millis("breaker_probe_ms", d.probe_interval, 10..=60_000)?,
+            sample: count("failure_memory_sample", d.sample, 1..=1_000)?,
         })
     }
 }
