@@ -40,8 +40,6 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
-
 use crate::time::{duration_ms, UnixMillis};
 
 /// Atomic counters in a shared store (Spin's key-value store in a
@@ -58,7 +56,7 @@ pub trait Counters {
 }
 
 /// The settings (Spin variables `retry_budget_*`, `breaker_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryConfig {
     /// Off: every call is made and every allowed retry too, as before.
     pub enabled: bool,
@@ -188,6 +186,9 @@ pub struct FailureMemory<'a, K: Counters> {
     /// Whether first attempts are counted one by one (a failure was seen
     /// within the window) or sampled (all healthy), as `admit` read it.
     exact: std::cell::Cell<bool>,
+    /// The probe this call claimed, by the opening it probes (its key is
+    /// forgotten once the probe's outcome is known).
+    probe: std::cell::Cell<Option<i64>>,
 }
 
 impl<'a, K: Counters> FailureMemory<'a, K> {
@@ -198,6 +199,7 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
             config,
             prefix: format!("meridian/{caller}/{to}"),
             exact: std::cell::Cell::new(false),
+            probe: std::cell::Cell::new(None),
         }
     }
 
@@ -283,7 +285,10 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
             ));
         }
         match self.counters.add(&self.probe_key(until), 1) {
-            Ok(1) | Err(_) => Admit::Probe,
+            Ok(1) | Err(_) => {
+                self.probe.set(Some(until));
+                Admit::Probe
+            }
             Ok(_) => Admit::Refuse(self.config.probe_interval),
         }
     }
@@ -342,9 +347,17 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
     /// `now`. A failure is counted and noted in the state, and opens the
     /// breaker (for `probe_interval`) when the window trips it; a probe's
     /// success closes it. A success in the closed state writes nothing.
+    /// A probe's claim is forgotten here, so claims do not pile up in the
+    /// store (an invocation that claims after that finds the key new and
+    /// probes, and forgets it in turn).
     pub fn outcome(&self, admitted: Admit, now: UnixMillis, failed: bool) {
         if !self.config.enabled {
             return;
+        }
+        if admitted == Admit::Probe {
+            if let Some(until) = self.probe.take() {
+                let _ = self.counters.forget(&[self.probe_key(until)]);
+            }
         }
         let now_ms = Self::ms(now);
         let state = if failed {
@@ -663,5 +676,32 @@ mod tests {
         }
         let probes = (0..8).filter(|_| m.admit(at(600)) == Admit::Probe).count();
         assert_eq!(probes, 1);
+    }
+
+    /// Each opening's probe claim is forgotten with the probe's outcome:
+    /// an outage of many openings leaves no trail of claims in the store.
+    #[test]
+    fn probe_claims_do_not_pile_up() {
+        let counters = LocalCounters::default();
+        let m = memory(&counters);
+        for i in 0..10 {
+            call(&m, i, true);
+        }
+        for opening in 1..=20 {
+            let t = opening * 600;
+            assert_eq!(call(&m, t, true), Admit::Probe, "opening {opening}");
+            assert_eq!(
+                m.admit(at(t + 1)),
+                Admit::Refuse(Duration::from_millis(499))
+            );
+        }
+        let claims: Vec<String> = counters
+            .0
+            .borrow()
+            .keys()
+            .filter(|k| k.contains("/probe/"))
+            .cloned()
+            .collect();
+        assert!(claims.is_empty(), "{claims:?}");
     }
 }
