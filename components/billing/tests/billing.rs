@@ -11,7 +11,7 @@ use community::app::Community;
 use futures::executor::block_on;
 use meridian_platform::budget::admission::InternalGate;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{
     internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
@@ -21,7 +21,7 @@ use meridian_platform::{Clock, RequestContext};
 use meridian_testing::http::{code, fields, post};
 use meridian_testing::{
     assert_embeds_every_migration, context_at, manual_clock, migrated_store_on, tenant_context,
-    ClockSleeper, HostSqlite, NoJitter,
+    upstream, ClockSleeper, HostSqlite, NoJitter,
 };
 use serde_json::{json, Value};
 
@@ -127,20 +127,17 @@ impl Harness {
         };
         let app = Billing {
             store: migrated_store_on(clock, billing::migrations::ALL),
-            upstream: Upstream {
-                http: community,
+            // Failure memory off: these tests fail one community endpoint
+            // on purpose, which would open the breaker for all of
+            // community; the memory has its own tests (platform and e2e).
+            upstream: upstream(
+                community,
                 clock,
-                sleeper: ClockSleeper(clock),
-                jitter: NoJitter,
-                counters: LocalCounters::default(),
-                // Off: these tests fail one community endpoint on purpose,
-                // which would open the breaker for all of community; the
-                // failure memory has its own tests (platform and e2e).
-                memory: MemoryConfig {
+                MemoryConfig {
                     enabled: false,
                     ..MemoryConfig::default()
                 },
-            },
+            ),
             community_url: "http://community.test".into(),
             admin_token: "admin-secret".into(),
         };

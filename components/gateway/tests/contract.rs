@@ -15,13 +15,13 @@ use gateway::routes::{self, Route, Service, OWN};
 use identity::app::Identity;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::routes::RouteSpec;
-use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext};
 use meridian_testing::{
-    manual_clock, migrated_store_on, tenant_context, ClockSleeper, HostSqlite, NoJitter,
+    manual_clock, migrated_store_on, tenant_context, upstream, ClockSleeper, HostSqlite, NoJitter,
 };
 
 /// Every method a client might send.
@@ -182,14 +182,7 @@ fn each_service_takes_exactly_the_methods_it_declares() {
     };
     let billing: Billing<TestEnv> = Billing {
         store: migrated_store_on(clock, billing::migrations::ALL),
-        upstream: Upstream {
-            http: Unreachable,
-            clock,
-            sleeper: ClockSleeper(clock),
-            jitter: NoJitter,
-            counters: LocalCounters::default(),
-            memory: MemoryConfig::default(),
-        },
+        upstream: upstream(Unreachable, clock, MemoryConfig::default()),
         community_url: "http://community.test".into(),
         admin_token: "admin-secret".into(),
     };

@@ -12,13 +12,13 @@ use gateway::config::GatewayConfig;
 use gateway::edge::{EdgeRequest, EdgeResponse};
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::body::BodyError;
-use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{
     internal_headers, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext, UnixMillis};
-use meridian_testing::{ClockSleeper, NoJitter};
+use meridian_testing::{upstream, ClockSleeper, NoJitter};
 use serde_json::Value;
 
 const START: u64 = 1_700_000_000_000;
@@ -194,18 +194,15 @@ impl Harness {
                 community_url: "http://community.test".into(),
                 billing_url: "http://billing.test".into(),
             },
-            upstream: Upstream {
-                http: FakeUpstream {
+            upstream: upstream(
+                FakeUpstream {
                     clock,
                     script: RefCell::new(script),
                     seen: RefCell::default(),
                 },
                 clock,
-                sleeper: ClockSleeper(clock),
-                jitter: NoJitter,
-                counters: LocalCounters::default(),
-                memory: MemoryConfig::default(),
-            },
+                MemoryConfig::default(),
+            ),
         };
         Self { clock, gateway }
     }

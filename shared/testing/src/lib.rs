@@ -233,6 +233,31 @@ impl meridian_platform::http::retry::Jitter for NoJitter {
     }
 }
 
+/// The upstream caller of a host test: `http` on `clock`, which only
+/// backoffs move, with no jitter, and the failure memory (`memory`) in a map.
+pub fn upstream<E>(
+    http: E::Http,
+    clock: &'static meridian_platform::time::ManualClock,
+    memory: meridian_platform::http::memory::MemoryConfig,
+) -> meridian_platform::http::upstream::Upstream<E>
+where
+    E: meridian_platform::http::upstream::Calls<
+        Clock = &'static meridian_platform::time::ManualClock,
+        Sleeper = ClockSleeper<'static>,
+        Jitter = NoJitter,
+        Counters = meridian_platform::http::memory::LocalCounters,
+    >,
+{
+    meridian_platform::http::upstream::Upstream {
+        http,
+        clock,
+        sleeper: ClockSleeper(clock),
+        jitter: NoJitter,
+        counters: Default::default(),
+        memory,
+    }
+}
+
 /// Requests and answers of the services' handler tests, in one place.
 pub mod http {
     use std::borrow::Borrow;
