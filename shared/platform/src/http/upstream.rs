@@ -79,78 +79,70 @@ impl<E: Calls> Upstream<E> {
         let (to, route) = target(&request.url);
         let memory = FailureMemory::new(&self.counters, self.memory, ctx.hop(), &to);
         let admitted = memory.admit(started);
-        if let Admit::Refuse(wait) = admitted {
+        let roll = jitter.next_u64();
+        let previous = RefCell::new(String::new());
+        let refused = Cell::new(false);
+        let outcome = if let Admit::Refuse(wait) = admitted {
             // History says this downstream is failing: answer now instead
             // of waiting out what it would do.
             journal::event(Event::CircuitOpen {
                 to: to.clone(),
                 retry_after_ms: duration_ms(wait),
             });
-            journal::call(CallRecord {
-                to,
-                method: request.method.clone(),
-                route,
+            retry::Attempted {
+                last: Err(SendError::CircuitOpen(wait)),
                 attempts: 0,
-                status: None,
-                took_ms: 0,
-            });
-            return Call {
-                response: Err(SendError::CircuitOpen(wait)),
-                attempts: 0,
-                took: Duration::ZERO,
-                retry_refused: false,
-            };
-        }
-        let roll = jitter.next_u64();
-        let previous = RefCell::new(String::new());
-        let refused = Cell::new(false);
-        let outcome = retry::run_gated(
-            policy,
-            ctx.deadline(),
-            &self.clock,
-            &self.sleeper,
-            &mut jitter,
-            |_| {
-                let allowed = memory.may_retry(self.clock.now());
-                if !allowed {
-                    refused.set(true);
-                    journal::event(Event::RetryRefused { to: to.clone() });
-                }
-                allowed
-            },
-            |attempt| {
-                let request = request.clone();
-                if attempt > 1 {
-                    journal::event(Event::Retry {
-                        to: to.clone(),
-                        attempt,
-                        after: previous.take(),
-                    });
-                }
-                let (previous, memory) = (&previous, &memory);
-                // Only the first attempt of a probe decides the breaker.
-                let admitted = if attempt == 1 { admitted } else { Admit::Call };
-                memory.attempt(self.clock.now(), attempt == 1, roll);
-                async move {
-                    let response = self.http.send(ctx, request).await;
-                    let verdict = match &response {
-                        Ok(r) => r.verdict(),
-                        Err(e) => e.verdict(),
-                    };
-                    let failed = match &response {
-                        Ok(r) => r.status >= 500,
-                        Err(e) => e.is_downstream_failure(),
-                    };
-                    memory.outcome(admitted, self.clock.now(), failed);
-                    *previous.borrow_mut() = match &response {
-                        Ok(r) => r.status.to_string(),
-                        Err(e) => e.kind().to_owned(),
-                    };
-                    (response, verdict)
-                }
-            },
-        )
-        .await;
+                gave_up: None,
+            }
+        } else {
+            retry::run_gated(
+                policy,
+                ctx.deadline(),
+                &self.clock,
+                &self.sleeper,
+                &mut jitter,
+                |_| {
+                    let allowed = memory.may_retry(self.clock.now());
+                    if !allowed {
+                        refused.set(true);
+                        journal::event(Event::RetryRefused { to: to.clone() });
+                    }
+                    allowed
+                },
+                |attempt| {
+                    let request = request.clone();
+                    if attempt > 1 {
+                        journal::event(Event::Retry {
+                            to: to.clone(),
+                            attempt,
+                            after: previous.take(),
+                        });
+                    }
+                    let (previous, memory) = (&previous, &memory);
+                    // Only the first attempt of a probe decides the breaker.
+                    let admitted = if attempt == 1 { admitted } else { Admit::Call };
+                    memory.attempt(self.clock.now(), attempt == 1, roll);
+                    async move {
+                        let response = self.http.send(ctx, request).await;
+                        let verdict = match &response {
+                            Ok(r) => r.verdict(),
+                            Err(e) => e.verdict(),
+                        };
+                        let failed = match &response {
+                            Ok(r) => r.status >= 500,
+                            Err(e) => e.is_downstream_failure(),
+                        };
+                        memory.outcome(admitted, self.clock.now(), failed);
+                        *previous.borrow_mut() = match &response {
+                            Ok(r) => r.status.to_string(),
+                            Err(e) => e.kind().to_owned(),
+                        };
+                        (response, verdict)
+                    }
+                },
+            )
+            .await
+        };
         let took = self.clock.now().since(started);
         journal::call(CallRecord {
             to,
