@@ -108,7 +108,7 @@ impl<E: Calls> Gateway<E> {
             .map(|ctx| (ctx.budget_at_arrival(), ctx.remaining(now)));
         let timing = trace.timing.header_value(now.since(arrived), budget);
         response.set_header(headers::SERVER_TIMING, timing);
-        request_line(&request, &request_id, served_ctx.as_ref(), &response, now).emit();
+        request_line(&request, served_ctx.as_ref(), &response, now).emit();
         response
     }
 
@@ -184,19 +184,16 @@ impl<E: Calls> Gateway<E> {
 /// before it had a budget: a probe, a refusal at the edge).
 pub fn request_line(
     request: &EdgeRequest,
-    request_id: &RequestId,
     ctx: Option<&RequestContext>,
     response: &EdgeResponse,
     now: UnixMillis,
 ) -> RequestLine {
     let route = routes::template(&request.path);
     let served = Served {
-        request_id: request_id.as_str(),
         method: &request.method,
         route: &route,
-        traceparent: request.header("traceparent"),
     };
-    RequestLine::new("gateway", served, ctx, response, now)
+    RequestLine::new(served, ctx, response, now)
 }
 
 /// Whether a body with this `content-type` may be JSON: undeclared, or

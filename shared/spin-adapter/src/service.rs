@@ -104,8 +104,7 @@ pub async fn run<F, Fut>(
     let mut request = convert::read_head(&incoming);
     // Decided once, so the answer's body, its header and the log name the same id.
     let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
-    let traceparent = request.header("traceparent").map(str::to_owned);
-    journal::begin(spec.hop, request_id.as_str(), traceparent.as_deref());
+    journal::begin(spec.hop, request_id.as_str(), request.header("traceparent"));
     let (method, route) = (
         request.method.clone(),
         route_template(spec.routes, &request.path),
@@ -132,12 +131,10 @@ pub async fn run<F, Fut>(
         }
     };
     let served = Served {
-        request_id: request_id.as_str(),
         method: &method,
         route: &route,
-        traceparent: traceparent.as_deref(),
     };
-    RequestLine::new(spec.hop, served, ctx.as_ref(), &response, SystemClock.now()).emit();
+    RequestLine::new(served, ctx.as_ref(), &response, SystemClock.now()).emit();
     convert::send_response(out, response);
 }
 

@@ -96,6 +96,18 @@ pub fn spent() -> Spent {
     JOURNAL.with(|j| j.borrow().spent.clone())
 }
 
+/// The component, request id and trace id [`begin`] was given.
+pub(super) fn scope() -> (&'static str, String, Option<String>) {
+    JOURNAL.with(|j| {
+        let scope = &j.borrow().scope;
+        (
+            scope.service,
+            scope.request_id.clone(),
+            scope.trace_id.clone(),
+        )
+    })
+}
+
 /// A notable event of the request being served, logged as its own line.
 /// Fields are ids, counts, durations and error kinds: never a token, a
 /// body or an email.

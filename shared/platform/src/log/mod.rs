@@ -51,37 +51,34 @@ pub struct RequestLine {
     pub calls: Vec<CallRecord>,
 }
 
-/// The request, as the line needs it.
+/// The request, as the line needs it beyond what [`journal::begin`] took.
 #[derive(Debug, Clone, Copy)]
 pub struct Served<'a> {
-    /// The request id.
-    pub request_id: &'a str,
     /// The method.
     pub method: &'a str,
     /// The route template (see [`route_template`]).
     pub route: &'a str,
-    /// The `traceparent` header, if any.
-    pub traceparent: Option<&'a str>,
 }
 
 impl RequestLine {
-    /// The line for `response` to `request`, answered by `service` under
-    /// `ctx`, with what the request's [`journal`] counted; a request
-    /// answered before it had a budget (a probe, a refusal at the edge) has
-    /// no context and logs a budget of 0.
+    /// The line for `response` to `request`, answered under `ctx`: the
+    /// component, request id and trace id the request's [`journal`] began
+    /// with, and what it counted since; a request answered before it had a
+    /// budget (a probe, a refusal at the edge) has no context and logs a
+    /// budget of 0.
     pub fn new(
-        service: &'static str,
         request: Served<'_>,
         ctx: Option<&RequestContext>,
         response: &ServiceResponse,
         now: UnixMillis,
     ) -> Self {
         let spent = journal::spent();
+        let (service, request_id, trace_id) = journal::scope();
         Self {
             ts: Timestamp::at(now),
             service,
-            request_id: request.request_id.to_owned(),
-            trace_id: trace_id(request.traceparent).map(str::to_owned),
+            request_id,
+            trace_id,
             tenant_id: ctx
                 .and_then(RequestContext::tenant)
                 .map(|scope| scope.tenant_id.to_string()),
@@ -231,13 +228,15 @@ mod tests {
             "/v1/acme/invoices/0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a09",
         );
         let request = Served {
-            request_id: ctx.request_id().as_str(),
             method: "POST",
             route: &route,
-            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
         };
         let now = start.plus(Duration::from_millis(30));
-        journal::begin("billing", "req-1", request.traceparent);
+        journal::begin(
+            "billing",
+            ctx.request_id().as_str(),
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        );
         journal::statement(Duration::from_micros(1_250));
         journal::call(CallRecord {
             to: "community".into(),
@@ -247,10 +246,9 @@ mod tests {
             status: Some(200),
             took_ms: 4,
         });
-        let line: serde_json::Value = serde_json::from_str(
-            &RequestLine::new("billing", request, Some(&ctx), &response, now).to_json(),
-        )
-        .unwrap();
+        let line: serde_json::Value =
+            serde_json::from_str(&RequestLine::new(request, Some(&ctx), &response, now).to_json())
+                .unwrap();
         assert_eq!(
             line,
             serde_json::json!({
