@@ -71,14 +71,7 @@ impl OutboundResponse {
 
     /// The `code` member of a problem+json body, if this is one.
     pub fn problem_code(&self) -> Option<String> {
-        let is_problem = self
-            .header("content-type")
-            .is_some_and(|ct| ct.starts_with(crate::wire::problem::PROBLEM_JSON));
-        if !is_problem {
-            return None;
-        }
-        let body: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
-        body.get("code")?.as_str().map(str::to_owned)
+        crate::wire::problem::code_of(self.header("content-type"), &self.body)
     }
 
     /// Whether the downstream ran out of the shared budget: its own 504

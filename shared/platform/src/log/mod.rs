@@ -13,7 +13,7 @@ use crate::budget::context::RequestContext;
 use crate::http::message::ServiceResponse;
 use crate::http::routes::RouteSpec;
 use crate::time::{duration_ms, Timestamp, UnixMillis};
-use crate::wire::problem::PROBLEM_JSON;
+use crate::wire::problem::code_of;
 
 /// What one component did for one request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -85,7 +85,7 @@ impl RequestLine {
             method: request.method.to_owned(),
             route: request.route.to_owned(),
             status: response.status,
-            code: problem_code(response),
+            code: code_of(response.header("content-type"), &response.body),
             budget_ms: ctx.map_or(0, |ctx| duration_ms(ctx.budget_at_arrival())),
             left_ms: ctx.map_or(0, |ctx| duration_ms(ctx.remaining(now))),
             statements: spent.statements,
@@ -151,17 +151,6 @@ pub fn route_template(routes: &[RouteSpec], path: &str) -> String {
         })
         .collect();
     format!("/{}", generic.join("/"))
-}
-
-fn problem_code(response: &ServiceResponse) -> Option<String> {
-    let is_problem = response
-        .header("content-type")
-        .is_some_and(|ct| ct.starts_with(PROBLEM_JSON));
-    if !is_problem {
-        return None;
-    }
-    let body: serde_json::Value = serde_json::from_slice(&response.body).ok()?;
-    body["code"].as_str().map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -5,6 +5,16 @@ use serde::Serialize;
 /// Media type of every error body.
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
+/// The `code` of a message that is a problem+json answer (`content_type`
+/// is its header, `body` its bytes); `None` for any other message.
+pub fn code_of(content_type: Option<&str>, body: &[u8]) -> Option<String> {
+    if !content_type.is_some_and(|ct| ct.starts_with(PROBLEM_JSON)) {
+        return None;
+    }
+    let body: serde_json::Value = serde_json::from_slice(body).ok()?;
+    body.get("code")?.as_str().map(str::to_owned)
+}
+
 /// The stable, machine-readable error codes of the wire contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
