@@ -370,7 +370,6 @@ impl SpinApp {
         Client::following(self.followed.clone())
     }
 
-    /// What `spin up` wrote to stderr so far (component logs included).
     /// The JSON lines `component` wrote to its stderr (request lines and
     /// event lines), as Spin keeps them; a line that is not JSON fails.
     pub fn log_lines(&self, component: &str) -> Vec<serde_json::Value> {
@@ -392,28 +391,22 @@ impl SpinApp {
     /// Every file under `<state>/logs` of every `spin up` of this app
     /// (one, or one per service in the split layout), sorted.
     fn component_logs(&self) -> Vec<PathBuf> {
-        let list = |dir: &Path| -> Vec<PathBuf> {
-            std::fs::read_dir(dir)
-                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-                .unwrap_or_default()
-        };
-        let mut files: Vec<PathBuf> = list(self.state.path())
+        let mut files: Vec<PathBuf> = files_in(self.state.path())
             .into_iter()
             .filter(|p| {
                 p.file_name()
                     .is_some_and(|n| n.to_string_lossy().starts_with("spin-state"))
             })
-            .flat_map(|state| list(&state.join("logs")))
+            .flat_map(|state| files_in(&state.join("logs")))
             .collect();
         files.sort();
         files
     }
 
+    /// What `spin up` wrote so far, and every component's output.
     pub fn logs(&self) -> String {
         let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
-        let mut outputs: Vec<PathBuf> = std::fs::read_dir(self.state.path())
-            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
+        let mut outputs = files_in(self.state.path());
         outputs.retain(|p| {
             let name = p.file_name().unwrap_or_default().to_string_lossy();
             name.starts_with("spin") && (name.ends_with(".out") || name.ends_with(".err"))
@@ -488,15 +481,8 @@ impl SpinApp {
     /// The lines of the components' stderr that are not JSON, or lack a
     /// field their kind must have.
     fn malformed_log_lines(&self) -> Vec<String> {
-        let dir = self.state.path().join("spin-state").join("logs");
-        let files = std::fs::read_dir(dir)
-            .map(|d| {
-                d.filter_map(|e| e.ok().map(|e| e.path()))
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
         let mut bad = Vec::new();
-        for file in files {
+        for file in self.component_logs() {
             let name = file
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -773,6 +759,13 @@ fn start_libsql(dir: &Path, kv_file: bool) -> (PathBuf, Vec<Child>) {
     let path = dir.join("runtime-config.toml");
     std::fs::write(&path, config).expect("runtime config");
     (path, servers)
+}
+
+/// The entries of `dir` (none when it cannot be read).
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default()
 }
 
 fn log_file(dir: &Path, name: &str) -> std::fs::File {
