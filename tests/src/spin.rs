@@ -602,24 +602,40 @@ impl Spin<'_> {
 /// when the options replace it.
 fn split_manifest_for(dir: &Path, service: &str, options: &SpinOptions) -> PathBuf {
     let generated = std::fs::read_to_string(split::manifest_path(service)).expect("split manifest");
-    let release = repo_root().join("target/wasm32-wasip2/release");
-    let wasm = options
-        .replaced
-        .iter()
-        .find(|(component, _)| *component == service)
-        .map_or(service, |(_, replacement)| replacement);
-    let from = format!("source = \"../../../target/wasm32-wasip2/release/{service}.wasm\"");
+    let source = format!("source = \"../../../target/wasm32-wasip2/release/{service}.wasm\"");
     assert!(
-        generated.contains(&from),
+        generated.contains(&source),
         "{service}'s manifest has no source"
     );
-    let to = format!(
-        "source = {:?}",
-        release.join(format!("{wasm}.wasm")).display().to_string()
-    );
     let path = dir.join(format!("spin-{service}.toml"));
-    std::fs::write(&path, generated.replace(&from, &to)).expect("manifest copy");
+    let manifest = built_sources(&generated, "../../../target/", &options.replaced);
+    std::fs::write(&path, manifest).expect("manifest copy");
     path
+}
+
+/// `manifest` (whose sources start `source = "<target>`) with absolute
+/// paths to the built components, so it runs from any directory, and each
+/// `(component, test crate)` of `replaced` served by that crate's Wasm.
+fn built_sources(manifest: &str, target: &str, replaced: &[(&str, &str)]) -> String {
+    let built = repo_root().join("target");
+    let mut patched = manifest.replace(
+        &format!("source = \"{target}"),
+        &format!("source = \"{}/", built.display()),
+    );
+    let release = built.join("wasm32-wasip2/release");
+    for (component, wasm_crate) in replaced {
+        let from = format!("{}/{component}.wasm\"", release.display());
+        let to = format!("{}/{wasm_crate}.wasm\"", release.display());
+        if !patched.contains(&from) {
+            continue;
+        }
+        assert!(
+            release.join(format!("{wasm_crate}.wasm")).is_file(),
+            "{to} is not built"
+        );
+        patched = patched.replace(&from, &to);
+    }
+    patched
 }
 
 /// Stops `spin up` and everything it started: killing `spin up` alone
@@ -657,22 +673,13 @@ fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
         return original;
     }
     let text = std::fs::read_to_string(&original).expect("spin.toml");
-    let target = repo_root().join("target");
-    let mut patched = text.replace(
-        "source = \"target/",
-        &format!("source = \"{}/", target.display()),
-    );
-    for (component, wasm_crate) in &options.replaced {
-        let release = target.join("wasm32-wasip2/release");
-        let from = format!("{}/{component}.wasm", release.display());
-        let to = format!("{}/{wasm_crate}.wasm", release.display());
+    for (component, _) in &options.replaced {
         assert!(
-            patched.contains(&from),
+            text.contains(&format!("[component.{component}]")),
             "no component {component} in spin.toml"
         );
-        assert!(Path::new(&to).is_file(), "{to} is not built");
-        patched = patched.replace(&from, &to);
     }
+    let patched = built_sources(&text, "target/", &options.replaced);
     let mut out = String::new();
     let mut in_gateway_vars = false;
     for line in patched.lines() {
