@@ -12,5 +12,8 @@ pub mod split;
 mod standin;
 
 pub use client::{Client, Reply};
-pub use spin::{repo_root, spin_binary, Layout, SpinApp, SpinOptions, ADMIN_TOKEN, INTERNAL_TOKEN};
+pub use spin::{
+    repo_root, spin_binary, write_runtime_config, Layout, SpinApp, SpinOptions, ADMIN_TOKEN,
+    INTERNAL_TOKEN,
+};
 pub use standin::{Received, StandIn, StandInReply, Truncating};

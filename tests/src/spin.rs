@@ -712,7 +712,10 @@ fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
 /// process, kept off the disk).
 const KV_IN_MEMORY: &str = "[key_value_store.default]\ntype = \"spin\"\n\n";
 
-fn write_runtime_config(dir: &Path, kv_file: bool) -> PathBuf {
+/// Writes `dir/runtime-config.toml`: each SQLite label a file in `dir`,
+/// and the failure memory's store in memory (or, with `kv_file`, Spin's
+/// default file under the state directory).
+pub fn write_runtime_config(dir: &Path, kv_file: bool) -> PathBuf {
     let mut config = String::new();
     if !kv_file {
         config.push_str(KV_IN_MEMORY);

@@ -13,7 +13,7 @@ use std::process::{Child, Command};
 
 use anyhow::{bail, Context};
 use meridian_e2e::split::{manifest_path, service_manifest, SERVICES};
-use meridian_e2e::{repo_root, spin_binary};
+use meridian_e2e::{repo_root, spin_binary, write_runtime_config};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -52,18 +52,9 @@ fn up(gateway_port: u16) -> anyhow::Result<()> {
     let root = repo_root();
     let state = root.join(".spin/split");
     std::fs::create_dir_all(&state)?;
-    // The split layout's own runtime configuration: one database file per
-    // label, shared by no other layout.
-    let config = state.join("runtime-config.toml");
-    let mut text = String::new();
-    for label in ["identity", "community", "billing"] {
-        let db = state.join(format!("{label}.db"));
-        text.push_str(&format!(
-            "[sqlite_database.{label}]\ntype = \"spin\"\npath = {:?}\n\n",
-            db.display().to_string()
-        ));
-    }
-    std::fs::write(&config, text)?;
+    // The split layout's own databases, shared by no other layout; the
+    // failure memory in memory, as `runtime-config.toml` has it.
+    let config = write_runtime_config(&state, false);
     let port_of = |service: &str| match service {
         "gateway" => gateway_port,
         "identity" => gateway_port + 1,
