@@ -163,7 +163,8 @@ impl ServiceResponse {
     }
 }
 
-fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+/// The first value of header `name` (any case) among `headers`.
+pub(crate) fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))

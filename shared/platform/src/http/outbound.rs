@@ -63,10 +63,7 @@ pub struct OutboundResponse {
 impl OutboundResponse {
     /// The first value of a header.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        crate::http::message::find_header(&self.headers, name)
     }
 
     /// The `code` member of a problem+json body, if this is one.
