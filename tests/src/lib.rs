@@ -17,3 +17,11 @@ pub use spin::{
     INTERNAL_TOKEN,
 };
 pub use standin::{Received, StandIn, StandInReply, Truncating};
+
+/// The first value of header `name` (any case) among `headers`.
+pub(crate) fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}

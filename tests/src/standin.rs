@@ -28,10 +28,7 @@ pub struct Received {
 impl Received {
     /// The first value of a header.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        crate::find_header(&self.headers, name)
     }
 }
 
