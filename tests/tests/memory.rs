@@ -39,12 +39,20 @@ fn a_failing_downstream_opens_the_breaker_for_every_invocation_and_a_probe_close
         .expect("the breaker opened within ten requests");
     assert_eq!(open.header("retry-after"), Some("1"), "{}", open.body);
     // Open: answered at once, and community is not called, but for at most
-    // one probe per 500 ms.
+    // one probe per 500 ms. The breaker opened one request before `open`, so
+    // on a slow machine its first probe may fall inside this window: that
+    // call reaches community, fails, and answers 502 as any failed call does.
     let before = stand_in.count("/v1");
     let started = Instant::now();
     let mut refused = Vec::new();
+    let mut probed = 0;
     while started.elapsed() < Duration::from_millis(400) {
         let r = acme.get("/residents").send();
+        if r.status == 502 {
+            r.assert_problem(502, "upstream_unavailable");
+            probed += 1;
+            continue;
+        }
         r.assert_problem(503, "upstream_unavailable");
         refused.push(r.elapsed);
     }
@@ -53,10 +61,13 @@ fn a_failing_downstream_opens_the_breaker_for_every_invocation_and_a_probe_close
     // Answered without calling community (the resolution at identity is
     // most of it; the benchmark measures the median under load).
     assert!(median < Duration::from_millis(50), "median {median:?}");
-    let probes = stand_in.count("/v1") - before;
+    // Only probes reach community: at most one per probe interval (one in
+    // 400 ms), each with at most its three attempts.
+    let calls = stand_in.count("/v1") - before;
+    assert!(probed <= 1, "{probed} probes in 400 ms while open");
     assert!(
-        probes <= 3,
-        "{probes} calls reached community in 400 ms while open"
+        calls <= 3 * probed,
+        "{calls} calls reached community in 400 ms while open, {probed} probe(s)"
     );
     // Healed: a probe sees it within the probe interval and closes it.
     failing.store(false, Ordering::SeqCst);
