@@ -41,6 +41,8 @@ pub struct Spent {
     pub statements: u32,
     /// Time inside them.
     pub storage: Duration,
+    /// Statements that started after the request's deadline.
+    pub late_statements: u32,
     /// Outbound calls, in the order they ended.
     pub calls: Vec<CallRecord>,
 }
@@ -83,6 +85,16 @@ pub fn statement(took: Duration) {
         let spent = &mut j.borrow_mut().spent;
         spent.statements += 1;
         spent.storage += took;
+    });
+}
+
+/// Counts a statement that started `late` after the request's deadline,
+/// and logs it.
+pub fn statement_late(statement: &str, late: Duration) {
+    JOURNAL.with(|j| j.borrow_mut().spent.late_statements += 1);
+    event(Event::StatementLate {
+        statement: statement.to_owned(),
+        late_ms: crate::time::duration_ms(late),
     });
 }
 
@@ -166,6 +178,15 @@ pub enum Event {
         /// How far apart the two clocks are, ms (positive: the caller's is ahead).
         skew_ms: i64,
     },
+    /// A statement started after its request's deadline. The budget checks
+    /// before every statement should make this never happen; the overload
+    /// benchmark counts these lines.
+    StatementLate {
+        /// The statement's first word (`SELECT`, `COMMIT`, `ROLLBACK`, …).
+        statement: String,
+        /// How long after the deadline it started, ms.
+        late_ms: u64,
+    },
     /// Something failed that the answer only summarizes (a 500 or 503):
     /// the cause, for the operator.
     Failure {
@@ -231,6 +252,7 @@ mod tests {
             Spent {
                 statements: 2,
                 storage: Duration::from_micros(500),
+                late_statements: 0,
                 calls: vec![record]
             }
         );

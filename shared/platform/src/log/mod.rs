@@ -47,6 +47,10 @@ pub struct RequestLine {
     pub statements: u32,
     /// Time inside them, µs.
     pub storage_us: u64,
+    /// Statements that started after the request's deadline (see
+    /// [`journal::Event::StatementLate`]); left out while none did.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub late_statements: u32,
     /// Each outbound call: to whom, attempts, status, time.
     pub calls: Vec<CallRecord>,
 }
@@ -90,6 +94,7 @@ impl RequestLine {
             left_ms: ctx.map_or(0, |ctx| duration_ms(ctx.remaining(now))),
             statements: spent.statements,
             storage_us: u64::try_from(spent.storage.as_micros()).unwrap_or(u64::MAX),
+            late_statements: spent.late_statements,
             calls: spent.calls,
         }
     }
@@ -103,6 +108,10 @@ impl RequestLine {
     pub fn emit(&self) {
         write_line(self.to_json());
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Writes `line` and its newline to stderr in one write. Spin gathers the

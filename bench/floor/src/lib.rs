@@ -1,0 +1,225 @@
+//! The benchmark's floor: the least a Spin app of Meridian's shape can cost,
+//! measured in the same run so that Meridian's figures are ratios to it
+//! (README "Benchmarks", `bench/floor.toml`).
+//!
+//! One `.wasm` serves three components, chosen by the path each is called
+//! on: `front` (public, Meridian's gateway) calls `mid` (identity) and then
+//! `back` (community or billing) over service chaining, as a public read or
+//! write does. Two shapes:
+//!
+//! - **no-op** (`GET /noop`): the chain alone, no storage;
+//! - **SQLite** (`GET /sqlite/residents`, `POST /sqlite/invoices`): `mid`
+//!   resolves the bearer token with one indexed read, `back` reads a page of
+//!   up to 20 residents as JSON, or inserts one invoice — the SQLite work a
+//!   full read or write cannot do without.
+//!
+//! Nothing else: no budget, no validation beyond what the SQL needs, no
+//! logs. `POST /setup` creates and fills the tables.
+// Wasm only: its export names are not valid symbols for a host cdylib.
+#![cfg(target_arch = "wasm32")]
+
+use spin_sdk::http::{send, Method, Request, Response};
+use spin_sdk::http_component;
+use spin_sdk::sqlite::{Connection, Value};
+
+/// The tenant and token `POST /setup` creates.
+const TENANT: &str = "floor-tenant";
+const TOKEN: &str = "floor-token";
+/// Residents `POST /setup` writes: more than a page.
+const RESIDENTS: i64 = 50;
+
+#[http_component]
+async fn handle(req: Request) -> Response {
+    let path = req.path().to_owned();
+    match (req.method(), path.as_str()) {
+        (Method::Get, "/healthz") => status(200),
+        // front
+        (Method::Post, "/setup") => {
+            for target in ["http://mid.spin.internal/mid/setup", "http://back.spin.internal/back/setup"] {
+                let answer = call(Method::Post, target, None, Vec::new()).await;
+                if answer.status() != &200 {
+                    return answer;
+                }
+            }
+            status(200)
+        }
+        (Method::Get, "/noop") => {
+            call(Method::Get, "http://mid.spin.internal/mid/noop", None, Vec::new()).await;
+            call(Method::Get, "http://back.spin.internal/back/noop", None, Vec::new()).await
+        }
+        (Method::Get, "/sqlite/residents") | (Method::Post, "/sqlite/invoices") => {
+            let token = req
+                .header("authorization")
+                .and_then(|v| v.as_str())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or_default()
+                .to_owned();
+            let resolved = call(Method::Get, "http://mid.spin.internal/mid/resolve", Some(&token), Vec::new()).await;
+            if resolved.status() != &200 {
+                return resolved;
+            }
+            let tenant = String::from_utf8_lossy(resolved.body()).into_owned();
+            if req.method() == &Method::Get {
+                let url = format!("http://back.spin.internal/back/residents?tenant={tenant}");
+                call(Method::Get, &url, None, Vec::new()).await
+            } else {
+                let url = format!("http://back.spin.internal/back/invoices?tenant={tenant}");
+                call(Method::Post, &url, None, req.body().to_vec()).await
+            }
+        }
+        // mid
+        (Method::Get, "/mid/noop") => status(200),
+        (Method::Post, "/mid/setup") => sql(
+            "mid",
+            &[
+                "CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, tenant_id TEXT NOT NULL)",
+                &format!("INSERT OR REPLACE INTO tokens VALUES ('{TOKEN}', '{TENANT}')"),
+            ],
+        ),
+        (Method::Get, "/mid/resolve") => {
+            let token = req.header("x-token").and_then(|v| v.as_str()).unwrap_or_default();
+            let found = Connection::open("mid").and_then(|db| {
+                db.execute(
+                    "SELECT tenant_id FROM tokens WHERE hash = ?",
+                    &[Value::Text(token.to_owned())],
+                )
+            });
+            match found {
+                Ok(rows) => match rows.rows().next().and_then(|r| r.get::<&str>("tenant_id")) {
+                    Some(tenant) => Response::new(200, tenant.to_owned()),
+                    None => status(401),
+                },
+                Err(_) => status(500),
+            }
+        }
+        // back
+        (Method::Get, "/back/noop") => json(200, r#"{"items":[]}"#.to_owned()),
+        (Method::Post, "/back/setup") => back_setup(),
+        (Method::Get, "/back/residents") => residents(&tenant_of(&req)),
+        (Method::Post, "/back/invoices") => invoice(&tenant_of(&req), req.body()),
+        _ => status(404),
+    }
+}
+
+/// The residents page: the read behind `GET /v1/{t}/residents?limit=20`.
+fn residents(tenant: &str) -> Response {
+    let page = Connection::open("back").and_then(|db| {
+        db.execute(
+            "SELECT id, name, unit, email, created_at FROM residents WHERE tenant_id = ? ORDER BY id LIMIT 20",
+            &[Value::Text(tenant.to_owned())],
+        )
+    });
+    let Ok(page) = page else {
+        return status(500);
+    };
+    let items: Vec<serde_json::Value> = page
+        .rows()
+        .map(|r| {
+            serde_json::json!({
+                "id": r.get::<&str>("id"),
+                "name": r.get::<&str>("name"),
+                "unit": r.get::<&str>("unit"),
+                "email": r.get::<&str>("email"),
+                "created_at": r.get::<&str>("created_at"),
+            })
+        })
+        .collect();
+    json(200, serde_json::json!({ "items": items }).to_string())
+}
+
+/// One invoice inserted: the write behind `POST /v1/{t}/invoices`.
+fn invoice(tenant: &str, body: &[u8]) -> Response {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_slice(body) else {
+        return status(400);
+    };
+    let amount = fields
+        .get("amount_cents")
+        .and_then(|v| v.as_i64())
+        .unwrap_or_default();
+    let inserted = Connection::open("back").and_then(|db| {
+        db.execute(
+            "INSERT INTO invoices (tenant_id, amount_cents, body, created_at)
+             VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) RETURNING id",
+            &[
+                Value::Text(tenant.to_owned()),
+                Value::Integer(amount),
+                Value::Text(String::from_utf8_lossy(body).into_owned()),
+            ],
+        )
+    });
+    match inserted {
+        Ok(rows) => {
+            let id = rows.rows().next().and_then(|r| r.get::<i64>("id"));
+            json(
+                201,
+                serde_json::json!({ "id": id, "amount_cents": amount }).to_string(),
+            )
+        }
+        Err(_) => status(500),
+    }
+}
+
+fn back_setup() -> Response {
+    let mut statements = vec![
+        "CREATE TABLE IF NOT EXISTS residents (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL, unit TEXT NOT NULL, email TEXT, created_at TEXT NOT NULL)".to_owned(),
+        "CREATE INDEX IF NOT EXISTS residents_by_tenant ON residents (tenant_id, id)".to_owned(),
+        "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, amount_cents INTEGER NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL)".to_owned(),
+    ];
+    for n in 0..RESIDENTS {
+        statements.push(format!(
+            "INSERT OR REPLACE INTO residents VALUES ('resident-{n:04}', '{TENANT}', 'Resident {n}', 'Unit {n}', 'r{n}@example.com', '2026-12-01T00:00:00Z')"
+        ));
+    }
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    sql("back", &statements)
+}
+
+/// Runs `statements` on the `label` database: 200, or 500 at the first
+/// that fails.
+fn sql(label: &str, statements: &[&str]) -> Response {
+    let Ok(db) = Connection::open(label) else {
+        return status(500);
+    };
+    match statements
+        .iter()
+        .try_for_each(|s| db.execute(s, &[]).map(drop))
+    {
+        Ok(()) => status(200),
+        Err(_) => status(500),
+    }
+}
+
+/// The `tenant` query parameter `front` adds.
+fn tenant_of(req: &Request) -> String {
+    req.query()
+        .strip_prefix("tenant=")
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A call to another component over service chaining; a failure to reach
+/// it is a 502.
+async fn call(method: Method, url: &str, token: Option<&str>, body: Vec<u8>) -> Response {
+    let mut request = Request::builder();
+    request.method(method).uri(url);
+    if let Some(token) = token {
+        request.header("x-token", token);
+    }
+    let request = request.body(body).build();
+    match send::<_, Response>(request).await {
+        Ok(response) => response,
+        Err(_) => status(502),
+    }
+}
+
+fn status(code: u16) -> Response {
+    Response::new(code, ())
+}
+
+fn json(code: u16, body: String) -> Response {
+    Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(body)
+        .build()
+}

@@ -1,0 +1,878 @@
+//! Meridian against the floor (README "Benchmarks"): every figure a ratio to
+//! the least a Spin app of the same shape costs, measured in the same run.
+//!
+//! Run through `scripts/bench.sh` (it builds the components and installs
+//! `wrk`); by hand: `cargo run -p meridian-e2e --release --bin perf --
+//! [--seconds S] [--rounds R] [--per-budget N] [--write]`.
+//!
+//! - **P1**: `wrk` (keep-alive, 1 and 8 connections) against Meridian's
+//!   `GET /v1/{t}/residents?limit=20` and keyed `POST /v1/{t}/invoices`, and
+//!   against the floor app (`bench/floor.toml`): a no-op chain of three
+//!   components and the same chain doing the SQLite work (one indexed read,
+//!   then a page of 20 rows or one insert). Rounds alternate the order.
+//! - **P2**: time-to-504 behind a hung community, per budget.
+//! - **P3**: overload — more connections than the machine serves within a
+//!   tight budget; statements started after their deadline (the services'
+//!   `statement_late` lines) and answers later than the budget.
+//! - **P5**: each `.wasm` against the spin-sdk hello-world (`bench/hello`).
+//!
+//! Writes `target/bench/perf.json`; with `--write`, also `BENCHMARKS.md`'s
+//! floor section and `BENCHMARKS.svg` (the latency CDFs and the 504 times).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, ensure, Context, Result};
+use meridian_e2e::api::{add_resident, call_with, create_tenant};
+use meridian_e2e::{repo_root, SpinApp, SpinOptions};
+use serde_json::{json, Value};
+
+/// How the run is sized.
+struct Args {
+    /// Seconds per `wrk` measurement.
+    seconds: u64,
+    /// Alternating rounds per scenario.
+    rounds: usize,
+    /// Requests per budget behind the hung downstream.
+    per_budget: usize,
+    /// Budgets for the time-to-504, ms.
+    budgets: Vec<u64>,
+    /// Write BENCHMARKS.md and BENCHMARKS.svg.
+    write: bool,
+}
+
+impl Args {
+    fn parse() -> Result<Self> {
+        let mut args = Self {
+            seconds: 10,
+            rounds: 3,
+            per_budget: 50,
+            budgets: vec![100, 400, 1_000, 3_000],
+            write: false,
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(arg) = it.next() {
+            let mut value = |name: &str| -> Result<u64> {
+                it.next()
+                    .with_context(|| format!("{name} needs a value"))?
+                    .parse()
+                    .with_context(|| format!("{name} takes a whole number"))
+            };
+            match arg.as_str() {
+                "--seconds" => args.seconds = value("--seconds")?.max(1),
+                "--rounds" => args.rounds = usize::try_from(value("--rounds")?.max(1))?,
+                "--per-budget" => args.per_budget = usize::try_from(value("--per-budget")?.max(1))?,
+                "--budgets" => {
+                    let list = it.next().context("--budgets needs a value, e.g. 100,400")?;
+                    args.budgets = list
+                        .split(',')
+                        .map(|b| b.parse().with_context(|| format!("bad budget {b:?}")))
+                        .collect::<Result<_>>()?;
+                }
+                "--write" => args.write = true,
+                other => {
+                    bail!("unknown argument {other:?} (see the header of tests/src/bin/perf.rs)")
+                }
+            }
+        }
+        Ok(args)
+    }
+}
+
+/// One `wrk` run, as `bench/wrk/report.lua` prints it.
+#[derive(Debug, Clone)]
+struct Run {
+    requests: u64,
+    seconds: f64,
+    /// Answers that were not 2xx/3xx, and socket errors.
+    failures: u64,
+    statuses: BTreeMap<String, u64>,
+    max_ms: f64,
+    /// (percentile, ms).
+    cdf: Vec<(f64, f64)>,
+}
+
+impl Run {
+    fn parse(line: &str) -> Result<Self> {
+        let v: Value = serde_json::from_str(line).context("wrk's report line")?;
+        let n = |k: &str| {
+            v[k].as_u64()
+                .with_context(|| format!("wrk report without {k}"))
+        };
+        let cdf = v["percentiles_us"]
+            .as_array()
+            .context("wrk report without percentiles")?
+            .iter()
+            .filter_map(|p| Some((p[0].as_f64()?, p[1].as_f64()? / 1_000.0)))
+            .collect();
+        let statuses = v["statuses"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, n)| (k.clone(), n.as_u64().unwrap_or(0)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Self {
+            requests: n("requests")?,
+            seconds: n("duration_us")? as f64 / 1e6,
+            failures: n("non_2xx_3xx")?
+                + n("connect_errors")?
+                + n("read_errors")?
+                + n("write_errors")?
+                + n("timeouts")?,
+            statuses,
+            max_ms: n("max_us")? as f64 / 1_000.0,
+            cdf,
+        })
+    }
+
+    /// The latency at percentile `p`, ms.
+    fn at(&self, p: f64) -> f64 {
+        self.cdf
+            .iter()
+            .find(|(q, _)| *q >= p - 1e-9)
+            .or(self.cdf.last())
+            .map_or(f64::NAN, |(_, ms)| *ms)
+    }
+
+    fn rps(&self) -> f64 {
+        self.requests as f64 / self.seconds
+    }
+
+    /// Several rounds as one: requests and time summed, each percentile the
+    /// mean of the rounds'.
+    fn pooled(runs: &[Run]) -> Run {
+        let first = &runs[0];
+        let mean = |f: &dyn Fn(&Run) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
+        let mut statuses = BTreeMap::new();
+        for run in runs {
+            for (k, n) in &run.statuses {
+                *statuses.entry(k.clone()).or_insert(0) += n;
+            }
+        }
+        Run {
+            requests: runs.iter().map(|r| r.requests).sum(),
+            seconds: runs.iter().map(|r| r.seconds).sum(),
+            failures: runs.iter().map(|r| r.failures).sum(),
+            statuses,
+            max_ms: runs.iter().map(|r| r.max_ms).fold(0.0, f64::max),
+            cdf: first
+                .cdf
+                .iter()
+                .enumerate()
+                .map(|(i, (p, _))| (*p, mean(&|r: &Run| r.cdf.get(i).map_or(f64::NAN, |c| c.1))))
+                .collect(),
+        }
+    }
+}
+
+/// What `wrk` is pointed at.
+#[derive(Clone)]
+struct Target {
+    name: &'static str,
+    url: String,
+    method: &'static str,
+    headers: Vec<(String, String)>,
+    body: Option<String>,
+    /// Every request gets its own Idempotency-Key with this prefix.
+    keyed: bool,
+}
+
+fn wrk(target: &Target, connections: u32, seconds: u64, tag: &str) -> Result<Run> {
+    let script = repo_root().join("bench/wrk/report.lua");
+    let mut command = Command::new(std::env::var("WRK_BIN").unwrap_or_else(|_| "wrk".into()));
+    command
+        .args(["-t1", "--timeout", "10s"])
+        .arg(format!("-c{connections}"))
+        .arg(format!("-d{seconds}s"))
+        .arg("-s")
+        .arg(&script);
+    for (name, value) in &target.headers {
+        command.arg("-H").arg(format!("{name}: {value}"));
+    }
+    command.arg(&target.url).arg("--").arg(target.method);
+    if let Some(body) = &target.body {
+        command.arg(body);
+        if target.keyed {
+            command.arg(tag);
+        }
+    }
+    let out = command
+        .output()
+        .context("run wrk (scripts/bench.sh installs it; or set WRK_BIN)")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success(),
+        "wrk failed: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .with_context(|| format!("no report from wrk: {text}"))?;
+    Run::parse(line)
+}
+
+/// One scenario at one connection count: each target's pooled rounds.
+struct Measured {
+    scenario: &'static str,
+    connections: u32,
+    runs: Vec<(&'static str, Run)>,
+}
+
+impl Measured {
+    fn run(&self, name: &str) -> &Run {
+        &self
+            .runs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .expect("measured target")
+            .1
+    }
+}
+
+/// Runs `targets` at `connections` for `rounds` rounds, alternating their
+/// order, after a warm-up of each.
+fn measure(
+    scenario: &'static str,
+    targets: &[Target],
+    connections: u32,
+    args: &Args,
+) -> Result<Measured> {
+    for target in targets {
+        wrk(
+            target,
+            connections,
+            1,
+            &format!("warm-{scenario}-{connections}"),
+        )?;
+    }
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); targets.len()];
+    for round in 0..args.rounds {
+        let mut order: Vec<usize> = (0..targets.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let tag = format!("r{round}-c{connections}-{}", uuid::Uuid::new_v4().simple());
+            let run = wrk(&targets[i], connections, args.seconds, &tag)?;
+            eprintln!(
+                "  {scenario} c={connections} round {round} {}: {} req, p50 {:.2} ms, p99 {:.2} ms, {:.0} req/s, {} failed",
+                targets[i].name,
+                run.requests,
+                run.at(50.0),
+                run.at(99.0),
+                run.rps(),
+                run.failures
+            );
+            runs[i].push(run);
+        }
+    }
+    Ok(Measured {
+        scenario,
+        connections,
+        runs: targets
+            .iter()
+            .zip(runs)
+            .map(|(t, r)| (t.name, Run::pooled(&r)))
+            .collect(),
+    })
+}
+
+/// Time-to-504 behind a hung community, per budget.
+struct Expiry {
+    budget_ms: u64,
+    /// Client-side times, ms, sorted.
+    times: Vec<f64>,
+    /// Answers other than 504 `deadline_exceeded`.
+    other: Vec<String>,
+}
+
+impl Expiry {
+    fn at(&self, p: f64) -> f64 {
+        let i = ((self.times.len() as f64 - 1.0) * p / 100.0).round() as usize;
+        self.times[i]
+    }
+}
+
+fn time_to_504(args: &Args) -> Result<Vec<Expiry>> {
+    // The failure memory off: it would soon answer these at once with 503
+    // (history says community is failing), and this measures the deadline.
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .replace_component("community", "hang")
+            .variable("failure_memory", "off"),
+    );
+    let client = app.client();
+    let tenant = create_tenant(&client, "hung");
+    let mut out = Vec::new();
+    for &budget in &args.budgets {
+        let clients = args.per_budget.min(10);
+        let results: Vec<(u16, f64, String)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..clients)
+                .map(|c| {
+                    let (client, tenant) = (client.clone(), tenant.clone());
+                    let n = args.per_budget / clients + usize::from(c < args.per_budget % clients);
+                    s.spawn(move || {
+                        (0..n)
+                            .map(|_| {
+                                let r = call_with(
+                                    &client,
+                                    &tenant.token,
+                                    "GET",
+                                    &tenant.path("/residents"),
+                                    &[("x-meridian-timeout-ms", &budget.to_string())],
+                                    None,
+                                );
+                                let code = r.json()["code"].as_str().unwrap_or_default().to_owned();
+                                (r.status, r.elapsed.as_secs_f64() * 1_000.0, code)
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        let mut times: Vec<f64> = results.iter().map(|r| r.1).collect();
+        times.sort_by(f64::total_cmp);
+        let other = results
+            .iter()
+            .filter(|(status, _, code)| *status != 504 || code != "deadline_exceeded")
+            .map(|(status, _, code)| format!("{status} {code}"))
+            .collect();
+        let e = Expiry {
+            budget_ms: budget,
+            times,
+            other,
+        };
+        eprintln!(
+            "  time-to-504 budget {budget} ms: {} requests, p50 {:.1}, p99 {:.1}, max {:.1} ms",
+            e.times.len(),
+            e.at(50.0),
+            e.at(99.0),
+            e.at(100.0)
+        );
+        out.push(e);
+    }
+    Ok(out)
+}
+
+/// Overload: the result of `wrk` and the late statements the services logged.
+struct Overload {
+    budget_ms: u64,
+    connections: u32,
+    run: Run,
+    late_statements: usize,
+    statements_logged: u64,
+}
+
+fn overload(app: &SpinApp, residents: &Target, args: &Args) -> Result<Overload> {
+    let budget_ms = 100;
+    let connections = 64;
+    let mut target = residents.clone();
+    target
+        .headers
+        .push(("x-meridian-timeout-ms".into(), budget_ms.to_string()));
+    let run = wrk(&target, connections, args.seconds, "overload")?;
+    let lines: Vec<Value> = ["identity", "community"]
+        .iter()
+        .flat_map(|c| app.log_lines(c))
+        .collect();
+    let late: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "statement_late")
+        .collect();
+    let late_statements = late.len();
+    let mut kinds: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+    for l in &late {
+        let kind = format!(
+            "{} {}",
+            l["service"].as_str().unwrap_or("?"),
+            l["statement"].as_str().unwrap_or("?")
+        );
+        let entry = kinds.entry(kind).or_default();
+        entry.0 += 1;
+        entry.1 = entry.1.max(l["late_ms"].as_u64().unwrap_or(0));
+    }
+    if !kinds.is_empty() {
+        eprintln!("  late statements (count, max ms late): {kinds:?}");
+    }
+    let statements_logged = lines.iter().filter_map(|l| l["statements"].as_u64()).sum();
+    eprintln!(
+        "  overload c={connections} budget {budget_ms} ms: {} req, statuses {:?}, max {:.1} ms, {late_statements} late of {statements_logged} statements",
+        run.requests, run.statuses, run.max_ms
+    );
+    Ok(Overload {
+        budget_ms,
+        connections,
+        run,
+        late_statements,
+        statements_logged,
+    })
+}
+
+/// Each component's `.wasm` and its ratio to the hello-world's.
+fn sizes() -> Result<Vec<(&'static str, u64, f64)>> {
+    let dir = repo_root().join("target/wasm32-wasip2/release");
+    let size = |name: &str| -> Result<u64> {
+        let path = dir.join(format!("{name}.wasm"));
+        Ok(std::fs::metadata(&path)
+            .with_context(|| format!("{} (build the components first)", path.display()))?
+            .len())
+    };
+    let hello = size("hello")?;
+    ["hello", "gateway", "identity", "community", "billing"]
+        .into_iter()
+        .map(|c| {
+            let s = size(c)?;
+            Ok((c, s, s as f64 / hello as f64))
+        })
+        .collect()
+}
+
+fn command_output(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cores} cores, {cpu}")
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse()?;
+    let sizes = sizes()?;
+    let floor = SpinApp::start_manifest(
+        &repo_root().join("bench/floor.toml"),
+        &["mid", "back"],
+        "/healthz",
+    );
+    let setup = floor.client().send("POST", "/setup", &[], None);
+    ensure!(setup.status == 200, "floor setup answered {}", setup.status);
+    let app = SpinApp::start();
+    let client = app.client();
+    let tenant = create_tenant(&client, "bench");
+    let resident = (0..25)
+        .map(|i| add_resident(&client, &tenant, &format!("Resident {i}")))
+        .next_back()
+        .context("residents")?;
+
+    let auth = |token: &str| vec![("authorization".to_owned(), format!("Bearer {token}"))];
+    let floor_auth = auth("floor-token");
+    let get = |name, url: String, headers: Vec<(String, String)>| Target {
+        name,
+        url,
+        method: "GET",
+        headers,
+        body: None,
+        keyed: false,
+    };
+    let invoice = json!({"resident_id": resident, "amount_cents": 1250, "currency": "EUR",
+        "description": "bench", "due_date": "2026-12-31"})
+    .to_string();
+    let post = |name, url: String, keyed| Target {
+        name,
+        url,
+        method: "POST",
+        headers: if keyed {
+            [
+                auth(&tenant.token),
+                vec![("content-type".into(), "application/json".into())],
+            ]
+            .concat()
+        } else {
+            [
+                floor_auth.clone(),
+                vec![("content-type".into(), "application/json".into())],
+            ]
+            .concat()
+        },
+        body: Some(invoice.clone()),
+        keyed,
+    };
+    let residents = get(
+        "Meridian",
+        format!("{}{}", app.url(), tenant.path("/residents?limit=20")),
+        auth(&tenant.token),
+    );
+    let reads = [
+        get("floor, no-op", format!("{}/noop", floor.url()), Vec::new()),
+        get(
+            "floor, SQLite",
+            format!("{}/sqlite/residents", floor.url()),
+            floor_auth.clone(),
+        ),
+        residents.clone(),
+    ];
+    let writes = [
+        post(
+            "floor, SQLite",
+            format!("{}/sqlite/invoices", floor.url()),
+            false,
+        ),
+        post(
+            "Meridian",
+            format!("{}{}", app.url(), tenant.path("/invoices")),
+            true,
+        ),
+    ];
+    let mut measured = Vec::new();
+    for connections in [1, 8] {
+        measured.push(measure(
+            "GET /v1/{t}/residents?limit=20",
+            &reads,
+            connections,
+            &args,
+        )?);
+        measured.push(measure(
+            "POST /v1/{t}/invoices (keyed)",
+            &writes,
+            connections,
+            &args,
+        )?);
+    }
+    for m in &measured {
+        for (name, run) in &m.runs {
+            ensure!(
+                run.failures == 0,
+                "{} c={} {name}: {} failed answers ({:?})",
+                m.scenario,
+                m.connections,
+                run.failures,
+                run.statuses
+            );
+        }
+    }
+    let overload = overload(&app, &residents, &args)?;
+    drop(app);
+    drop(floor);
+    let expiry = time_to_504(&args)?;
+
+    let report = Report {
+        args: &args,
+        measured: &measured,
+        expiry: &expiry,
+        overload: &overload,
+        sizes: &sizes,
+    };
+    let dir = repo_root().join("target/bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join("perf.json"),
+        serde_json::to_string_pretty(&report.json())?,
+    )?;
+    let markdown = report.markdown();
+    println!("{markdown}");
+    if args.write {
+        write_section(&repo_root().join("BENCHMARKS.md"), &markdown)?;
+        std::fs::write(repo_root().join("BENCHMARKS.svg"), report.svg())?;
+        eprintln!("wrote BENCHMARKS.md and BENCHMARKS.svg");
+    }
+    eprintln!("wrote {}", dir.join("perf.json").display());
+    Ok(())
+}
+
+struct Report<'a> {
+    args: &'a Args,
+    measured: &'a [Measured],
+    expiry: &'a [Expiry],
+    overload: &'a Overload,
+    sizes: &'a [(&'static str, u64, f64)],
+}
+
+/// The floor each scenario's Meridian is compared with.
+const FLOOR: &str = "floor, SQLite";
+
+impl Report<'_> {
+    fn json(&self) -> Value {
+        json!({
+            "machine": machine(),
+            "spin": command_output("spin", &["--version"]),
+            "seconds": self.args.seconds,
+            "rounds": self.args.rounds,
+            "throughput": self.measured.iter().map(|m| json!({
+                "scenario": m.scenario,
+                "connections": m.connections,
+                "runs": m.runs.iter().map(|(name, r)| json!({
+                    "target": name, "requests": r.requests, "req_per_s": r.rps(),
+                    "p50_ms": r.at(50.0), "p99_ms": r.at(99.0), "max_ms": r.max_ms,
+                    "statuses": r.statuses, "cdf_ms": r.cdf,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "time_to_504": self.expiry.iter().map(|e| json!({
+                "budget_ms": e.budget_ms, "requests": e.times.len(), "p50_ms": e.at(50.0),
+                "p99_ms": e.at(99.0), "min_ms": e.at(0.0), "max_ms": e.at(100.0),
+                "other_answers": e.other, "times_ms": e.times,
+            })).collect::<Vec<_>>(),
+            "overload": {
+                "budget_ms": self.overload.budget_ms, "connections": self.overload.connections,
+                "requests": self.overload.run.requests, "statuses": self.overload.run.statuses,
+                "p99_ms": self.overload.run.at(99.0), "max_ms": self.overload.run.max_ms,
+                "late_statements": self.overload.late_statements,
+                "statements": self.overload.statements_logged,
+            },
+            "wasm_bytes": self.sizes.iter().map(|(c, s, r)| json!({"component": c, "bytes": s, "ratio": r})).collect::<Vec<_>>(),
+        })
+    }
+
+    fn markdown(&self) -> String {
+        let mut md = String::new();
+        let spin = command_output("spin", &["--version"]);
+        let date = command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+        let _ = writeln!(
+            md,
+            "- **Command:** `scripts/bench.sh` (`perf --seconds {} --rounds {} --per-budget {} --write`)\n\
+             - **When, where:** {date}; {}; {spin}; `wrk` 4.1, one thread, keep-alive.\n\
+             - Each figure: {} alternating rounds of {} s per target; a percentile is the mean of the rounds'.\n",
+            self.args.seconds,
+            self.args.rounds,
+            self.args.per_budget,
+            machine(),
+            self.args.rounds,
+            self.args.seconds,
+        );
+        let _ = writeln!(md, "![Latency CDFs of Meridian and the floor, and the time-to-504 per budget](BENCHMARKS.svg)\n");
+        let _ = writeln!(md, "### P1: against the floor (target: p50 ≤ 1.3 ×, throughput ≥ 0.75 × the SQLite floor)\n");
+        let _ = writeln!(md, "| scenario | conns | target | p50 | p99 | req/s | p50 × floor | p99 × floor | req/s × floor |");
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+        for m in self.measured {
+            let floor = m.run(FLOOR);
+            for (name, r) in &m.runs {
+                let ratio = |a: f64, b: f64| format!("{:.2}", a / b);
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {name} | {:.2} ms | {:.2} ms | {:.0} | {} | {} | {} |",
+                    m.scenario,
+                    m.connections,
+                    r.at(50.0),
+                    r.at(99.0),
+                    r.rps(),
+                    ratio(r.at(50.0), floor.at(50.0)),
+                    ratio(r.at(99.0), floor.at(99.0)),
+                    ratio(r.rps(), floor.rps()),
+                );
+            }
+        }
+        let _ = writeln!(md, "\n### P2: time-to-504 behind a hung community (target: p99 within [budget − 10 ms, budget])\n");
+        let _ = writeln!(
+            md,
+            "| budget | requests | min | p50 | p99 | max | other answers |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+        for e in self.expiry {
+            let _ = writeln!(
+                md,
+                "| {} ms | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {} |",
+                e.budget_ms,
+                e.times.len(),
+                e.at(0.0),
+                e.at(50.0),
+                e.at(99.0),
+                e.at(100.0),
+                e.other.len()
+            );
+        }
+        let o = self.overload;
+        let _ = writeln!(
+            md,
+            "\n### P3: overload (target: no statement after its deadline, no answer after budget + 10 ms)\n\n\
+             {} connections, budget {} ms, {} s: {} requests, statuses {}; p99 {:.1} ms, max {:.1} ms; \
+             statements started after their request's deadline: **{}** of {} run.\n",
+            o.connections,
+            o.budget_ms,
+            self.args.seconds,
+            o.run.requests,
+            o.run
+                .statuses
+                .iter()
+                .map(|(k, n)| format!("{k}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            o.run.at(99.0),
+            o.run.max_ms,
+            o.late_statements,
+            o.statements_logged,
+        );
+        let _ = writeln!(
+            md,
+            "### P5: `.wasm` sizes (target: ≤ 1.5 × the spin-sdk hello-world, same profile)\n"
+        );
+        let _ = writeln!(md, "| component | bytes | × hello-world |");
+        let _ = writeln!(md, "|---|---|---|");
+        for (c, s, r) in self.sizes {
+            let _ = writeln!(md, "| {c} | {s} | {r:.2} |");
+        }
+        md
+    }
+
+    /// Five panels: the latency CDFs (GET and POST, 1 and 8 connections)
+    /// and the time-to-504 per budget.
+    fn svg(&self) -> String {
+        const W: f64 = 420.0;
+        const H: f64 = 260.0;
+        const COLORS: [&str; 4] = ["#9e9e9e", "#1f77b4", "#d62728", "#2ca02c"];
+        let mut panels: Vec<Panel> = self
+            .measured
+            .iter()
+            .map(|m| {
+                (
+                    format!("{}, {} conn.", m.scenario, m.connections),
+                    "latency, ms".to_owned(),
+                    m.runs
+                        .iter()
+                        .map(|(n, r)| {
+                            (
+                                n.to_string(),
+                                r.cdf.iter().map(|(p, ms)| (*ms, *p)).collect(),
+                            )
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        panels.push((
+            "time-to-504 behind a hung downstream".to_owned(),
+            "answer time − budget, ms".to_owned(),
+            self.expiry
+                .iter()
+                .map(|e| {
+                    let n = e.times.len() as f64;
+                    (
+                        format!("{} ms", e.budget_ms),
+                        e.times
+                            .iter()
+                            .enumerate()
+                            .map(|(i, t)| (t - e.budget_ms as f64, (i as f64 + 1.0) * 100.0 / n))
+                            .collect(),
+                    )
+                })
+                .collect(),
+        ));
+        let cols = 2.0;
+        let rows = (panels.len() as f64 / cols).ceil();
+        let mut svg = format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+            W * cols,
+            H * rows
+        );
+        for (i, (title, xlabel, series)) in panels.iter().enumerate() {
+            let (ox, oy) = ((i % 2) as f64 * W, (i / 2) as f64 * H);
+            let (left, right, top, bottom) = (ox + 50.0, ox + W - 15.0, oy + 30.0, oy + H - 40.0);
+            let xs = series.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.0));
+            let (mut lo, mut hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+            if i < self.measured.len() {
+                lo = 0.0;
+                // The tail past p99.9 would flatten the rest.
+                hi = series
+                    .iter()
+                    .map(|(_, pts)| pts.iter().rev().nth(1).map_or(0.0, |p| p.0))
+                    .fold(0.0, f64::max);
+            }
+            if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
+                hi = lo + 1.0;
+            }
+            let x = |v: f64| left + (v.clamp(lo, hi) - lo) / (hi - lo) * (right - left);
+            let y = |p: f64| bottom - p / 100.0 * (bottom - top);
+            let _ = writeln!(
+                svg,
+                "<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{}</text>",
+                left,
+                oy + 18.0,
+                xml(title)
+            );
+            let _ = writeln!(svg, "<rect x=\"{left}\" y=\"{top}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>", right - left, bottom - top);
+            for t in 0..=4 {
+                let v = lo + (hi - lo) * f64::from(t) / 4.0;
+                let _ = writeln!(
+                    svg,
+                    "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{v:.1}</text>",
+                    x(v),
+                    bottom + 14.0
+                );
+                let p = f64::from(t) * 25.0;
+                let _ = writeln!(
+                    svg,
+                    "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{p:.0}%</text>",
+                    left - 4.0,
+                    y(p) + 4.0
+                );
+                let _ = writeln!(svg, "<line x1=\"{left}\" x2=\"{right}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#eee\"/>", y(p), y(p));
+            }
+            let _ = writeln!(
+                svg,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                (left + right) / 2.0,
+                bottom + 30.0,
+                xml(xlabel)
+            );
+            for (j, (name, pts)) in series.iter().enumerate() {
+                let color = COLORS[j % COLORS.len()];
+                let path: Vec<String> = pts
+                    .iter()
+                    .map(|(v, p)| format!("{:.1},{:.1}", x(*v), y(*p)))
+                    .collect();
+                let _ = writeln!(svg, "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\" points=\"{}\"/>", path.join(" "));
+                let ly = top + 14.0 + j as f64 * 14.0;
+                let _ = writeln!(svg, "<line x1=\"{}\" x2=\"{}\" y1=\"{ly}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"/>", right - 110.0, right - 95.0);
+                let _ = writeln!(
+                    svg,
+                    "<text x=\"{}\" y=\"{}\">{}</text>",
+                    right - 90.0,
+                    ly + 4.0,
+                    xml(name)
+                );
+            }
+        }
+        svg.push_str("</svg>\n");
+        svg
+    }
+}
+
+/// A picture's panel: title, x-axis label, and its named series of
+/// (x, cumulative %) points.
+type Panel = (String, String, Vec<(String, Vec<(f64, f64)>)>);
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+const BEGIN: &str = "<!-- perf:begin (written by scripts/bench.sh) -->";
+const END: &str = "<!-- perf:end -->";
+
+/// Replaces the floor section of `path` (between the markers) with
+/// `section`; adds it after the title the first time.
+fn write_section(path: &Path, section: &str) -> Result<()> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    let block = format!("{BEGIN}\n## Against the floor\n\n{section}{END}");
+    let updated = match (text.find(BEGIN), text.find(END)) {
+        (Some(b), Some(e)) if b < e => format!("{}{block}{}", &text[..b], &text[e + END.len()..]),
+        _ => {
+            let at = text.find("\n## ").map_or(text.len(), |i| i + 1);
+            format!("{}{block}\n\n{}", &text[..at], &text[at..])
+        }
+    };
+    std::fs::write(path, updated).with_context(|| format!("write {}", path.display()))
+}
