@@ -103,7 +103,7 @@ fn a_private_service_that_hangs_behind_service_chaining_ends_in_a_504_at_the_bud
     let body = r.assert_problem(504, "deadline_exceeded");
     assert_eq!(body["hop"], "gateway");
     println!("chained hang: 504 after {:?} of 400 ms", r.elapsed);
-    // Abandoned at the work deadline (400 less the 20 ms reserve), answered
+    // Abandoned at the work deadline (400 less the answer reserve), answered
     // within the budget; the component itself would hold it for 10 s.
     assert!(
         r.elapsed >= Duration::from_millis(370),

@@ -41,6 +41,9 @@ struct Args {
     budgets: Vec<u64>,
     /// Write BENCHMARKS.md and BENCHMARKS.svg.
     write: bool,
+    /// Run one part alone (`p2`: time-to-504; `p3`: overload), printing its
+    /// figures and writing nothing: for profiling one change.
+    only: Option<String>,
 }
 
 impl Args {
@@ -51,6 +54,7 @@ impl Args {
             per_budget: 50,
             budgets: vec![100, 400, 1_000, 3_000],
             write: false,
+            only: None,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -72,6 +76,11 @@ impl Args {
                         .collect::<Result<_>>()?;
                 }
                 "--write" => args.write = true,
+                "--only" => {
+                    let part = it.next().context("--only needs p2 or p3")?;
+                    ensure!(part == "p2" || part == "p3", "--only takes p2 or p3");
+                    args.only = Some(part);
+                }
                 other => {
                     bail!("unknown argument {other:?} (see the header of tests/src/bin/perf.rs)")
                 }
@@ -283,6 +292,11 @@ fn measure(
     })
 }
 
+/// Concurrent clients of the time-to-504 (env `CLIENTS_504` while
+/// profiling): enough to bound the 3 s budget's run, few enough that the
+/// figure is the deadline's precision, not a queue's.
+const CLIENTS_504: usize = 2;
+
 /// Time-to-504 behind a hung community, per budget.
 struct Expiry {
     budget_ms: u64,
@@ -311,7 +325,12 @@ fn time_to_504(args: &Args) -> Result<Vec<Expiry>> {
     let tenant = create_tenant(&client, "hung");
     let mut out = Vec::new();
     for &budget in &args.budgets {
-        let clients = args.per_budget.min(10);
+        let clients = args.per_budget.min(
+            std::env::var("CLIENTS_504")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(CLIENTS_504),
+        );
         let results: Vec<(u16, f64, String)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..clients)
                 .map(|c| {
@@ -360,6 +379,25 @@ fn time_to_504(args: &Args) -> Result<Vec<Expiry>> {
             e.at(100.0)
         );
         out.push(e);
+    }
+    // What the gateway says it left of each budget when it answered: the
+    // rest of the client's time is Spin's, before the gateway's clock
+    // starts and after its answer.
+    let mut left: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for line in app.log_lines("gateway") {
+        if line["status"] == 504 {
+            if let (Some(b), Some(l)) = (line["budget_ms"].as_u64(), line["left_ms"].as_u64()) {
+                left.entry(b).or_default().push(l);
+            }
+        }
+    }
+    for (budget, mut l) in left {
+        l.sort_unstable();
+        eprintln!(
+            "  gateway's own view, budget {budget} ms: left at the answer p50 {} ms, min {} ms",
+            l[l.len() / 2],
+            l[0]
+        );
     }
     Ok(out)
 }
@@ -462,6 +500,10 @@ fn machine() -> String {
 
 fn main() -> Result<()> {
     let args = Args::parse()?;
+    if args.only.as_deref() == Some("p2") {
+        time_to_504(&args)?;
+        return Ok(());
+    }
     let sizes = sizes()?;
     let floor = SpinApp::start_manifest(
         &repo_root().join("bench/floor.toml"),
@@ -537,6 +579,10 @@ fn main() -> Result<()> {
             true,
         ),
     ];
+    if args.only.as_deref() == Some("p3") {
+        overload(&app, &residents, &args)?;
+        return Ok(());
+    }
     let mut measured = Vec::new();
     for connections in [1, 8] {
         measured.push(measure(

@@ -23,12 +23,23 @@ pub const INLINE_DELIVERY: Duration = Duration::from_millis(50);
 /// Recording that a token was used: an optional write during resolution.
 pub const TOKEN_TOUCH: Duration = Duration::from_millis(20);
 
+/// What answering costs once a hop stops working: building its answer
+/// (the gateway's 504, a service's problem), its log line, and Spin
+/// delivering it to the caller. Measured behind a hung downstream
+/// (`perf --only p2`, BENCHMARKS.md "P2"): from the work deadline to the
+/// client, 3 ms at the median and 5–7 ms at the worst of 30 requests per
+/// budget on a 2-core machine, the same for budgets of 100 ms to 3 s — a
+/// cost, not a share of the budget. 12 ms keeps all but about one in a
+/// hundred inside the budget and the median within 10 ms of its end.
+pub const ANSWER_COST: Duration = Duration::from_millis(12);
+
 /// The answer reserve: the part of a budget a hop keeps back so that it can
 /// still turn a late or failed step into its own answer (the gateway's 504,
 /// a service's 201 after an optional step timed out) before its caller gives
-/// up. A twentieth of the budget the hop was given, kept between 1 and 50 ms.
+/// up. [`ANSWER_COST`], or a quarter of a budget too small to spare it (at
+/// least 1 ms), so that a short budget still leaves most of itself to work.
 pub fn answer_reserve(budget: Duration) -> Duration {
-    (budget / 20).clamp(Duration::from_millis(1), Duration::from_millis(50))
+    ANSWER_COST.min(budget / 4).max(Duration::from_millis(1))
 }
 
 #[cfg(test)]
@@ -36,11 +47,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_reserve_is_a_twentieth_kept_between_1_and_50_ms() {
+    fn the_reserve_is_the_answer_cost_or_a_quarter_of_a_short_budget() {
         let ms = Duration::from_millis;
         assert_eq!(answer_reserve(ms(0)), ms(1));
         assert_eq!(answer_reserve(ms(1)), ms(1));
-        assert_eq!(answer_reserve(ms(400)), ms(20));
-        assert_eq!(answer_reserve(ms(3_000)), ms(50));
+        assert_eq!(answer_reserve(ms(20)), ms(5));
+        assert_eq!(answer_reserve(ms(48)), ANSWER_COST);
+        assert_eq!(answer_reserve(ms(400)), ANSWER_COST);
+        assert_eq!(answer_reserve(ms(3_000)), ANSWER_COST);
     }
 }

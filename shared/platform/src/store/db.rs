@@ -282,7 +282,12 @@ impl<D: Database, C: Clock> Store<D, C> {
     ) -> Result<Vec<Row>, DbError> {
         let now = self.clock.now();
         ctx.ensure(now, self.statement_budget)?;
-        self.bound_lock_wait(ctx, now);
+        if self.bound_lock_wait(ctx, now) {
+            // Setting it was a statement of its own, on a fresh connection
+            // the slowest of the request (an overloaded host queues it):
+            // the budget is checked again before the statement starts.
+            ctx.ensure(self.clock.now(), self.statement_budget)?;
+        }
         match self.run(ctx, sql, params) {
             // The wait ran to its bound: the time it had is gone.
             Err(DbError::Locked(_))
@@ -312,16 +317,17 @@ impl<D: Database, C: Clock> Store<D, C> {
 
     /// Makes sure a lock wait that starts at `now` ends by the work
     /// deadline. The setting is made `LOCK_WAIT_SLACK` shorter than it could
-    /// be, so it stays valid for the statements of the next few ms.
-    fn bound_lock_wait(&self, ctx: &RequestContext, now: UnixMillis) {
+    /// be, so it stays valid for the statements of the next few ms. Whether
+    /// it had to be (re)set, which took a statement.
+    fn bound_lock_wait(&self, ctx: &RequestContext, now: UnixMillis) -> bool {
         let until = ctx.work_deadline();
         let fits = match self.lock_wait.get() {
-            LockWait::Unsupported => return,
+            LockWait::Unsupported => return false,
             LockWait::Unset => false,
             LockWait::Set(wait) => wait.is_zero() || now.plus(wait) <= until.instant(),
         };
         if fits {
-            return;
+            return false;
         }
         let wait = until.remaining(now).saturating_sub(LOCK_WAIT_SLACK);
         match self.db.set_lock_wait(wait) {
@@ -331,6 +337,7 @@ impl<D: Database, C: Clock> Store<D, C> {
             // so again, so the refusal is not logged.
             Err(_) => self.lock_wait.set(LockWait::Unsupported),
         }
+        true
     }
 
     /// Runs a write if the budget can fit one.
@@ -391,6 +398,8 @@ mod tests {
         wait: Cell<Duration>,
         locked: Cell<bool>,
         pragmas_refused: bool,
+        /// How long setting the lock wait takes.
+        pragma_takes: Cell<Duration>,
     }
 
     impl<'c> Recorder<'c> {
@@ -401,6 +410,7 @@ mod tests {
                 wait: Cell::new(Duration::from_secs(5)),
                 locked: Cell::new(false),
                 pragmas_refused: false,
+                pragma_takes: Cell::new(Duration::ZERO),
             }
         }
 
@@ -417,6 +427,7 @@ mod tests {
         fn run(&self, sql: &str, _params: &[Value]) -> Result<Vec<Row>, DbError> {
             self.sql.borrow_mut().push(sql.to_owned());
             if let Some(ms) = sql.strip_prefix("PRAGMA busy_timeout = ") {
+                self.clock.advance(self.pragma_takes.get());
                 if self.pragmas_refused {
                     return Err(DbError::Sqlite("not supported".into()));
                 }
@@ -450,10 +461,11 @@ mod tests {
         db.locked.set(true);
         let err = store.query(&ctx, "SELECT 1", &[]).unwrap_err();
         // Waited until the work deadline (less the slack), then gave up with
-        // the hop's own 504, leaving the 20 ms reserve to answer in.
+        // the hop's own 504, leaving the 12 ms reserve to answer in.
+        assert_eq!(steps::ANSWER_COST, Duration::from_millis(12));
         assert_eq!(err, DbError::Budget(ctx.spent()));
-        assert_eq!(db.pragmas(), ["PRAGMA busy_timeout = 375"]);
-        assert_eq!(ctx.remaining(clock.now()), Duration::from_millis(25));
+        assert_eq!(db.pragmas(), ["PRAGMA busy_timeout = 383"]);
+        assert_eq!(ctx.remaining(clock.now()), Duration::from_millis(17));
     }
 
     #[test]
@@ -463,7 +475,7 @@ mod tests {
         let store = Store::new(&db, &clock);
         let ctx = ctx(1_000);
         store.execute(&ctx, "SELECT 1", &[]).unwrap();
-        assert_eq!(db.sql.borrow()[0], "PRAGMA busy_timeout = 945");
+        assert_eq!(db.sql.borrow()[0], "PRAGMA busy_timeout = 983");
         clock.advance(Duration::from_millis(4));
         store.execute(&ctx, "SELECT 2", &[]).unwrap();
         assert_eq!(db.pragmas().len(), 1, "still fits: not set again");
@@ -471,8 +483,29 @@ mod tests {
         store.execute(&ctx, "SELECT 3", &[]).unwrap();
         assert_eq!(
             db.pragmas(),
-            ["PRAGMA busy_timeout = 945", "PRAGMA busy_timeout = 939"]
+            ["PRAGMA busy_timeout = 983", "PRAGMA busy_timeout = 977"]
         );
+    }
+
+    #[test]
+    fn a_statement_is_refused_when_setting_the_lock_wait_spent_the_budget() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let db = Recorder::new(&clock);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(100);
+        // The first statement of a connection on an overloaded host: the
+        // pragma waited 99 ms for a thread.
+        db.pragma_takes.set(Duration::from_millis(99));
+        journal::begin("billing", "req-1", None);
+        let err = store.query(&ctx, "SELECT 1", &[]).unwrap_err();
+        assert_eq!(err, DbError::Budget(ctx.spent()));
+        assert_eq!(
+            db.sql.borrow().len(),
+            1,
+            "the pragma only: {:?}",
+            db.sql.borrow()
+        );
+        assert_eq!(journal::spent().late_statements, 0);
     }
 
     #[test]
