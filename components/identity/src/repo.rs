@@ -300,21 +300,27 @@ pub struct TokenOwner {
 }
 
 /// The owner of the unrevoked token with this hash.
+///
+/// With it, in the same statement (one round trip on every request), the id
+/// of the tenant whose slug is `slug`, if there is one.
 pub fn token_owner<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
     hash: &str,
-) -> Result<Option<TokenOwner>, DbError> {
+    slug: &str,
+) -> Result<Option<(TokenOwner, Option<String>)>, DbError> {
     let rows = db.query(
         ctx,
-        "SELECT t.id, t.token_hash, t.tenant_id, m.person_id, m.role, t.last_used_at
+        "SELECT t.id, t.token_hash, t.tenant_id, m.person_id, m.role, t.last_used_at,
+                s.id AS slug_tenant_id
          FROM api_tokens t JOIN memberships m ON m.id = t.membership_id
+         LEFT JOIN tenants s ON s.slug = ?
          WHERE t.token_hash = ? AND t.revoked_at IS NULL",
-        &[hash.into()],
+        &[slug.into(), hash.into()],
     )?;
     rows.first()
         .map(|r| {
-            Ok(TokenOwner {
+            let owner = TokenOwner {
                 token_id: r.text("id")?.to_owned(),
                 hash: r.text("token_hash")?.to_owned(),
                 tenant_id: r.text("tenant_id")?.to_owned(),
@@ -324,7 +330,8 @@ pub fn token_owner<D: Database, C: Clock>(
                     .opt_text("last_used_at")?
                     .map(|_| r.timestamp("last_used_at"))
                     .transpose()?,
-            })
+            };
+            Ok((owner, r.opt_text("slug_tenant_id")?.map(str::to_owned)))
         })
         .transpose()
 }

@@ -38,17 +38,16 @@ pub fn resolve<D: Database, C: Clock>(
     };
     let token = request.bearer().ok_or_else(unauthorized)?;
     let hash = token_hash(token);
-    let owner = repo::token_owner(&app.store, ctx, &hash)?
-        .filter(|o| constant_time_eq(&o.hash, &hash))
+    let slug = query_param(&request.query, "slug").and_then(|s| TenantSlug::parse(&s).ok());
+    // One statement: the token's owner, and the slug's tenant beside it (a
+    // malformed slug is looked up as "", which names none).
+    let looked_up = slug.as_ref().map_or("", TenantSlug::as_str);
+    let (owner, slug_tenant) = repo::token_owner(&app.store, ctx, &hash, looked_up)?
+        .filter(|(o, _)| constant_time_eq(&o.hash, &hash))
         .ok_or_else(unauthorized)?;
     // Only a caller with a valid token learns whether the slug exists, so a
     // wrong token gets the same 401 for a real slug and an unknown one.
-    let slug = query_param(&request.query, "slug")
-        .and_then(|s| TenantSlug::parse(&s).ok())
-        .ok_or_else(tenant_not_found)?;
-    let tenant =
-        repo::tenant_by_slug(&app.store, ctx, slug.as_str())?.ok_or_else(tenant_not_found)?;
-    if owner.tenant_id != tenant.id {
+    if slug.is_none() || slug_tenant.as_deref() != Some(owner.tenant_id.as_str()) {
         return Err(tenant_not_found());
     }
     touch(app, ctx, &owner);

@@ -41,8 +41,9 @@ struct Args {
     budgets: Vec<u64>,
     /// Write BENCHMARKS.md and BENCHMARKS.svg.
     write: bool,
-    /// Run one part alone (`p2`: time-to-504; `p3`: overload), printing its
-    /// figures and writing nothing: for profiling one change.
+    /// Run one part alone (`p1`: the reads and writes against the floor;
+    /// `p2`: time-to-504; `p3`: overload), printing its figures and writing
+    /// nothing: for profiling one change.
     only: Option<String>,
 }
 
@@ -77,8 +78,11 @@ impl Args {
                 }
                 "--write" => args.write = true,
                 "--only" => {
-                    let part = it.next().context("--only needs p2 or p3")?;
-                    ensure!(part == "p2" || part == "p3", "--only takes p2 or p3");
+                    let part = it.next().context("--only needs p1, p2 or p3")?;
+                    ensure!(
+                        ["p1", "p2", "p3"].contains(&part.as_str()),
+                        "--only takes p1, p2 or p3"
+                    );
                     args.only = Some(part);
                 }
                 other => {
@@ -599,6 +603,16 @@ fn main() -> Result<()> {
         )?);
     }
     for m in &measured {
+        let floor = m.run(FLOOR);
+        let ours = m.run("Meridian");
+        eprintln!(
+            "{} c={}: Meridian / floor p50 {:.2}, p99 {:.2}, throughput {:.2}",
+            m.scenario,
+            m.connections,
+            ours.at(50.0) / floor.at(50.0),
+            ours.at(99.0) / floor.at(99.0),
+            ours.rps() / floor.rps()
+        );
         for (name, run) in &m.runs {
             ensure!(
                 run.failures == 0,
@@ -609,6 +623,9 @@ fn main() -> Result<()> {
                 run.statuses
             );
         }
+    }
+    if args.only.as_deref() == Some("p1") {
+        return Ok(());
     }
     let overload = overload(&app, &residents, &args)?;
     drop(app);
