@@ -41,15 +41,16 @@ impl<E: Env> Billing<E> {
     /// Delivers `events` in order while the budget allows.
     ///
     /// Each delivery is an optional step: it works to the hop's work
-    /// deadline, not to its own, so a consumer that hangs until the call is
-    /// abandoned still leaves this hop its answer reserve to record the
-    /// failure, schedule the retry and answer.
+    /// deadline less the time to record its outcome, not to its own, so a
+    /// consumer that hangs until the call is abandoned still leaves this hop
+    /// the time to record the failure and schedule the retry, and then its
+    /// answer reserve to answer in.
     pub async fn deliver(
         &self,
         ctx: &RequestContext,
         events: &[(OutboxEvent, i64)],
     ) -> DeliveryReport {
-        let step = ctx.for_step();
+        let step = ctx.for_step_leaving(steps::RECORD);
         let mut report = DeliveryReport::default();
         for (event, attempts) in events {
             if step

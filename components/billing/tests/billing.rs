@@ -765,9 +765,11 @@ fn the_relay_stops_within_its_budget_and_reports_what_is_left() {
     }
     *h.community().down.borrow_mut() = None;
     h.clock.advance(Duration::from_secs(2));
-    // Each delivery takes ~2 ms of the fake's time; 15 ms fits a few, not all.
+    // Each delivery takes ~2 ms of the fake's time and must end 10 ms
+    // (recording its outcome) plus the reserve before the deadline: 35 ms
+    // fits a few, not all.
     let now = h.clock.now();
-    let short = context_at(now, Duration::from_millis(15), "billing");
+    let short = context_at(now, Duration::from_millis(35), "billing");
     let r = h.send(
         &short,
         ServiceRequest::new("POST", "/internal/outbox/relay")

@@ -31,7 +31,7 @@ fn a_statement_behind_a_held_lock_gives_up_at_the_work_deadline() {
 
     assert_eq!(err, DbError::Budget(ctx.spent()));
     // rusqlite's default would have waited 5 s; the bound is 300 ms less the
-    // 15 ms reserve and the 5 ms slack. Waking up is coarse (SQLite's busy
+    // 12 ms reserve and the 5 ms slack. Waking up is coarse (SQLite's busy
     // handler sleeps in steps); the upper side allows the suite's 10 ms
     // tolerance for a loaded machine.
     assert!(

@@ -176,6 +176,17 @@ impl RequestContext {
         }
     }
 
+    /// [`Self::for_step`] for a step whose outcome the hop still records
+    /// afterwards (a write): it ends `after` before the work deadline, so
+    /// that recording it does not eat into the answer reserve.
+    pub fn for_step_leaving(&self, after: Duration) -> RequestContext {
+        let step = self.for_step();
+        Self {
+            deadline: step.deadline.child(after),
+            ..step
+        }
+    }
+
     /// Time left at `now`.
     pub fn remaining(&self, now: UnixMillis) -> Duration {
         self.deadline.remaining(now)
@@ -279,6 +290,19 @@ mod tests {
         // A step of a step reserves nothing more.
         assert_eq!(step.for_step().deadline(), step.deadline());
         assert_eq!(step.work_deadline(), c.work_deadline());
+    }
+
+    #[test]
+    fn a_step_whose_outcome_is_recorded_ends_that_much_earlier() {
+        let c = ctx(1_000, 400);
+        let step = c.for_step_leaving(Duration::from_millis(10));
+        assert_eq!(
+            step.deadline(),
+            c.work_deadline().child(Duration::from_millis(10))
+        );
+        // Still a step of this hop: its work deadline is its own.
+        assert_eq!(step.work_deadline(), step.deadline());
+        assert_eq!(step.spent(), c.spent());
     }
 
     #[test]

@@ -20,6 +20,11 @@ pub const DELIVERY: Duration = Duration::from_millis(10);
 /// tried only with at least this much of the work budget left.
 pub const INLINE_DELIVERY: Duration = Duration::from_millis(50);
 
+/// Recording a step's outcome after it (an outbox delivery's success or
+/// failure): one write and, when the lock wait must be set again, its
+/// pragma. A step whose outcome is recorded ends this much earlier.
+pub const RECORD: Duration = Duration::from_millis(10);
+
 /// Recording that a token was used: an optional write during resolution.
 pub const TOKEN_TOUCH: Duration = Duration::from_millis(20);
 
