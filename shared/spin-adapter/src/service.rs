@@ -2,7 +2,9 @@
 //! database opened and migrated under the budget, then the service's own
 //! routes as a plain function.
 
+use std::cell::Cell;
 use std::future::Future;
+use std::rc::Rc;
 
 use meridian_platform::http::body::MAX_BODY_BYTES;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
@@ -35,21 +37,44 @@ pub struct ServiceSpec {
     pub routes: &'static [RouteSpec],
 }
 
+/// A service's database, opened for one request.
+pub struct Opened {
+    /// The store the handler works on.
+    pub store: SpinStore,
+    /// Whether one of its statements found the schema behind the code.
+    pub schema_behind: Rc<Cell<bool>>,
+    /// Whether opening it applied migrations.
+    pub migrated: bool,
+}
+
 impl ServiceSpec {
-    /// Opens the database and brings its schema up to date, under the
-    /// request's budget.
-    pub fn open_store(&self, ctx: &RequestContext) -> Result<SpinStore, Problem> {
+    /// Opens the database, and with `check_ledger` brings its schema up to
+    /// date, under the request's budget (see [`checks_ledger`]).
+    pub fn open_store(&self, ctx: &RequestContext, check_ledger: bool) -> Result<Opened, Problem> {
         let db = SpinSqlite::open(self.database)
             .map_err(|e| self.unavailable("opening the database", &e))?;
+        let schema_behind = db.schema_behind();
         // Every statement checks the budget first and waits for a lock only
         // until the work deadline: the store sets both.
         let store = Store::new(db, SystemClock);
+        if !check_ledger {
+            return Ok(Opened {
+                store,
+                schema_behind,
+                migrated: false,
+            });
+        }
         match migrate(&store, ctx, self.migrations) {
             Ok(applied) => {
-                if !applied.is_empty() {
+                let migrated = !applied.is_empty();
+                if migrated {
                     journal::event(Event::MigrationApplied { versions: applied });
                 }
-                Ok(store)
+                Ok(Opened {
+                    store,
+                    schema_behind,
+                    migrated,
+                })
             }
             Err(MigrationError::Db(DbError::Budget(spent))) => Err(spent.into()),
             Err(e) => Err(self.unavailable("migrating", &e)),
@@ -65,8 +90,21 @@ impl ServiceSpec {
     }
 }
 
+/// Whether `request` reads the migration ledger (and applies what is
+/// missing) before its work. Writes do, and `/health`, which readiness
+/// probes call right after a deploy. Reads do not: the ledger read is a
+/// statement of its own, on most requests, and it cost reads up to a fifth
+/// of their throughput (BENCHMARKS.md). A read whose statements find the
+/// schema behind brings it up to date then, and runs again (see [`serve`]);
+/// a migration that changes data but no table a read uses is applied by
+/// the next write or readiness probe.
+pub fn checks_ledger(request: &ServiceRequest) -> bool {
+    request.path == "/health" || !matches!(request.method.as_str(), "GET" | "HEAD")
+}
+
 /// Serves one admitted request: answers `GET /health`, or opens the store
-/// and hands the request to `app`.
+/// and hands the request to `app` — a second time, for a read that found
+/// the schema behind, once it is brought up to date.
 async fn serve<F, Fut>(
     ctx: RequestContext,
     request: ServiceRequest,
@@ -74,17 +112,34 @@ async fn serve<F, Fut>(
     app: F,
 ) -> ServiceResponse
 where
-    F: FnOnce(RequestContext, SpinStore, ServiceRequest) -> Fut,
+    F: Fn(RequestContext, SpinStore, ServiceRequest) -> Fut,
     Fut: Future<Output = ServiceResponse>,
 {
-    let store = spec.open_store(&ctx);
-    match store {
-        Err(problem) => ServiceResponse::problem(&ctx, problem),
-        Ok(_) if request.path == "/health" => ServiceResponse::json(
+    let check = checks_ledger(&request);
+    let opened = match spec.open_store(&ctx, check) {
+        Err(problem) => return ServiceResponse::problem(&ctx, problem),
+        Ok(opened) => opened,
+    };
+    if request.path == "/health" {
+        return ServiceResponse::json(
             200,
             &serde_json::json!({"status": "ok", "service": spec.hop}),
-        ),
-        Ok(store) => app(ctx, store, request).await,
+        );
+    }
+    if check {
+        return app(ctx, opened.store, request).await;
+    }
+    let first = app(ctx.clone(), opened.store, request.clone()).await;
+    if !opened.schema_behind.get() {
+        return first;
+    }
+    // A fresh database, or a migration not yet applied: bring the schema
+    // up to date and read again. If nothing was missing, the first answer
+    // stands (a statement naming what no migration creates is a bug).
+    match spec.open_store(&ctx, true) {
+        Ok(again) if again.migrated => app(ctx, again.store, request).await,
+        Ok(_) => first,
+        Err(problem) => ServiceResponse::problem(&ctx, problem),
     }
 }
 
@@ -98,7 +153,7 @@ pub async fn run<F, Fut>(
     spec: &ServiceSpec,
     app: F,
 ) where
-    F: FnOnce(RequestContext, SpinStore, ServiceRequest) -> Fut,
+    F: Fn(RequestContext, SpinStore, ServiceRequest) -> Fut,
     Fut: Future<Output = ServiceResponse>,
 {
     let mut request = convert::read_head(&incoming);
