@@ -31,6 +31,9 @@ mod entry {
 
     #[http_component]
     async fn handle(incoming: IncomingRequest, out: ResponseOutparam) {
+        // The budget runs from here: reading the configuration and a slow
+        // upload spend it like slow work.
+        let arrived = SystemClock.now();
         let gateway = Gateway {
             config: GatewayConfig {
                 budget: vars::budget_config(),
@@ -40,8 +43,6 @@ mod entry {
             },
             upstream: Spin::upstream(),
         };
-        // The budget runs from here: a slow upload spends it like slow work.
-        let arrived = SystemClock.now();
         let mut request = convert::read_head(&incoming);
         let until = gateway.read_deadline(&request, arrived);
         let unread = match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {

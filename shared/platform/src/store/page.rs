@@ -94,11 +94,16 @@ impl PageRequest {
     /// `(seq, row)` pairs, in sequence order.
     pub fn respond<T: serde::Serialize>(&self, rows: Vec<(i64, T)>) -> ServiceResponse {
         let (items, next_cursor) = self.finish(rows);
-        ServiceResponse::json(
-            200,
-            &serde_json::json!({"items": items, "next_cursor": next_cursor}),
-        )
+        // Serialized straight from the rows, not through a `Value` tree.
+        ServiceResponse::json(200, &Page { items, next_cursor })
     }
+}
+
+/// A page as the wire has it.
+#[derive(serde::Serialize)]
+struct Page<T> {
+    items: Vec<T>,
+    next_cursor: Option<String>,
 }
 
 // c1 cursors held a UUID; c2 hold a row sequence number. A c1 cursor is
