@@ -32,7 +32,7 @@ step "clippy (host, all targets)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "clippy (wasm32-wasip2 components)"
-cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing -p hang -p meridian-spin -- -D warnings
+cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing -p hang -p meridian-spin -p floor -p hello -- -D warnings
 
 step "host tests: platform, handlers over fakes, migrations on host SQLite, generated deploy files"
 run_tests --workspace --exclude meridian-e2e --locked
@@ -61,6 +61,13 @@ if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
   else
     failed_runs=$((failed_runs + 1))
     echo "test result: FAILED. 0 passed; 1 failed (the failure-memory benchmark slice)" >>"$results"
+  fi
+  step "benchmark slice: against the floor app, 1 s per target (full: scripts/bench.sh, see BENCHMARKS.md)"
+  if SPIN_BIN="$spin_bin" scripts/bench.sh --slice; then
+    echo "test result: ok. 1 passed; 0 failed (the floor benchmark slice)" >>"$results"
+  else
+    failed_runs=$((failed_runs + 1))
+    echo "test result: FAILED. 0 passed; 1 failed (the floor benchmark slice)" >>"$results"
   fi
 else
   e2e_skipped="!!!!!!!! END-TO-END SUITE SKIPPED: the totals below are host tests only !!!!!!!!"

@@ -220,38 +220,33 @@ fn a_read_on_a_fresh_database_brings_its_schema_up_to_date_and_reads_again() {
     // Reads skip the migration ledger; the first request these databases
     // ever see is a read, which finds no tables at all.
     let app = SpinApp::start();
-    let r = call(
-        &app.client(),
-        "mrd_unknown",
-        "GET",
-        "/v1/acme/residents",
-        None,
-    );
-    r.assert_problem(401, "unauthorized");
-    let id = r.header("x-request-id").unwrap().to_owned();
-    let identity = app.log_lines("identity");
-    let mine: Vec<_> = identity.iter().filter(|l| l["request_id"] == id).collect();
+    // A read with an unknown token, and identity's lines for it.
+    let read = || {
+        let r = call(
+            &app.client(),
+            "mrd_unknown",
+            "GET",
+            "/v1/acme/residents",
+            None,
+        );
+        r.assert_problem(401, "unauthorized");
+        let id = r.header("x-request-id").unwrap().to_owned();
+        let lines: Vec<_> = app
+            .log_lines("identity")
+            .into_iter()
+            .filter(|l| l["request_id"] == id)
+            .collect();
+        lines
+    };
+    let first = read();
     assert!(
-        mine.iter().any(|l| l["event"] == "migration_applied"),
-        "{mine:?}"
+        first.iter().any(|l| l["event"] == "migration_applied"),
+        "{first:?}"
     );
     // Its answer: the 401 of the second reading, not a storage failure.
-    assert!(mine.iter().any(|l| l["status"] == 401), "{mine:?}");
+    assert!(first.iter().any(|l| l["status"] == 401), "{first:?}");
     // Later reads find the schema in place and read once.
-    let again = call(
-        &app.client(),
-        "mrd_unknown",
-        "GET",
-        "/v1/acme/residents",
-        None,
-    );
-    again.assert_problem(401, "unauthorized");
-    let id = again.header("x-request-id").unwrap().to_owned();
-    let lines: Vec<_> = app
-        .log_lines("identity")
-        .into_iter()
-        .filter(|l| l["request_id"] == id)
-        .collect();
+    let lines = read();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["statements"], 1, "{lines:?}");
 }

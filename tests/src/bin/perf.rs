@@ -26,7 +26,7 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 use meridian_e2e::api::{add_resident, call_with, create_tenant};
-use meridian_e2e::{repo_root, SpinApp, SpinOptions};
+use meridian_e2e::{repo_root, spin_binary, SpinApp, SpinOptions};
 use serde_json::{json, Value};
 
 /// How the run is sized.
@@ -414,6 +414,24 @@ struct Overload {
     run: Run,
     late_statements: usize,
     statements_logged: u64,
+    /// The gateway's own view: the most of the budget it used, ms (its
+    /// clock starts when its instance runs, after any queue in Spin).
+    gateway_max_ms: u64,
+    /// Answers the gateway wrote with nothing left of the budget.
+    gateway_late: usize,
+}
+
+impl Overload {
+    /// The share of answers (%) later than the budget + 10 ms, from the
+    /// client's latency distribution.
+    fn late_share(&self) -> f64 {
+        let limit = (self.budget_ms + 10) as f64;
+        self.run
+            .cdf
+            .iter()
+            .find(|(_, ms)| *ms > limit)
+            .map_or(0.0, |(p, _)| 100.0 - p)
+    }
 }
 
 fn overload(app: &SpinApp, residents: &Target, args: &Args) -> Result<Overload> {
@@ -448,6 +466,18 @@ fn overload(app: &SpinApp, residents: &Target, args: &Args) -> Result<Overload> 
         eprintln!("  late statements (count, max ms late): {kinds:?}");
     }
     let statements_logged = lines.iter().filter_map(|l| l["statements"].as_u64()).sum();
+    let gateway: Vec<(u64, u64)> = app
+        .log_lines("gateway")
+        .iter()
+        .filter(|l| l["budget_ms"] == budget_ms)
+        .filter_map(|l| Some((l["budget_ms"].as_u64()?, l["left_ms"].as_u64()?)))
+        .collect();
+    let gateway_max_ms = gateway.iter().map(|(b, l)| b - l).max().unwrap_or(0);
+    let gateway_late = gateway.iter().filter(|(_, l)| *l == 0).count();
+    eprintln!(
+        "  overload, the gateway's own view: {} answers, at most {gateway_max_ms} ms of the budget used, {gateway_late} with nothing left",
+        gateway.len()
+    );
     eprintln!(
         "  overload c={connections} budget {budget_ms} ms: {} req, statuses {:?}, max {:.1} ms, {late_statements} late of {statements_logged} statements",
         run.requests, run.statuses, run.max_ms
@@ -458,6 +488,8 @@ fn overload(app: &SpinApp, residents: &Target, args: &Args) -> Result<Overload> 
         run,
         late_statements,
         statements_logged,
+        gateway_max_ms,
+        gateway_late,
     })
 }
 
@@ -480,13 +512,20 @@ fn sizes() -> Result<Vec<(&'static str, u64, f64)>> {
         .collect()
 }
 
-fn command_output(program: &str, args: &[&str]) -> String {
+fn command_output(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> String {
     Command::new(program)
         .args(args)
         .output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default()
+}
+
+fn spin_version() -> String {
+    spin_binary().map_or_else(
+        || "spin: not found".into(),
+        |s| command_output(s, &["--version"]),
+    )
 }
 
 fn machine() -> String {
@@ -656,6 +695,21 @@ fn main() -> Result<()> {
         eprintln!("wrote BENCHMARKS.md and BENCHMARKS.svg");
     }
     eprintln!("wrote {}", dir.join("perf.json").display());
+    // Defects, whatever the machine: work started after its deadline, or a
+    // hung downstream answered with anything but the 504.
+    ensure!(
+        overload.late_statements == 0,
+        "{} statements started after their request's deadline",
+        overload.late_statements
+    );
+    for e in &expiry {
+        ensure!(
+            e.other.is_empty(),
+            "budget {} ms behind a hung downstream answered {:?}",
+            e.budget_ms,
+            e.other
+        );
+    }
     Ok(())
 }
 
@@ -674,7 +728,7 @@ impl Report<'_> {
     fn json(&self) -> Value {
         json!({
             "machine": machine(),
-            "spin": command_output("spin", &["--version"]),
+            "spin": spin_version(),
             "seconds": self.args.seconds,
             "rounds": self.args.rounds,
             "throughput": self.measured.iter().map(|m| json!({
@@ -697,6 +751,9 @@ impl Report<'_> {
                 "p99_ms": self.overload.run.at(99.0), "max_ms": self.overload.run.max_ms,
                 "late_statements": self.overload.late_statements,
                 "statements": self.overload.statements_logged,
+                "later_than_budget_plus_10ms_percent": self.overload.late_share(),
+                "gateway_max_used_ms": self.overload.gateway_max_ms,
+                "gateway_answers_with_nothing_left": self.overload.gateway_late,
             },
             "wasm_bytes": self.sizes.iter().map(|(c, s, r)| json!({"component": c, "bytes": s, "ratio": r})).collect::<Vec<_>>(),
         })
@@ -704,7 +761,7 @@ impl Report<'_> {
 
     fn markdown(&self) -> String {
         let mut md = String::new();
-        let spin = command_output("spin", &["--version"]);
+        let spin = spin_version();
         let date = command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
         let _ = writeln!(
             md,
@@ -719,6 +776,7 @@ impl Report<'_> {
             self.args.seconds,
         );
         let _ = writeln!(md, "![Latency CDFs of Meridian and the floor, and the time-to-504 per budget](BENCHMARKS.svg)\n");
+        let _ = writeln!(md, "{}", self.targets());
         let _ = writeln!(md, "### P1: against the floor (target: p50 ≤ 1.3 ×, throughput ≥ 0.75 × the SQLite floor)\n");
         let _ = writeln!(md, "| scenario | conns | target | p50 | p99 | req/s | p50 × floor | p99 × floor | req/s × floor |");
         let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
@@ -763,8 +821,10 @@ impl Report<'_> {
         let _ = writeln!(
             md,
             "\n### P3: overload (target: no statement after its deadline, no answer after budget + 10 ms)\n\n\
-             {} connections, budget {} ms, {} s: {} requests, statuses {}; p99 {:.1} ms, max {:.1} ms; \
-             statements started after their request's deadline: **{}** of {} run.\n",
+             {} connections, budget {} ms, {} s: {} requests, statuses {}; p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms \
+             at the client, {:.1} % of answers later than budget + 10 ms. The gateway's own clock: at most {} ms \
+             of the budget used, {} answers with nothing left. Statements started after their request's \
+             deadline: **{}** of {} run.\n",
             o.connections,
             o.budget_ms,
             self.args.seconds,
@@ -775,8 +835,12 @@ impl Report<'_> {
                 .map(|(k, n)| format!("{k}: {n}"))
                 .collect::<Vec<_>>()
                 .join(", "),
+            o.run.at(50.0),
             o.run.at(99.0),
             o.run.max_ms,
+            o.late_share(),
+            o.gateway_max_ms,
+            o.gateway_late,
             o.late_statements,
             o.statements_logged,
         );
@@ -792,12 +856,90 @@ impl Report<'_> {
         md
     }
 
+    /// Each target, met or not, with its figures.
+    fn targets(&self) -> String {
+        let mark = |met: bool| if met { "**met**" } else { "**not met**" };
+        let mut md = String::from("| target | status | this run |\n|---|---|---|\n");
+        let reads: Vec<&Measured> = self
+            .measured
+            .iter()
+            .filter(|m| m.scenario.starts_with("GET"))
+            .collect();
+        let ratio = |m: &Measured, f: &dyn Fn(&Run) -> f64| f(m.run("Meridian")) / f(m.run(FLOOR));
+        let p50: Vec<f64> = reads.iter().map(|m| ratio(m, &|r| r.at(50.0))).collect();
+        let rps: Vec<f64> = reads.iter().map(|m| ratio(m, &|r| r.rps())).collect();
+        let list = |v: &[f64]| {
+            reads
+                .iter()
+                .zip(v)
+                .map(|(m, x)| format!("{x:.2} × ({} conn.)", m.connections))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            md,
+            "| P1 `GET` p50 ≤ 1.3 × the SQLite floor | {} | {} |",
+            mark(p50.iter().all(|x| *x <= 1.3)),
+            list(&p50)
+        );
+        let _ = writeln!(
+            md,
+            "| P1 `GET` throughput ≥ 0.75 × | {} | {} |",
+            mark(rps.iter().all(|x| *x >= 0.75)),
+            list(&rps)
+        );
+        let p2 = self.expiry.iter().all(|e| {
+            let b = e.budget_ms as f64;
+            e.at(99.0) >= b - 10.0 && e.at(100.0) <= b && e.times.len() >= 50
+        });
+        let _ = writeln!(
+            md,
+            "| P2 time-to-504 p99 in [budget − 10 ms, budget], none after, ≥ 50 each | {} | p99 {} |",
+            mark(p2),
+            self.expiry
+                .iter()
+                .map(|e| format!("{:.1} ms of {} ({} req.)", e.at(99.0), e.budget_ms, e.times.len()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let o = self.overload;
+        let _ = writeln!(
+            md,
+            "| P3 no statement after its request's deadline | {} | {} of {} |",
+            mark(o.late_statements == 0),
+            o.late_statements,
+            o.statements_logged
+        );
+        let _ = writeln!(
+            md,
+            "| P3 no answer after budget + 10 ms | {} | {:.1} % later at the client (max {:.1} ms of {} ms) |",
+            mark(o.run.max_ms <= (o.budget_ms + 10) as f64),
+            o.late_share(),
+            o.run.max_ms,
+            o.budget_ms
+        );
+        let worst = self.sizes.iter().map(|(_, _, r)| *r).fold(0.0, f64::max);
+        let _ = writeln!(
+            md,
+            "| P5 each `.wasm` ≤ 1.5 × the hello-world | {} | at most {worst:.2} × |",
+            mark(worst <= 1.5)
+        );
+        md
+    }
+
     /// Five panels: the latency CDFs (GET and POST, 1 and 8 connections)
     /// and the time-to-504 per budget.
     fn svg(&self) -> String {
         const W: f64 = 420.0;
         const H: f64 = 260.0;
         const COLORS: [&str; 4] = ["#9e9e9e", "#1f77b4", "#d62728", "#2ca02c"];
+        // The same target in the same color in every panel.
+        let color_of = |name: &str, j: usize| match name {
+            "floor, no-op" => COLORS[0],
+            FLOOR => COLORS[1],
+            "Meridian" => COLORS[2],
+            _ => COLORS[j % COLORS.len()],
+        };
         let mut panels: Vec<Panel> = self
             .measured
             .iter()
@@ -819,7 +961,7 @@ impl Report<'_> {
             .collect();
         panels.push((
             "time-to-504 behind a hung downstream".to_owned(),
-            "answer time − budget, ms".to_owned(),
+            "answer time − budget, ms (dashed: the target band)".to_owned(),
             self.expiry
                 .iter()
                 .map(|e| {
@@ -847,13 +989,19 @@ impl Report<'_> {
             let (left, right, top, bottom) = (ox + 50.0, ox + W - 15.0, oy + 30.0, oy + H - 40.0);
             let xs = series.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.0));
             let (mut lo, mut hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-            if i < self.measured.len() {
+            let latency = i < self.measured.len();
+            if latency {
                 lo = 0.0;
-                // The tail past p99.9 would flatten the rest.
+                // The tail past p99 would flatten the rest.
                 hi = series
                     .iter()
-                    .map(|(_, pts)| pts.iter().rev().nth(1).map_or(0.0, |p| p.0))
-                    .fold(0.0, f64::max);
+                    .filter_map(|(_, pts)| pts.iter().find(|p| p.1 >= 99.0).map(|p| p.0))
+                    .fold(0.0, f64::max)
+                    * 1.1;
+            } else {
+                // The target band: [budget - 10 ms, budget].
+                lo = lo.min(-12.0);
+                hi = hi.max(1.0);
             }
             if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
                 hi = lo + 1.0;
@@ -892,8 +1040,13 @@ impl Report<'_> {
                 bottom + 30.0,
                 xml(xlabel)
             );
+            if !latency {
+                for edge in [-10.0, 0.0] {
+                    let _ = writeln!(svg, "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{top}\" y2=\"{bottom}\" stroke=\"#444\" stroke-dasharray=\"4 3\"/>", x(edge));
+                }
+            }
             for (j, (name, pts)) in series.iter().enumerate() {
-                let color = COLORS[j % COLORS.len()];
+                let color = color_of(name, j);
                 let path: Vec<String> = pts
                     .iter()
                     .map(|(v, p)| format!("{:.1},{:.1}", x(*v), y(*p)))
