@@ -88,7 +88,7 @@ fn start(percent: u64, memory: bool) -> Run {
     let app = SpinApp::start_with(
         SpinOptions::default()
             .variable("community_url", downstream.stand_in.url())
-            .variable("failure_memory", if memory { "on" } else { "off" }),
+            .variable("failure_memory", on_off_str(memory)),
     );
     let acme = app.tenant("bench");
     Run {
@@ -149,6 +149,20 @@ fn recovery(memory: bool, clients: usize, seconds: u64) -> serde_json::Value {
     })
 }
 
+/// How the failure memory's switch is spelled, in the variable and the tables.
+fn on_off_str(memory: bool) -> &'static str {
+    if memory {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// A result row's failure-memory switch.
+fn on_off(row: &serde_json::Value) -> &'static str {
+    on_off_str(row["memory"].as_bool().unwrap_or(false))
+}
+
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let seconds: u64 = args
@@ -180,11 +194,7 @@ fn main() -> anyhow::Result<()> {
         println!(
             "| {} % | {} | {} | {:.3} | {:.2} ms | {:.2} ms | {:.0} |",
             r["failing_percent"],
-            if r["memory"].as_bool().unwrap_or(false) {
-                "on"
-            } else {
-                "off"
-            },
+            on_off(r),
             r["requests"],
             r["attempts_per_request"].as_f64().unwrap_or(f64::NAN),
             r["p50_ms"].as_f64().unwrap_or(f64::NAN),
@@ -199,11 +209,7 @@ fn main() -> anyhow::Result<()> {
         println!(
             "| down {} s, then healed | {} | {} | {:.0} ms |",
             r["down_s"],
-            if r["memory"].as_bool().unwrap_or(false) {
-                "on"
-            } else {
-                "off"
-            },
+            on_off(r),
             r["first_success_after_heal_ms"]
                 .as_f64()
                 .map_or("none".to_owned(), |ms| format!("{ms:.0} ms")),

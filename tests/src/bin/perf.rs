@@ -160,7 +160,6 @@ impl Run {
     /// mean of the rounds'.
     fn pooled(runs: &[Run]) -> Run {
         let first = &runs[0];
-        let mean = |f: &dyn Fn(&Run) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
         let mut statuses = BTreeMap::new();
         for run in runs {
             for (k, n) in &run.statuses {
@@ -177,7 +176,13 @@ impl Run {
                 .cdf
                 .iter()
                 .enumerate()
-                .map(|(i, (p, _))| (*p, mean(&|r: &Run| r.cdf.get(i).map_or(f64::NAN, |c| c.1))))
+                .map(|(i, (p, _))| {
+                    let sum: f64 = runs
+                        .iter()
+                        .map(|r| r.cdf.get(i).map_or(f64::NAN, |c| c.1))
+                        .sum();
+                    (*p, sum / runs.len() as f64)
+                })
                 .collect(),
         }
     }
@@ -191,7 +196,8 @@ struct Target {
     method: &'static str,
     headers: Vec<(String, String)>,
     body: Option<String>,
-    /// Every request gets its own Idempotency-Key with this prefix.
+    /// Whether every request gets its own Idempotency-Key (prefixed with
+    /// the run's tag).
     keyed: bool,
 }
 
@@ -581,19 +587,15 @@ fn main() -> Result<()> {
         name,
         url,
         method: "POST",
-        headers: if keyed {
-            [
-                auth(&tenant.token),
-                vec![("content-type".into(), "application/json".into())],
-            ]
-            .concat()
-        } else {
-            [
-                floor_auth.clone(),
-                vec![("content-type".into(), "application/json".into())],
-            ]
-            .concat()
-        },
+        headers: [
+            if keyed {
+                auth(&tenant.token)
+            } else {
+                floor_auth.clone()
+            },
+            vec![("content-type".into(), "application/json".into())],
+        ]
+        .concat(),
         body: Some(invoice.clone()),
         keyed,
     };
