@@ -4,44 +4,29 @@
 
 use std::time::Duration;
 
-use meridian_e2e::api::{call, Tenant};
-use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::api::Tenant;
+use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 fn invoice(resident: &str, amount: i64) -> Value {
     json!({"resident_id": resident, "amount_cents": amount, "currency": "EUR", "description": "Service charge", "due_date": "2026-12-31"})
 }
 
-fn notifications(client: &Client, tenant: &Tenant, resident: &str) -> Vec<Value> {
-    let r = call(
-        client,
-        &tenant.token,
-        "GET",
-        &tenant.path(&format!("/residents/{resident}/notifications")),
-        None,
-    );
+fn notifications(tenant: &Tenant, resident: &str) -> Vec<Value> {
+    let r = tenant
+        .get(&format!("/residents/{resident}/notifications"))
+        .send();
     assert_eq!(r.status, 200, "{}", r.body);
     r.json()["items"].as_array().unwrap().clone()
 }
 
-fn count_invoices(client: &Client, tenant: &Tenant) -> usize {
-    call(
-        client,
-        &tenant.token,
-        "GET",
-        &tenant.path("/invoices?limit=100"),
-        None,
-    )
-    .json()["items"]
-        .as_array()
-        .unwrap()
-        .len()
+fn count_invoices(tenant: &Tenant) -> usize {
+    tenant.list("/invoices").len()
 }
 
 #[test]
 fn an_invoice_and_its_payments_reach_the_resident_as_notifications() {
     let app = SpinApp::start();
-    let client = app.client();
     let acme = app.tenant("acme");
     let resident = acme.resident("Ada");
     let r = acme.post("/invoices").json(&invoice(&resident, 10_000));
@@ -67,7 +52,7 @@ fn an_invoice_and_its_payments_reach_the_resident_as_notifications() {
         (got["status"].as_str(), got["balance_cents"].as_i64()),
         (Some("paid"), Some(0))
     );
-    let kinds: Vec<String> = notifications(&client, &acme, &resident)
+    let kinds: Vec<String> = notifications(&acme, &resident)
         .iter()
         .map(|n| n["type"].as_str().unwrap().to_owned())
         .collect();
@@ -112,13 +97,12 @@ fn bad_invoices_are_refused_precisely_and_write_nothing() {
         &huge,
     );
     r.assert_problem(413, "payload_too_large");
-    assert_eq!(count_invoices(&client, &acme), 0);
+    assert_eq!(count_invoices(&acme), 0);
 }
 
 #[test]
 fn a_client_retrying_a_keyed_invoice_gets_one_invoice_and_one_notification() {
     let app = SpinApp::start();
-    let client = app.client();
     let acme = app.tenant("acme");
     let resident = acme.resident("Ada");
     let body = invoice(&resident, 4_200);
@@ -131,8 +115,8 @@ fn a_client_retrying_a_keyed_invoice_gets_one_invoice_and_one_notification() {
     }
     ids.dedup();
     assert_eq!(ids.len(), 1);
-    assert_eq!(count_invoices(&client, &acme), 1);
-    assert_eq!(notifications(&client, &acme, &resident).len(), 1);
+    assert_eq!(count_invoices(&acme), 1);
+    assert_eq!(notifications(&acme, &resident).len(), 1);
     let mut other = body.clone();
     other["amount_cents"] = json!(4_300);
     acme.post("/invoices")
@@ -188,14 +172,8 @@ fn an_unkeyed_write_to_a_failing_service_fails_once_with_a_problem() {
     let resident = acme.resident("Ada");
     let down =
         StandIn::start(|_| StandInReply::Json(503, r#"{"code":"upstream_unavailable"}"#.into()));
-    let app = app.restart_with(SpinOptions::default().variable("billing_url", down.url()));
-    let r = call(
-        &app.client(),
-        &acme.token,
-        "POST",
-        &acme.path("/invoices"),
-        Some(&invoice(&resident, 100)),
-    );
+    let _app = app.restart_with(SpinOptions::default().variable("billing_url", down.url()));
+    let r = acme.post("/invoices").json(&invoice(&resident, 100));
     // A bare 503 (not a problem) becomes the gateway's own problem.
     r.assert_problem(502, "upstream_unavailable");
     // One resolution, one forward.
@@ -222,13 +200,7 @@ fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing(
         }
     });
     let app = app.restart_with(SpinOptions::default().variable("community_url", flaky.url()));
-    let r = call(
-        &app.client(),
-        &acme.token,
-        "POST",
-        &acme.path("/invoices"),
-        Some(&invoice(&resident, 5_000)),
-    );
+    let r = acme.post("/invoices").json(&invoice(&resident, 5_000));
     assert_eq!(
         r.status, 201,
         "the invoice does not wait for delivery: {}",
@@ -242,7 +214,7 @@ fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing(
     // Back to the real community: nothing has reached the resident yet.
     let app = app.restart_with(SpinOptions::default());
     let client = app.client();
-    assert!(notifications(&client, &acme, &resident).is_empty());
+    assert!(notifications(&acme, &resident).is_empty());
     let relay = |token: &str| {
         client.send(
             "POST",
@@ -271,7 +243,7 @@ fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing(
     );
     let r = relay(ADMIN_TOKEN);
     assert_eq!(r.json()["delivered"], 0);
-    let notes = notifications(&client, &acme, &resident);
+    let notes = notifications(&acme, &resident);
     assert_eq!(notes.len(), 1);
     assert_eq!(notes[0]["type"], "invoice.created");
 }
@@ -291,13 +263,7 @@ fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
         lose_answer: r.url == "/internal/events",
     });
     let app = app.restart_with(SpinOptions::default().variable("community_url", proxy.url()));
-    let r = call(
-        &app.client(),
-        &acme.token,
-        "POST",
-        &acme.path("/invoices"),
-        Some(&invoice(&resident, 2_000)),
-    );
+    let r = acme.post("/invoices").json(&invoice(&resident, 2_000));
     assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
     let deliveries = proxy
         .received()
@@ -312,7 +278,7 @@ fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
     let app = app.restart_with(SpinOptions::default());
     let client = app.client();
     assert_eq!(
-        notifications(&client, &acme, &resident).len(),
+        notifications(&acme, &resident).len(),
         1,
         "every delivery reached community; one notification"
     );
@@ -338,7 +304,7 @@ fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
         r.body
     );
     assert_eq!(
-        notifications(&client, &acme, &resident).len(),
+        notifications(&acme, &resident).len(),
         1,
         "the relay's redelivery changed nothing"
     );

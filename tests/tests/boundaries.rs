@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use meridian_e2e::api::{call, call_with, list, Tenant};
-use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 /// How far past its budget a client may see an answer: the suite's
@@ -20,10 +19,6 @@ const TOLERANCE: Duration = Duration::from_millis(10);
 
 fn invoice(resident: &str, amount: i64) -> Value {
     json!({"resident_id": resident, "amount_cents": amount, "currency": "EUR", "description": "Service charge", "due_date": "2026-12-31"})
-}
-
-fn invoices(client: &Client, tenant: &Tenant) -> Vec<Value> {
-    list(client, tenant, "/invoices")
 }
 
 #[test]
@@ -47,14 +42,10 @@ fn a_consumer_that_never_answers_costs_the_event_not_the_committed_invoice() {
     });
     let app = app.restart_with(SpinOptions::default().variable("community_url", proxy.url()));
     let budget = Duration::from_millis(800);
-    let r = call_with(
-        &app.client(),
-        &acme.token,
-        "POST",
-        &acme.path("/invoices"),
-        &[("x-meridian-timeout-ms", "800")],
-        Some(&invoice(&resident, 1_000)),
-    );
+    let r = acme
+        .post("/invoices")
+        .header("x-meridian-timeout-ms", "800")
+        .json(&invoice(&resident, 1_000));
     assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
     assert!(
         r.elapsed <= budget + TOLERANCE,
@@ -62,7 +53,7 @@ fn a_consumer_that_never_answers_costs_the_event_not_the_committed_invoice() {
         r.elapsed
     );
     assert_eq!(proxy.count("/internal/events"), 1, "abandoned, not retried");
-    assert_eq!(invoices(&app.client(), &acme).len(), 1);
+    assert_eq!(acme.list("/invoices").len(), 1);
 
     // The failed delivery was recorded and backed off: the relay delivers
     // it once community answers again (polled: the backoff is 1 s).
@@ -92,14 +83,10 @@ fn a_private_service_that_hangs_behind_service_chaining_ends_in_a_504_at_the_bud
     // options, so only the adapter's race against the budget timer ends it.
     let app = SpinApp::start_with(SpinOptions::default().replace_component("community", "hang"));
     let acme = app.tenant("acme");
-    let r = call_with(
-        &app.client(),
-        &acme.token,
-        "GET",
-        &acme.path("/residents"),
-        &[("x-meridian-timeout-ms", "400")],
-        None,
-    );
+    let r = acme
+        .get("/residents")
+        .header("x-meridian-timeout-ms", "400")
+        .send();
     let body = r.assert_problem(504, "deadline_exceeded");
     assert_eq!(body["hop"], "gateway");
     println!("chained hang: 504 after {:?} of 400 ms", r.elapsed);
@@ -141,14 +128,10 @@ fn a_keyed_write_whose_answer_is_lost_on_the_way_back_is_retried_and_written_onc
         })
     };
     let app = app.restart_with(SpinOptions::default().variable("billing_url", proxy.url()));
-    let r = call_with(
-        &app.client(),
-        &acme.token,
-        "POST",
-        &acme.path("/invoices"),
-        &[("idempotency-key", "lost-answer-1")],
-        Some(&invoice(&resident, 4_200)),
-    );
+    let r = acme
+        .post("/invoices")
+        .key("lost-answer-1")
+        .json(&invoice(&resident, 4_200));
     assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
     assert_eq!(
         r.header("idempotent-replayed"),
@@ -161,7 +144,7 @@ fn a_keyed_write_whose_answer_is_lost_on_the_way_back_is_retried_and_written_onc
         .filter(|r| r.method == "POST")
         .count();
     assert_eq!(posts, 2, "the lost answer was retried once");
-    let written = invoices(&app.client(), &acme);
+    let written = acme.list("/invoices");
     assert_eq!(written.len(), 1, "one invoice: {written:?}");
     assert_eq!(written[0]["amount_cents"], 4_200);
 }
@@ -172,15 +155,11 @@ fn a_failing_community_is_retried_by_billing_alone() {
     let acme = app.tenant("acme");
     let resident = acme.resident("Ada");
     let down = StandIn::start(|_| StandInReply::Json(503, "{}".into()));
-    let app = app.restart_with(SpinOptions::default().variable("community_url", down.url()));
-    let r = call_with(
-        &app.client(),
-        &acme.token,
-        "POST",
-        &acme.path("/invoices"),
-        &[("idempotency-key", "one-layer-1")],
-        Some(&invoice(&resident, 1_000)),
-    );
+    let _app = app.restart_with(SpinOptions::default().variable("community_url", down.url()));
+    let r = acme
+        .post("/invoices")
+        .key("one-layer-1")
+        .json(&invoice(&resident, 1_000));
     let body = r.assert_problem(502, "upstream_unavailable");
     assert_eq!(body["retryable"], true);
     // Billing, next to the failure, made its three attempts; the gateway
@@ -196,24 +175,20 @@ fn a_failing_community_is_retried_by_billing_alone() {
         Some("2"),
         "resolve + 1 forward"
     );
-    assert!(invoices(&app.client(), &acme).is_empty(), "nothing written");
+    assert!(acme.list("/invoices").is_empty(), "nothing written");
 }
 
 #[test]
 fn a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline() {
     let app = SpinApp::start();
     let acme = app.tenant("acme");
-    assert!(invoices(&app.client(), &acme).is_empty()); // billing migrated
+    assert!(acme.list("/invoices").is_empty()); // billing migrated
     let holder = rusqlite::Connection::open(app.database("billing")).expect("billing.db");
     holder.execute_batch("BEGIN EXCLUSIVE").expect("lock");
-    let r = call_with(
-        &app.client(),
-        &acme.token,
-        "GET",
-        &acme.path("/invoices"),
-        &[("x-meridian-timeout-ms", "600")],
-        None,
-    );
+    let r = acme
+        .get("/invoices")
+        .header("x-meridian-timeout-ms", "600")
+        .send();
     holder.execute_batch("ROLLBACK").expect("unlock");
     let body = r.assert_problem(504, "deadline_exceeded");
     // Billing stopped waiting with its answer reserve left, so the 504 is
@@ -224,7 +199,7 @@ fn a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline() {
         "answered after {:?}",
         r.elapsed
     );
-    assert!(invoices(&app.client(), &acme).is_empty());
+    assert!(acme.list("/invoices").is_empty());
 }
 
 /// Sends `head` (and `body`, if any) over a raw connection and returns the
@@ -346,13 +321,7 @@ fn a_downstream_answer_that_is_not_meridians_never_reaches_the_client() {
             .take()
             .unwrap()
             .restart_with(SpinOptions::default().variable("billing_url", stand_in.url()));
-        let r = call(
-            &restarted.client(),
-            &acme.token,
-            "GET",
-            &acme.path("/invoices"),
-            None,
-        );
+        let r = acme.get("/invoices").send();
         r.assert_problem(want, code);
         assert!(
             !r.body.contains(raw),

@@ -2,14 +2,12 @@
 //! pagination, complaints and their transitions, announcements, roles,
 //! bad input, and the event consumer's deduplication.
 
-use meridian_e2e::api::call;
 use meridian_e2e::SpinApp;
 use serde_json::json;
 
 #[test]
 fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
     let app = SpinApp::start();
-    let client = app.client();
     let acme = app.tenant("acme");
     let mut created: Vec<String> = (0..23)
         .map(|i| acme.resident(&format!("Resident {i:02}")))
@@ -24,10 +22,10 @@ fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
     let mut added_meanwhile = false;
     loop {
         let path = match &cursor {
-            Some(c) => acme.path(&format!("/residents?limit=7&cursor={c}")),
-            None => acme.path("/residents?limit=7"),
+            Some(c) => format!("/residents?limit=7&cursor={c}"),
+            None => "/residents?limit=7".to_owned(),
         };
-        let page = call(&client, &acme.token, "GET", &path, None).json();
+        let page = acme.get(&path).send().json();
         seen.extend(
             page["items"]
                 .as_array()
@@ -59,38 +57,25 @@ fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
 #[test]
 fn residents_are_read_by_members_and_changed_by_staff() {
     let app = SpinApp::start();
-    let client = app.client();
     let acme = app.tenant("acme");
     let (_, resident_token) = acme.member("res@acme.org", "resident");
     let id = acme.resident("Ada");
-    let path = acme.path(&format!("/residents/{id}"));
+    let path = format!("/residents/{id}");
     assert_eq!(
-        call(&client, &resident_token, "GET", &path, None).json()["name"],
+        acme.get(&path).token(&resident_token).send().json()["name"],
         "Ada"
     );
-    call(
-        &client,
-        &resident_token,
-        "PATCH",
-        &path,
-        Some(&json!({"unit": "9"})),
-    )
-    .assert_problem(403, "forbidden");
-    call(
-        &client,
-        &resident_token,
-        "POST",
-        &acme.path("/residents"),
-        Some(&json!({"name": "X", "unit": "1"})),
-    )
-    .assert_problem(403, "forbidden");
-    let r = call(
-        &client,
-        &acme.token,
-        "PATCH",
-        &path,
-        Some(&json!({"unit": "5C", "email": "Ada@Example.org"})),
-    );
+    acme.patch(&path)
+        .token(&resident_token)
+        .json(&json!({"unit": "9"}))
+        .assert_problem(403, "forbidden");
+    acme.post("/residents")
+        .token(&resident_token)
+        .json(&json!({"name": "X", "unit": "1"}))
+        .assert_problem(403, "forbidden");
+    let r = acme
+        .patch(&path)
+        .json(&json!({"unit": "5C", "email": "Ada@Example.org"}));
     assert_eq!(
         (r.json()["unit"].as_str(), r.json()["email"].as_str()),
         (Some("5C"), Some("ada@example.org"))
@@ -105,53 +90,31 @@ fn residents_are_read_by_members_and_changed_by_staff() {
             .len(),
         3
     );
-    assert_eq!(
-        call(&client, &acme.token, "DELETE", &path, None).status,
-        204
-    );
-    call(&client, &acme.token, "GET", &path, None).assert_problem(404, "not_found");
+    assert_eq!(acme.delete(&path).send().status, 204);
+    acme.get(&path).send().assert_problem(404, "not_found");
 }
 
 #[test]
 fn complaints_follow_their_lifecycle_and_refuse_other_moves() {
     let app = SpinApp::start();
-    let client = app.client();
     let acme = app.tenant("acme");
     let (_, resident_token) = acme.member("res@acme.org", "resident");
     let resident = acme.resident("Ada");
-    let r = call(
-        &client,
-        &resident_token,
-        "POST",
-        &acme.path("/complaints"),
-        Some(&json!({"resident_id": resident, "subject": "Leak", "body": "Water"})),
-    );
+    let r = acme
+        .post("/complaints")
+        .token(&resident_token)
+        .json(&json!({"resident_id": resident, "subject": "Leak", "body": "Water"}));
     assert_eq!(r.status, 201, "{}", r.body);
-    let path = acme.path(&format!("/complaints/{}", r.json()["id"].as_str().unwrap()));
-    call(
-        &client,
-        &resident_token,
-        "PATCH",
-        &path,
-        Some(&json!({"status": "in_progress"})),
-    )
-    .assert_problem(403, "forbidden");
-    call(
-        &client,
-        &acme.token,
-        "PATCH",
-        &path,
-        Some(&json!({"status": "closed"})),
-    )
-    .assert_problem(409, "conflict");
+    let path = format!("/complaints/{}", r.json()["id"].as_str().unwrap());
+    acme.patch(&path)
+        .token(&resident_token)
+        .json(&json!({"status": "in_progress"}))
+        .assert_problem(403, "forbidden");
+    acme.patch(&path)
+        .json(&json!({"status": "closed"}))
+        .assert_problem(409, "conflict");
     for status in ["in_progress", "resolved", "closed"] {
-        let r = call(
-            &client,
-            &acme.token,
-            "PATCH",
-            &path,
-            Some(&json!({"status": status})),
-        );
+        let r = acme.patch(&path).json(&json!({"status": status}));
         assert_eq!(
             (r.status, r.json()["status"].as_str()),
             (200, Some(status)),
@@ -159,30 +122,20 @@ fn complaints_follow_their_lifecycle_and_refuse_other_moves() {
             r.body
         );
     }
-    call(
-        &client,
-        &acme.token,
-        "PATCH",
-        &path,
-        Some(&json!({"status": "open"})),
-    )
-    .assert_problem(409, "conflict");
+    acme.patch(&path)
+        .json(&json!({"status": "open"}))
+        .assert_problem(409, "conflict");
     let missing =
         json!({"resident_id": "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01", "subject": "x", "body": "y"});
-    call(
-        &client,
-        &resident_token,
-        "POST",
-        &acme.path("/complaints"),
-        Some(&missing),
-    )
-    .assert_problem(422, "validation_failed");
+    acme.post("/complaints")
+        .token(&resident_token)
+        .json(&missing)
+        .assert_problem(422, "validation_failed");
 }
 
 #[test]
 fn announcements_are_published_by_staff() {
     let app = SpinApp::start();
-    let client = app.client();
     let acme = app.tenant("acme");
     let (_, resident_token) = acme.member("res@acme.org", "resident");
     let r = acme
@@ -190,23 +143,15 @@ fn announcements_are_published_by_staff() {
         .json(&json!({"title": "Pool", "body": "Opens Monday"}));
     assert_eq!(r.status, 201);
     assert_eq!(r.json()["author_id"], acme.admin_user_id.as_str());
-    call(
-        &client,
-        &resident_token,
-        "POST",
-        &acme.path("/announcements"),
-        Some(&json!({"title": "x", "body": "y"})),
-    )
-    .assert_problem(403, "forbidden");
+    acme.post("/announcements")
+        .token(&resident_token)
+        .json(&json!({"title": "x", "body": "y"}))
+        .assert_problem(403, "forbidden");
     assert_eq!(
-        call(
-            &client,
-            &resident_token,
-            "GET",
-            &acme.path("/announcements"),
-            None
-        )
-        .json()["items"][0]["title"],
+        acme.get("/announcements")
+            .token(&resident_token)
+            .send()
+            .json()["items"][0]["title"],
         "Pool"
     );
 }

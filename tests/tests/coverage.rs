@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use meridian_e2e::api::{call, Tenant};
-use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 fn invoice(resident: &str, amount: i64) -> Value {
@@ -16,14 +16,14 @@ fn invoice(resident: &str, amount: i64) -> Value {
 }
 
 #[track_caller]
-fn created(client: &Client, t: &Tenant, path: &str, body: Value) -> String {
-    let r = call(client, &t.token, "POST", &t.path(path), Some(&body));
+fn created(t: &Tenant, path: &str, body: Value) -> String {
+    let r = t.post(path).json(&body);
     assert_eq!(r.status, 201, "{path}: {}", r.body);
     r.json()["id"].as_str().unwrap_or_default().to_owned()
 }
 
 /// Every item of `path` (with its query), two at a time through the cursors.
-fn paged(client: &Client, t: &Tenant, path: &str) -> Vec<Value> {
+fn paged(t: &Tenant, path: &str) -> Vec<Value> {
     let join = if path.contains('?') { '&' } else { '?' };
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
@@ -32,7 +32,7 @@ fn paged(client: &Client, t: &Tenant, path: &str) -> Vec<Value> {
             Some(c) => format!("{path}{join}limit=2&cursor={c}"),
             None => format!("{path}{join}limit=2"),
         };
-        let r = call(client, &t.token, "GET", &t.path(&url), None);
+        let r = t.get(&url).send();
         assert_eq!(r.status, 200, "{url}: {}", r.body);
         let page = r.json();
         let got = page["items"].as_array().unwrap();
@@ -56,18 +56,12 @@ fn ids(items: &[Value], key: &str) -> Vec<String> {
 #[test]
 fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
     let app = SpinApp::start();
-    let client = app.client();
     let t = app.tenant("acme");
     let ada = t.resident("Ada");
     let bo = t.resident("Bo");
     let mut invoices = Vec::new();
     for (i, who) in [&ada, &ada, &ada, &bo, &bo].iter().enumerate() {
-        invoices.push(created(
-            &client,
-            &t,
-            "/invoices",
-            invoice(who, 1_000 + i as i64),
-        ));
+        invoices.push(created(&t, "/invoices", invoice(who, 1_000 + i as i64)));
     }
     let void = t
         .patch(&format!("/invoices/{}", invoices[4]))
@@ -82,7 +76,6 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
     let mut complaints = Vec::new();
     for i in 0..5 {
         complaints.push(created(
-            &client,
             &t,
             "/complaints",
             json!({"resident_id": ada, "subject": format!("c{i}"), "body": "x"}),
@@ -96,7 +89,6 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
     }
     for i in 0..5 {
         created(
-            &client,
             &t,
             "/announcements",
             json!({"title": format!("a{i}"), "body": "x"}),
@@ -113,7 +105,7 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
         (&*format!("/residents/{ada}/notifications"), "event_id"),
     ] {
         let all = t.list(path);
-        let pages = paged(&client, &t, path);
+        let pages = paged(&t, path);
         assert_eq!(ids(&pages, key), ids(&all, key), "{path}");
     }
     assert_eq!(ids(&t.list("/invoices"), "id"), invoices, "creation order");
@@ -122,32 +114,35 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
 
     // Filters, paged too.
     assert_eq!(
-        ids(&paged(&client, &t, "/invoices?status=void"), "id"),
+        ids(&paged(&t, "/invoices?status=void"), "id"),
         [invoices[4].clone()]
     );
     assert_eq!(
-        ids(
-            &paged(&client, &t, &format!("/invoices?resident_id={bo}")),
-            "id"
-        ),
+        ids(&paged(&t, &format!("/invoices?resident_id={bo}")), "id"),
         invoices[3..].to_vec()
     );
-    assert_eq!(paged(&client, &t, "/invoices?status=open").len(), 4);
+    assert_eq!(paged(&t, "/invoices?status=open").len(), 4);
     assert_eq!(
-        ids(&paged(&client, &t, "/complaints?status=in_progress"), "id"),
+        ids(&paged(&t, "/complaints?status=in_progress"), "id"),
         complaints[..2].to_vec()
     );
-    assert_eq!(paged(&client, &t, "/complaints?status=open").len(), 3);
+    assert_eq!(paged(&t, "/complaints?status=open").len(), 3);
+}
+
+/// Tenants acme and bravo, acme's resident Ada, and an invoice of 10.00
+/// to her: `(acme, bravo, ada, invoice)`.
+fn two_tenants_and_an_invoice(app: &SpinApp) -> (Tenant, Tenant, String, String) {
+    let acme = app.tenant("acme");
+    let bravo = app.tenant("bravo");
+    let ada = acme.resident("Ada");
+    let inv = created(&acme, "/invoices", invoice(&ada, 1_000));
+    (acme, bravo, ada, inv)
 }
 
 #[test]
 fn keyed_payments_are_made_once_and_keys_are_scoped_by_tenant_and_route() {
     let app = SpinApp::start();
-    let client = app.client();
-    let acme = app.tenant("acme");
-    let bravo = app.tenant("bravo");
-    let ada = acme.resident("Ada");
-    let inv = created(&client, &acme, "/invoices", invoice(&ada, 1_000));
+    let (acme, bravo, _, inv) = two_tenants_and_an_invoice(&app);
     let pay = |key: &str| {
         acme.post(&format!("/invoices/{inv}/payments"))
             .key(key)
@@ -186,13 +181,8 @@ fn keyed_payments_are_made_once_and_keys_are_scoped_by_tenant_and_route() {
 #[test]
 fn another_tenants_rows_are_not_found_by_id() {
     let app = SpinApp::start();
-    let client = app.client();
-    let acme = app.tenant("acme");
-    let bravo = app.tenant("bravo");
-    let ada = acme.resident("Ada");
-    let inv = created(&client, &acme, "/invoices", invoice(&ada, 1_000));
+    let (acme, bravo, ada, inv) = two_tenants_and_an_invoice(&app);
     let complaint = created(
-        &client,
         &acme,
         "/complaints",
         json!({"resident_id": ada, "subject": "s", "body": "b"}),
@@ -207,7 +197,7 @@ fn another_tenants_rows_are_not_found_by_id() {
         let r = bravo.get(&path).send();
         r.assert_problem(404, "not_found");
         // Asking for acme's path with bravo's token is not acme's either.
-        let r = call(&client, &bravo.token, "GET", &acme.path(&path), None);
+        let r = call(&app.client(), &bravo.token, "GET", &acme.path(&path), None);
         r.assert_problem(404, "tenant_not_found");
     }
     let r = bravo
@@ -294,7 +284,7 @@ fn the_relay_stops_within_its_budget_part_way_and_finishes_later() {
             .variable("failure_memory", "off"),
     );
     for i in 0..8 {
-        created(&app.client(), &acme, "/invoices", invoice(&ada, 100 + i));
+        created(&acme, "/invoices", invoice(&ada, 100 + i));
     }
     slow.store(true, Ordering::SeqCst);
     let relay = |timeout: &str| {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply, INTERNAL_TOKEN};
+use meridian_e2e::{Reply, SpinApp, SpinOptions, StandIn, StandInReply, INTERNAL_TOKEN};
 
 const TENANT_ID: &str = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
 const ACTOR_ID: &str = "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02";
@@ -22,6 +22,32 @@ fn identity_stand_in() -> StandIn {
             StandInReply::Json(404, "{}".into())
         }
     })
+}
+
+/// The app behind the identity stand-in, with one more downstream
+/// (`community_url`, `billing_url`) at `url`. Keep the stand-in alive
+/// as long as the app.
+fn app_behind_identity(downstream: &'static str, url: String) -> (StandIn, SpinApp) {
+    let identity = identity_stand_in();
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("identity_url", identity.url())
+            .variable(downstream, url),
+    );
+    (identity, app)
+}
+
+/// `GET /v1/acme/residents` with a 400 ms budget.
+fn residents_within_400ms(app: &SpinApp) -> Reply {
+    app.client().send(
+        "GET",
+        "/v1/acme/residents",
+        &[
+            ("authorization", "Bearer tok"),
+            ("x-meridian-timeout-ms", "400"),
+        ],
+        None,
+    )
 }
 
 fn now_ms() -> u64 {
@@ -171,14 +197,9 @@ fn a_sane_request_id_is_echoed_and_an_insane_one_replaced() {
 
 #[test]
 fn a_downstream_gets_the_budget_and_the_real_identity_never_the_spoofed_one() {
-    let identity = identity_stand_in();
     let community =
         StandIn::start(|_| StandInReply::Json(200, r#"{"items":[],"next_cursor":null}"#.into()));
-    let app = SpinApp::start_with(
-        SpinOptions::default()
-            .variable("identity_url", identity.url())
-            .variable("community_url", community.url()),
-    );
+    let (identity, app) = app_behind_identity("community_url", community.url());
     let sent_at = now_ms();
     let r = app.client().send(
         "GET",
@@ -243,22 +264,9 @@ fn a_downstream_gets_the_budget_and_the_real_identity_never_the_spoofed_one() {
 
 #[test]
 fn a_hung_downstream_gives_a_504_at_the_budget_not_later() {
-    let identity = identity_stand_in();
     let community = StandIn::start(|_| StandInReply::Hang(Duration::from_secs(5)));
-    let app = SpinApp::start_with(
-        SpinOptions::default()
-            .variable("identity_url", identity.url())
-            .variable("community_url", community.url()),
-    );
-    let r = app.client().send(
-        "GET",
-        "/v1/acme/residents",
-        &[
-            ("authorization", "Bearer tok"),
-            ("x-meridian-timeout-ms", "400"),
-        ],
-        None,
-    );
+    let (_identity, app) = app_behind_identity("community_url", community.url());
+    let r = residents_within_400ms(&app);
     let body = r.assert_problem(504, "deadline_exceeded");
     assert_eq!(body["hop"], "gateway");
     assert_eq!(body["budget_ms"], 400);
@@ -294,13 +302,8 @@ fn a_hung_downstream_gives_a_504_at_the_budget_not_later() {
 
 #[test]
 fn an_unreachable_downstream_is_a_502_after_retrying_a_read() {
-    let identity = identity_stand_in();
-    let app = SpinApp::start_with(
-        SpinOptions::default()
-            .variable("identity_url", identity.url())
-            // Nothing listens on port 9 of the loopback.
-            .variable("community_url", "http://127.0.0.1:9"),
-    );
+    // Nothing listens on port 9 of the loopback.
+    let (_identity, app) = app_behind_identity("community_url", "http://127.0.0.1:9".into());
     let r = app.client().send(
         "GET",
         "/v1/acme/residents",
@@ -334,14 +337,9 @@ fn an_unreachable_downstream_is_a_502_after_retrying_a_read() {
 
 #[test]
 fn a_failing_write_without_a_key_is_sent_once() {
-    let identity = identity_stand_in();
     let billing =
         StandIn::start(|_| StandInReply::Json(503, r#"{"code":"upstream_unavailable"}"#.into()));
-    let app = SpinApp::start_with(
-        SpinOptions::default()
-            .variable("identity_url", identity.url())
-            .variable("billing_url", billing.url()),
-    );
+    let (_identity, app) = app_behind_identity("billing_url", billing.url());
     let r = app.client().send(
         "POST",
         "/v1/acme/invoices",
@@ -414,22 +412,9 @@ fn stalling_body_server() -> (String, std::thread::JoinHandle<()>) {
 
 #[test]
 fn a_body_that_stalls_midway_still_gets_a_504_at_the_budget() {
-    let identity = identity_stand_in();
     let (community, server) = stalling_body_server();
-    let app = SpinApp::start_with(
-        SpinOptions::default()
-            .variable("identity_url", identity.url())
-            .variable("community_url", community),
-    );
-    let r = app.client().send(
-        "GET",
-        "/v1/acme/residents",
-        &[
-            ("authorization", "Bearer tok"),
-            ("x-meridian-timeout-ms", "400"),
-        ],
-        None,
-    );
+    let (_identity, app) = app_behind_identity("community_url", community);
+    let r = residents_within_400ms(&app);
     r.assert_problem(504, "deadline_exceeded");
     assert!(
         r.elapsed < Duration::from_millis(500),

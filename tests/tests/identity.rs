@@ -55,7 +55,10 @@ fn unknown_tenants_bad_tokens_and_missing_tokens_are_refused() {
     let client = app.client();
     let acme = app.tenant("acme");
     call(&client, &acme.token, "GET", "/v1/nowhere", None).assert_problem(404, "tenant_not_found");
-    call(&client, "mrd_0000", "GET", &acme.path(""), None).assert_problem(401, "unauthorized");
+    acme.get("")
+        .token("mrd_0000")
+        .send()
+        .assert_problem(401, "unauthorized");
     client
         .get(&acme.path(""))
         .assert_problem(401, "unauthorized");
@@ -104,7 +107,6 @@ fn a_token_of_one_tenant_finds_nothing_in_another() {
 #[test]
 fn admins_manage_members_and_others_may_not() {
     let app = SpinApp::start();
-    let client = app.client();
     let acme = app.tenant("acme");
     let (member, member_token) = acme.member("bo@acme.org", "resident");
     assert_eq!(member["role"], "resident");
@@ -118,7 +120,9 @@ fn admins_manage_members_and_others_may_not() {
         .get(&format!("/members?limit=1&cursor={cursor}"))
         .send();
     assert_eq!(r.json()["items"][0]["email"], "bo@acme.org");
-    call(&client, &member_token, "GET", &acme.path("/members"), None)
+    acme.get("/members")
+        .token(&member_token)
+        .send()
         .assert_problem(403, "forbidden");
     let bad = json!({"email": "x", "name": "", "role": "owner", "age": 1});
     let r = acme.post("/members").json(&bad);
@@ -141,34 +145,27 @@ fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
     let client = app.client();
     let acme = app.tenant("acme");
     let (member, member_token) = acme.member("bo@acme.org", "manager");
-    assert_eq!(
-        call(&client, &member_token, "GET", &acme.path(""), None).status,
-        200
-    );
+    assert_eq!(acme.get("").token(&member_token).send().status, 200);
 
     // Revocation: a second token of the member's, revoked, stops at once.
-    let r = call(&client, &member_token, "POST", &acme.path("/tokens"), None);
+    let r = acme.post("/tokens").token(&member_token).send();
     assert_eq!(r.status, 201, "{}", r.body);
     let (id, second) = (
         r.json()["id"].as_str().unwrap().to_owned(),
         r.json()["token"].as_str().unwrap().to_owned(),
     );
+    assert_eq!(acme.get("").token(&second).send().status, 200);
     assert_eq!(
-        call(&client, &second, "GET", &acme.path(""), None).status,
-        200
-    );
-    assert_eq!(
-        call(
-            &client,
-            &member_token,
-            "DELETE",
-            &acme.path(&format!("/tokens/{id}")),
-            None
-        )
-        .status,
+        acme.delete(&format!("/tokens/{id}"))
+            .token(&member_token)
+            .send()
+            .status,
         204
     );
-    call(&client, &second, "GET", &acme.path(""), None).assert_problem(401, "unauthorized");
+    acme.get("")
+        .token(&second)
+        .send()
+        .assert_problem(401, "unauthorized");
 
     // Removal: every token of the membership stops.
     let path = acme.path(&format!("/members/{}", member["id"].as_str().unwrap()));
@@ -176,7 +173,10 @@ fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
         call(&client, &acme.token, "DELETE", &path, None).status,
         204
     );
-    call(&client, &member_token, "GET", &acme.path(""), None).assert_problem(401, "unauthorized");
+    acme.get("")
+        .token(&member_token)
+        .send()
+        .assert_problem(401, "unauthorized");
 }
 
 #[test]

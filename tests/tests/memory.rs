@@ -18,11 +18,19 @@ fn community(failing: Arc<AtomicBool>) -> StandIn {
     })
 }
 
+/// The app with community replaced by `stand_in`, and these variables.
+fn app_behind(stand_in: &StandIn, variables: &[(&'static str, &str)]) -> SpinApp {
+    let options = SpinOptions::default().variable("community_url", stand_in.url());
+    SpinApp::start_with(variables.iter().fold(options, |options, (name, value)| {
+        options.variable(name, *value)
+    }))
+}
+
 #[test]
 fn a_failing_downstream_opens_the_breaker_for_every_invocation_and_a_probe_closes_it() {
     let failing = Arc::new(AtomicBool::new(true));
     let stand_in = community(failing.clone());
-    let app = SpinApp::start_with(SpinOptions::default().variable("community_url", stand_in.url()));
+    let app = app_behind(&stand_in, &[]);
     let acme = app.tenant("acme");
     // No history yet: the read makes its three attempts.
     let first = acme.get("/residents").send();
@@ -102,13 +110,14 @@ fn a_failing_downstream_opens_the_breaker_for_every_invocation_and_a_probe_close
 #[test]
 fn a_retry_the_shared_budget_refuses_is_not_made_and_the_answer_says_so() {
     let stand_in = community(Arc::new(AtomicBool::new(true)));
-    let app = SpinApp::start_with(
-        SpinOptions::default()
-            .variable("community_url", stand_in.url())
-            // Two retries per window in all, and no breaker.
-            .variable("retry_budget_percent", "0")
-            .variable("retry_budget_min_retries", "2")
-            .variable("breaker_min_volume", "100000"),
+    // Two retries per window in all, and no breaker.
+    let app = app_behind(
+        &stand_in,
+        &[
+            ("retry_budget_percent", "0"),
+            ("retry_budget_min_retries", "2"),
+            ("breaker_min_volume", "100000"),
+        ],
     );
     let acme = app.tenant("acme");
     let first = acme.get("/residents").send();

@@ -45,7 +45,6 @@ fn what_a_tenant_sees_of_a_person_is_its_own() {
 #[test]
 fn a_resident_sees_only_their_own_invoices_payments_and_notifications() {
     let app = SpinApp::start();
-    let client = app.client();
     let acme = app.tenant("acme");
     let (member, token) = acme.member("res@acme.org", "resident");
     let mine = acme.resident("Mine");
@@ -70,7 +69,7 @@ fn a_resident_sees_only_their_own_invoices_payments_and_notifications() {
             .map(|i| i["id"].as_str().unwrap().to_owned())
             .collect()
     };
-    let listed = call(&client, &token, "GET", &acme.path("/invoices"), None);
+    let listed = acme.get("/invoices").token(&token).send();
     assert_eq!(listed.status, 200, "{}", listed.body);
     assert_eq!(ids(listed.json()), std::slice::from_ref(&my_bill));
     let staff = acme.get("/invoices").send();
@@ -80,7 +79,7 @@ fn a_resident_sees_only_their_own_invoices_payments_and_notifications() {
         format!("/invoices/{their_bill}/payments"),
         format!("/residents/{theirs}/notifications"),
     ] {
-        let r = call(&client, &token, "GET", &acme.path(&path), None);
+        let r = acme.get(&path).token(&token).send();
         r.assert_problem(404, "not_found");
     }
     for path in [
@@ -88,7 +87,7 @@ fn a_resident_sees_only_their_own_invoices_payments_and_notifications() {
         format!("/invoices/{my_bill}/payments"),
         format!("/residents/{mine}/notifications"),
     ] {
-        let r = call(&client, &token, "GET", &acme.path(&path), None);
+        let r = acme.get(&path).token(&token).send();
         assert_eq!(r.status, 200, "{path}: {}", r.body);
     }
 }
@@ -114,13 +113,9 @@ fn wrong_methods_undeclared_media_and_bad_fields_get_their_own_problems() {
         Some(r#"{"name":"Ada","unit":"1"}"#),
     );
     r.assert_problem(415, "unsupported_media_type");
-    let r = call(
-        &client,
-        &acme.token,
-        "PATCH",
-        &acme.path(&format!("/residents/{}", acme.resident("Ada"))),
-        Some(&json!({})),
-    );
+    let r = acme
+        .patch(&format!("/residents/{}", acme.resident("Ada")))
+        .json(&json!({}));
     let body = r.assert_problem(422, "validation_failed");
     assert!(!body["errors"].as_array().unwrap().is_empty(), "{body}");
 }

@@ -84,6 +84,15 @@ impl Harness {
         (caller, b["token"].as_str().unwrap().to_owned())
     }
 
+    /// A new token of acme's for `caller`: `(its id, the token)`.
+    fn new_token(&self, caller: Caller) -> (String, String) {
+        let r = self.call(Some(caller), ServiceRequest::new("POST", "/v1/acme/tokens"));
+        assert_eq!(r.status, 201, "{}", r.json_body());
+        let b = r.json_body();
+        let field = |name: &str| b[name].as_str().unwrap().to_owned();
+        (field("id"), field("token"))
+    }
+
     fn resolve(&self, slug: &str, token: &str) -> ServiceResponse {
         self.call(
             None,
@@ -419,12 +428,7 @@ fn removing_a_member_stops_their_tokens_and_the_last_admin_stays() {
         user_id: leak(member["user_id"].as_str().unwrap()),
         role: Role::Manager,
     };
-    let token = h
-        .call(Some(bo), ServiceRequest::new("POST", "/v1/acme/tokens"))
-        .json_body()["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (_, token) = h.new_token(bo);
     assert_eq!(h.resolve("acme", &token).status, 200);
     let path = format!("/v1/acme/members/{}", member["id"].as_str().unwrap());
     assert_eq!(
@@ -456,12 +460,7 @@ fn removing_a_member_stops_their_tokens_and_the_last_admin_stays() {
 fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
     let h = Harness::new();
     let (admin, _) = h.create_tenant("acme");
-    let r = h.call(Some(admin), ServiceRequest::new("POST", "/v1/acme/tokens"));
-    assert_eq!(r.status, 201);
-    let (id, token) = (
-        r.json_body()["id"].as_str().unwrap().to_owned(),
-        r.json_body()["token"].as_str().unwrap().to_owned(),
-    );
+    let (id, token) = h.new_token(admin);
     assert_eq!(h.resolve("acme", &token).status, 200);
     assert_eq!(
         h.call(
@@ -483,12 +482,7 @@ fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
 fn a_member_cannot_revoke_someone_elses_token() {
     let h = Harness::new();
     let (admin, _) = h.create_tenant("acme");
-    let admins_token_id = h
-        .call(Some(admin), ServiceRequest::new("POST", "/v1/acme/tokens"))
-        .json_body()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (admins_token_id, _) = h.new_token(admin);
     let member = add_member(&h, admin, "bo@acme.org", "resident").json_body();
     let bo = Caller {
         tenant_id: admin.tenant_id,

@@ -178,22 +178,14 @@ mod tests {
 
     #[test]
     fn instants_format_as_rfc3339_utc() {
-        assert_eq!(
-            UnixMillis::from_millis(0).to_rfc3339(),
-            "1970-01-01T00:00:00.000Z"
-        );
-        assert_eq!(
-            UnixMillis::from_millis(951_782_400_000).to_rfc3339(),
-            "2000-02-29T00:00:00.000Z"
-        );
-        assert_eq!(
-            UnixMillis::from_millis(1_795_964_498_123).to_rfc3339(),
-            "2026-11-29T15:01:38.123Z"
-        );
-        assert_eq!(
-            UnixMillis::from_millis(4_107_542_399_999).to_rfc3339(),
-            "2100-02-28T23:59:59.999Z"
-        );
+        for (ms, text) in [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (951_782_400_000, "2000-02-29T00:00:00.000Z"),
+            (1_795_964_498_123, "2026-11-29T15:01:38.123Z"),
+            (4_107_542_399_999, "2100-02-28T23:59:59.999Z"),
+        ] {
+            assert_eq!(UnixMillis::from_millis(ms).to_rfc3339(), text, "{ms}");
+        }
     }
 
     #[test]

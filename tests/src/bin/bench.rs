@@ -4,7 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use meridian_e2e::api::{add_resident, call, create_tenant};
 use meridian_e2e::SpinApp;
 use serde_json::json;
 
@@ -20,8 +19,8 @@ fn main() {
         .unwrap_or(300);
     let app = SpinApp::start();
     let client = app.client();
-    let acme = create_tenant(&client, "bench");
-    let resident = add_resident(&client, &acme, "Bench Resident");
+    let acme = app.tenant("bench");
+    let resident = acme.resident("Bench Resident");
     let invoice = json!({"resident_id": resident, "amount_cents": 100, "currency": "EUR", "description": "bench", "due_date": "2026-12-31"});
 
     type Probe<'a> = (&'static str, &'static str, Box<dyn Fn() -> u16 + 'a>);
@@ -34,35 +33,17 @@ fn main() {
         (
             "GET /v1/{t}",
             "gateway -> identity (resolve) -> identity",
-            Box::new(|| call(&client, &acme.token, "GET", &acme.path(""), None).status),
+            Box::new(|| acme.get("").send().status),
         ),
         (
             "GET /v1/{t}/residents",
             "gateway -> identity -> community",
-            Box::new(|| {
-                call(
-                    &client,
-                    &acme.token,
-                    "GET",
-                    &acme.path("/residents?limit=20"),
-                    None,
-                )
-                .status
-            }),
+            Box::new(|| acme.get("/residents?limit=20").send().status),
         ),
         (
             "POST /v1/{t}/invoices",
             "gateway -> identity -> billing -> community (check + inline event)",
-            Box::new(|| {
-                call(
-                    &client,
-                    &acme.token,
-                    "POST",
-                    &acme.path("/invoices"),
-                    Some(&invoice),
-                )
-                .status
-            }),
+            Box::new(|| acme.post("/invoices").json(&invoice).status),
         ),
     ];
 

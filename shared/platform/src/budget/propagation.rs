@@ -135,33 +135,22 @@ mod tests {
     }
 
     #[test]
-    fn same_host_hops_agree_and_report_no_skew() {
-        let a = Arrival::decode(Some("10400"), Some("400"), at(10_000), THRESHOLD).unwrap();
-        assert_eq!(a.deadline, Deadline::at(at(10_400)));
-        assert_eq!(a.skew_ms, None);
-    }
-
-    #[test]
-    fn a_receiver_whose_clock_runs_behind_trusts_the_budget() {
-        // Sender's clock is 5 s ahead: its deadline looks 5.4 s away to us.
-        let a = Arrival::decode(Some("15400"), Some("400"), at(10_000), THRESHOLD).unwrap();
-        assert_eq!(a.deadline, Deadline::at(at(10_400)));
-        assert_eq!(a.skew_ms, Some(5_000));
-    }
-
-    #[test]
-    fn a_receiver_whose_clock_runs_ahead_trusts_the_deadline() {
-        let a = Arrival::decode(Some("10400"), Some("400"), at(11_000), THRESHOLD).unwrap();
-        assert_eq!(a.deadline, Deadline::at(at(10_400)));
-        assert!(a.deadline.is_expired(at(11_000)));
-        assert_eq!(a.skew_ms, Some(-1_000));
-    }
-
-    #[test]
-    fn transit_time_below_the_threshold_is_not_skew() {
-        let a = Arrival::decode(Some("10400"), Some("400"), at(10_030), THRESHOLD).unwrap();
-        assert_eq!(a.deadline, Deadline::at(at(10_400)));
-        assert_eq!(a.skew_ms, None);
+    fn a_receiver_keeps_the_sooner_deadline_and_reports_skew_past_the_threshold() {
+        // (deadline sent, budget 400 ms, our clock at arrival, skew seen)
+        for (sent, now, skew, case) in [
+            ("10400", 10_000, None, "same host: the hops agree"),
+            // Its deadline looks 5.4 s away to us: trust the budget.
+            ("15400", 10_000, Some(5_000), "sender's clock 5 s ahead"),
+            // The deadline is sooner than the budget: trust the deadline.
+            ("10400", 11_000, Some(-1_000), "sender's clock 1 s behind"),
+            ("10400", 10_030, None, "transit time below the threshold"),
+        ] {
+            let a = Arrival::decode(Some(sent), Some("400"), at(now), THRESHOLD).unwrap();
+            assert_eq!(a.deadline, Deadline::at(at(10_400)), "{case}");
+            assert_eq!(a.skew_ms, skew, "{case}");
+        }
+        let late = Arrival::decode(Some("10400"), Some("400"), at(11_000), THRESHOLD).unwrap();
+        assert!(late.deadline.is_expired(at(11_000)));
     }
 
     #[test]
