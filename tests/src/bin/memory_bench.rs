@@ -6,7 +6,9 @@
 //!
 //! `cargo run -p meridian-e2e --release --bin memory_bench [SECONDS] [CLIENTS]`
 //! (defaults 20 s per scenario, 8 clients; about 3 minutes in all). Prints
-//! a Markdown table and writes `target/bench/memory.json`.
+//! a Markdown table and writes `target/bench/memory.json`. With a third
+//! argument, `ROUNDS`, it runs only the all-healthy scenario that many
+//! times, off and on alternating, and prints the memory's mean cost.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -149,6 +151,34 @@ fn recovery(memory: bool, clients: usize, seconds: u64) -> serde_json::Value {
     })
 }
 
+/// The all-healthy scenario alone, `rounds` times, off and on alternating
+/// which goes first (so neither always runs on a machine the other warmed):
+/// the cost of the memory on the success path, with its spread.
+fn healthy_rounds(rounds: usize, clients: usize, seconds: u64) -> anyhow::Result<()> {
+    let mut totals = [(0.0, 0.0); 2];
+    for round in 0..rounds {
+        let order = if round % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for memory in order {
+            let row = steady(0, memory, clients, seconds);
+            eprintln!("{row}");
+            let slot = &mut totals[usize::from(memory)];
+            slot.0 += row["p50_ms"].as_f64().unwrap_or(f64::NAN);
+            slot.1 += row["req_per_s"].as_f64().unwrap_or(f64::NAN);
+        }
+    }
+    let [(off_p50, off_rps), (on_p50, on_rps)] = totals;
+    println!(
+        "all healthy, {rounds} rounds of {seconds} s at {clients} clients: p50 {:+.1} %, throughput {:+.1} % with the memory on",
+        (on_p50 / off_p50 - 1.0) * 100.0,
+        (on_rps / off_rps - 1.0) * 100.0
+    );
+    Ok(())
+}
+
 /// How the failure memory's switch is spelled, in the variable and the tables.
 fn on_off_str(memory: bool) -> &'static str {
     if memory {
@@ -174,6 +204,10 @@ fn main() -> anyhow::Result<()> {
         .map_or(Ok(8), |a| a.parse())
         .context("CLIENTS")?;
     ensure!(seconds >= 2 && clients >= 1, "SECONDS >= 2, CLIENTS >= 1");
+    if let Some(rounds) = args.next() {
+        let rounds: usize = rounds.parse().context("ROUNDS")?;
+        return healthy_rounds(rounds, clients, seconds);
+    }
     let mut steady_rows = Vec::new();
     for percent in [30, 100, 0] {
         for memory in [false, true] {
