@@ -31,11 +31,14 @@
 //! failure opens it for another interval.
 //!
 //! Races: invocations read, decide and write without a lock. Counters are
-//! atomic increments, so no count is lost; a decision may be made on a
-//! count a few increments old, so under concurrency `c` the budget can be
-//! exceeded by at most `c` retries per window; sampling makes the count of
-//! first attempts an estimate (exact on average, ± one sample). Exactly one
-//! invocation wins each probe. The store failing is never a reason to
+//! atomic increments, so no count is lost. A retry is claimed by an
+//! increment and judged by the count that increment returned, so racing
+//! invocations cannot together pass the budget (a refused claim is given
+//! back; a granted one the deadline then stops still counts, which only
+//! makes the budget stricter). What a race can cost: the first attempts a
+//! decision weighs may be a few increments old (fewer retries allowed,
+//! never more), and sampling makes their count an estimate (exact on
+//! average, ± one sample). Exactly one invocation wins each probe. The store failing is never a reason to
 //! refuse a call: the memory then reads as empty and the breaker closed.
 
 use std::time::Duration;
@@ -160,6 +163,16 @@ pub struct Recent {
     pub failures: f64,
 }
 
+impl Recent {
+    fn plus(&self, other: &Recent) -> Recent {
+        Recent {
+            calls: self.calls + other.calls,
+            retries: self.retries + other.retries,
+            failures: self.failures + other.failures,
+        }
+    }
+}
+
 /// Whether a call may be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admit {
@@ -234,28 +247,33 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
     /// The window's counts at `now`, in one read; empty when off or when
     /// the store cannot be read.
     pub fn recent(&self, now: UnixMillis) -> Recent {
+        self.counts(now)
+            .map(|(current, previous)| current.plus(&previous))
+            .unwrap_or_default()
+    }
+
+    /// The current window's counts and the previous one's, weighed by how
+    /// much of it still lies within the last `window` (one read).
+    fn counts(&self, now: UnixMillis) -> Option<(Recent, Recent)> {
         if !self.config.enabled {
-            return Recent::default();
+            return None;
         }
         let epoch = self.epoch(now);
         let mut keys: Vec<String> = Vec::with_capacity(6);
         for e in [epoch, epoch.saturating_sub(1)] {
             keys.extend(KINDS.iter().map(|k| self.key(e, k)));
         }
-        let Ok(v) = self.counters.read(&keys) else {
-            return Recent::default();
-        };
+        let v = self.counters.read(&keys).ok()?;
         if v.len() != keys.len() {
-            return Recent::default();
+            return None;
         }
-        // How much of the previous window still lies within the last `window`.
         let into = (now.as_millis() % self.window_ms()) as f64 / self.window_ms() as f64;
-        let weigh = |current: i64, previous: i64| current as f64 + previous as f64 * (1.0 - into);
-        Recent {
-            calls: weigh(v[0], v[3]),
-            retries: weigh(v[1], v[4]),
-            failures: weigh(v[2], v[5]),
-        }
+        let weigh = |counts: &[i64], weight: f64| Recent {
+            calls: counts[0] as f64 * weight,
+            retries: counts[1] as f64 * weight,
+            failures: counts[2] as f64 * weight,
+        };
+        Some((weigh(&v[..3], 1.0), weigh(&v[3..], 1.0 - into)))
     }
 
     /// Whether a call may start at `now`: one read of the breaker's state.
@@ -301,24 +319,34 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
             && recent.failures * 100.0 >= attempts * f64::from(self.config.trip_percent)
     }
 
-    /// Whether one more retry fits the budget at `now`. Reads the window
-    /// afresh (a failure path only), so it already counts this call's own
-    /// earlier retries.
+    /// Whether one more retry fits the budget at `now`, and if so, counts
+    /// it. The retry is claimed first (an atomic increment) and judged by
+    /// the count the claim returned: racing invocations each get their own
+    /// count, so together they stay within the budget. A refused claim is
+    /// given back. Reads the window afresh (a failure path only).
     pub fn may_retry(&self, now: UnixMillis) -> bool {
-        if !self.config.enabled {
+        let Some((current, previous)) = self.counts(now) else {
             return true;
-        }
-        let recent = self.recent(now);
+        };
+        let recent = current.plus(&previous);
         let allowed = (recent.calls * f64::from(self.config.retry_percent) / 100.0)
             .max(f64::from(self.config.min_retries));
-        recent.retries + 1.0 <= allowed
+        let key = self.key(self.epoch(now), "retries");
+        let Ok(claimed) = self.counters.add(&key, 1) else {
+            return true; // the store failing is never a reason to refuse
+        };
+        if claimed as f64 + previous.retries <= allowed {
+            return true;
+        }
+        let _ = self.counters.add(&key, -1);
+        false
     }
 
     /// Counts an attempt that starts at `now` (the first, or a retry).
     /// While all is healthy, a first attempt is written only when `roll` (a
     /// random number) picks it, one in `sample`, and then counts `sample`;
     /// after a recent failure (as [`Self::admit`] read), every one is.
-    /// Retries are always written. The first write to a new window forgets
+    /// A retry writes nothing here: granting it counted it. The first write to a new window forgets
     /// the window before the previous one, so the store holds at most three
     /// windows per pair.
     pub fn attempt(&self, now: UnixMillis, first: bool, roll: u64) {
@@ -330,14 +358,13 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
         } else {
             u64::from(self.config.sample.max(1))
         };
-        let (kind, delta) = match first {
-            true if roll % sample != 0 => return,
-            true => ("calls", sample),
-            false => ("retries", 1),
-        };
+        // A retry was counted when [`Self::may_retry`] granted it.
+        if !first || roll % sample != 0 {
+            return;
+        }
         let epoch = self.epoch(now);
-        let delta = i64::try_from(delta).unwrap_or(1);
-        if self.counters.add(&self.key(epoch, kind), delta) == Ok(delta) && epoch >= 2 {
+        let delta = i64::try_from(sample).unwrap_or(1);
+        if self.counters.add(&self.key(epoch, "calls"), delta) == Ok(delta) && epoch >= 2 {
             let stale: Vec<String> = KINDS.iter().map(|k| self.key(epoch - 2, k)).collect();
             let _ = self.counters.forget(&stale);
         }
@@ -493,11 +520,11 @@ mod tests {
         let mut granted = 0;
         for _ in 0..200 {
             if m.may_retry(at(0)) {
-                m.attempt(at(0), false, 0);
                 granted += 1;
             }
         }
         assert_eq!(granted, 100);
+        assert_eq!(m.recent(at(0)).retries, 100.0, "refused claims given back");
     }
 
     #[test]
@@ -507,7 +534,6 @@ mod tests {
         m.attempt(at(0), true, 0);
         for _ in 0..30 {
             assert!(m.may_retry(at(0)));
-            m.attempt(at(0), false, 0);
         }
         assert!(!m.may_retry(at(0)));
     }
@@ -605,6 +631,7 @@ mod tests {
             m.attempt(at(0), true, roll);
         }
         assert_eq!(m.recent(at(0)).calls, 640.0);
+        assert!(m.may_retry(at(0)));
         m.attempt(at(0), false, 5);
         assert_eq!(m.recent(at(0)).retries, 1.0, "retries are never sampled");
     }
@@ -640,11 +667,12 @@ mod tests {
         assert!(counters.is_empty());
     }
 
-    /// Invocations racing on the same window: each reads, then writes. No
-    /// increment is lost, and the overshoot of the budget is at most the
-    /// number of racers.
+    /// Invocations racing for the last retries of a window: each claims
+    /// one by an atomic increment and is judged by the count it got back,
+    /// so exactly the budget's remainder is granted, even when every racer
+    /// read the window before any of them claimed. No count is lost.
     #[test]
-    fn racing_invocations_lose_no_count_and_overshoot_by_at_most_their_number() {
+    fn racing_invocations_lose_no_count_and_never_pass_the_budget_together() {
         let counters = LocalCounters::default();
         let m = memory(&counters);
         for _ in 0..100 {
@@ -652,18 +680,19 @@ mod tests {
         }
         // 30 retries allowed (the floor); already 25 made.
         for _ in 0..25 {
-            m.attempt(at(0), false, 0);
+            assert!(m.may_retry(at(0)));
         }
         let racers = 8;
-        // All decide on the same counts before any of them writes.
+        let stale = m.recent(at(0));
         let granted = (0..racers).filter(|_| m.may_retry(at(0))).count();
-        for _ in 0..granted {
-            m.attempt(at(0), false, 0);
-        }
+        assert_eq!(stale.retries, 25.0, "what every racer read");
+        assert_eq!(granted, 5, "the budget's remainder, not one more");
         let after = m.recent(at(0));
         assert_eq!(after.calls, 100.0, "no first attempt lost");
-        assert_eq!(after.retries, 25.0 + granted as f64, "no retry lost");
-        assert!(after.retries - 30.0 <= racers as f64, "overshoot bounded");
+        assert_eq!(
+            after.retries, 30.0,
+            "no retry lost, refused ones given back"
+        );
     }
 
     /// Racing for the probe: exactly one wins.
