@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::loopback::Loopback;
+use crate::loopback::{Loopback, Request, Response};
 
 /// A request as a stand-in received it.
 #[derive(Debug, Clone)]
@@ -101,35 +101,24 @@ impl StandIn {
 }
 
 fn answer(
-    mut request: tiny_http::Request,
+    request: &Request,
     received: &Mutex<Vec<Received>>,
     script: &impl Fn(&Received) -> StandInReply,
-) {
+) -> Response {
     let at_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let mut body = String::new();
-    let _ = request.as_reader().read_to_string(&mut body);
     let seen = Received {
-        method: request.method().as_str().to_owned(),
-        url: request.url().to_owned(),
-        headers: request
-            .headers()
-            .iter()
-            .map(|h| {
-                (
-                    h.field.as_str().as_str().to_ascii_lowercase(),
-                    h.value.as_str().to_owned(),
-                )
-            })
-            .collect(),
-        body,
+        method: request.method.clone(),
+        url: request.url.clone(),
+        headers: request.headers.clone(),
+        body: String::from_utf8_lossy(&request.body).into_owned(),
         at_ms,
     };
     received.lock().expect("lock").push(seen.clone());
     let mut content_type = "application/json";
-    let mut extra: Vec<(&'static str, String)> = Vec::new();
+    let mut extra: Vec<(String, String)> = Vec::new();
     let (status, body) = match script(&seen) {
         StandInReply::Delayed {
             delay,
@@ -138,7 +127,10 @@ fn answer(
             body,
         } => {
             std::thread::sleep(delay.min(Duration::from_secs(10)));
-            extra = headers;
+            extra = headers
+                .into_iter()
+                .map(|(n, v)| (n.to_owned(), v))
+                .collect();
             (status, body)
         }
         StandInReply::Json(status, body) => (status, body),
@@ -168,26 +160,20 @@ fn answer(
                         name.as_str(),
                         "content-length" | "connection" | "transfer-encoding" | "date"
                     ) {
-                        extra.push((leak(name), value));
+                        extra.push((name, value));
                     }
                 }
                 (status, body)
             }
         }
     };
-    let header = tiny_http::Header::from_bytes("content-type", content_type).expect("header");
-    let mut response = tiny_http::Response::from_string(body)
-        .with_status_code(status)
-        .with_header(header);
-    for (name, value) in extra {
-        response = response
-            .with_header(tiny_http::Header::from_bytes(name, value.as_bytes()).expect("header"));
+    let mut headers = vec![("content-type".to_owned(), content_type.to_owned())];
+    headers.extend(extra);
+    Response {
+        status,
+        headers,
+        body: body.into_bytes(),
     }
-    let _ = request.respond(response);
-}
-
-fn leak(s: String) -> &'static str {
-    Box::leak(s.into_boxed_str())
 }
 
 /// Sends `request` on to `base` and returns its status, headers and body.
