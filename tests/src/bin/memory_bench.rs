@@ -6,9 +6,11 @@
 //!
 //! `cargo run -p meridian-e2e --release --bin memory_bench [SECONDS] [CLIENTS]`
 //! (defaults 20 s per scenario, 8 clients; about 3 minutes in all). Prints
-//! a Markdown table and writes `target/bench/memory.json`. With a third
-//! argument, `ROUNDS`, it runs only the all-healthy scenario that many
-//! times, off and on alternating, and prints the memory's mean cost.
+//! a Markdown table and writes `target/bench/memory.json`.
+//! `memory_bench SECONDS CLIENTS healthy [ROUNDS]` runs only the all-healthy
+//! scenario, ROUNDS times (4) with off and on alternating, and prints the
+//! memory's mean cost; `… recovery [ROUNDS]` only the recovery, printing
+//! each run's JSON.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -142,12 +144,23 @@ fn recovery(memory: bool, clients: usize, seconds: u64) -> serde_json::Value {
     let first_ok = after.iter().filter(|a| a.2 == 200).map(|a| a.0 + a.1).min();
     let last_failure = after.iter().filter(|a| a.2 != 200).map(|a| a.0 + a.1).max();
     let since = |t: Option<Duration>| t.map(|t| t.saturating_sub(healed).as_secs_f64() * 1_000.0);
+    let mut failed_after: std::collections::BTreeMap<String, usize> = Default::default();
+    for a in after.iter().filter(|a| a.2 != 200) {
+        *failed_after.entry(a.2.to_string()).or_default() += 1;
+    }
+    // What a request that ran out of budget spent it on, from the logs.
+    for line in run.app.log_lines("gateway") {
+        if line["status"] == 504 {
+            eprintln!("504: {line}");
+        }
+    }
     drop(run.app);
     json!({
         "scenario": "recovery", "memory": memory, "down_s": down_for,
         "first_success_after_heal_ms": since(first_ok),
         "last_failure_after_heal_ms": since(last_failure).unwrap_or(0.0),
         "requests_after_heal": after.len(),
+        "failures_after_heal_by_status": failed_after,
     })
 }
 
@@ -204,9 +217,20 @@ fn main() -> anyhow::Result<()> {
         .map_or(Ok(8), |a| a.parse())
         .context("CLIENTS")?;
     ensure!(seconds >= 2 && clients >= 1, "SECONDS >= 2, CLIENTS >= 1");
-    if let Some(rounds) = args.next() {
-        let rounds: usize = rounds.parse().context("ROUNDS")?;
-        return healthy_rounds(rounds, clients, seconds);
+    if let Some(scenario) = args.next() {
+        let rounds: usize = args.next().map_or(Ok(4), |a| a.parse()).context("ROUNDS")?;
+        return match scenario.as_str() {
+            "healthy" => healthy_rounds(rounds, clients, seconds),
+            "recovery" => {
+                for _ in 0..rounds {
+                    for memory in [false, true] {
+                        println!("{}", recovery(memory, clients, seconds));
+                    }
+                }
+                Ok(())
+            }
+            other => anyhow::bail!("SCENARIO is healthy or recovery, not {other:?}"),
+        };
     }
     let mut steady_rows = Vec::new();
     for percent in [30, 100, 0] {
