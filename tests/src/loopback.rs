@@ -15,7 +15,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A request as it arrived.
 #[derive(Debug, Clone)]
@@ -28,6 +28,8 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// The body, de-chunked.
     pub body: Vec<u8>,
+    /// Wall-clock arrival of its first line, Unix epoch ms.
+    pub at_ms: u64,
 }
 
 impl Request {
@@ -129,6 +131,9 @@ fn serve_connection(stream: TcpStream, handle: &dyn Fn(&Request) -> Response) {
 
 fn read_request(reader: &mut impl BufRead) -> Option<Request> {
     let line = read_line(reader)?;
+    let at_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let mut parts = line.split_whitespace();
     let (method, url) = (parts.next()?.to_owned(), parts.next()?.to_owned());
     let mut headers = Vec::new();
@@ -145,6 +150,7 @@ fn read_request(reader: &mut impl BufRead) -> Option<Request> {
         url,
         headers,
         body: Vec::new(),
+        at_ms,
     };
     let chunked = request
         .header("transfer-encoding")

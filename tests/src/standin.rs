@@ -6,31 +6,12 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use crate::loopback::{Loopback, Request, Response};
 
 /// A request as a stand-in received it.
-#[derive(Debug, Clone)]
-pub struct Received {
-    /// Method.
-    pub method: String,
-    /// Path and query.
-    pub url: String,
-    /// Headers, lowercase names.
-    pub headers: Vec<(String, String)>,
-    /// Body text.
-    pub body: String,
-    /// Wall-clock arrival, Unix epoch ms.
-    pub at_ms: u64,
-}
-
-impl Received {
-    /// The first value of a header.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        crate::find_header(&self.headers, name)
-    }
-}
+pub type Received = Request;
 
 /// How a stand-in answers.
 #[derive(Debug, Clone)]
@@ -105,21 +86,10 @@ fn answer(
     received: &Mutex<Vec<Received>>,
     script: &impl Fn(&Received) -> StandInReply,
 ) -> Response {
-    let at_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    let seen = Received {
-        method: request.method.clone(),
-        url: request.url.clone(),
-        headers: request.headers.clone(),
-        body: String::from_utf8_lossy(&request.body).into_owned(),
-        at_ms,
-    };
-    received.lock().expect("lock").push(seen.clone());
+    received.lock().expect("lock").push(request.clone());
     let mut content_type = "application/json";
     let mut extra: Vec<(String, String)> = Vec::new();
-    let (status, body) = match script(&seen) {
+    let (status, body) = match script(request) {
         StandInReply::Delayed {
             delay,
             status,
@@ -143,7 +113,7 @@ fn answer(
             (200, "{}".to_owned())
         }
         StandInReply::Forward { to, lose_answer } => {
-            let (status, headers, body) = forward(&to, &seen);
+            let (status, headers, body) = forward(&to, request);
             if lose_answer {
                 (503, r#"{"code":"upstream_unavailable"}"#.to_owned())
             } else {
@@ -190,7 +160,7 @@ fn forward(base: &str, request: &Received) -> (u16, Vec<(String, String)>, Strin
     let result = if request.body.is_empty() {
         outbound.call()
     } else {
-        outbound.send_string(&request.body)
+        outbound.send_bytes(&request.body)
     };
     match result {
         Ok(r) | Err(ureq::Error::Status(_, r)) => {
