@@ -11,7 +11,7 @@ use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::routes::RouteSpec;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::log::{route_template, RequestLine, Served};
-use meridian_platform::store::db::{DbError, Store};
+use meridian_platform::store::db::{failure, DbError, Store};
 use meridian_platform::store::migrate::{migrate, Migration, MigrationError};
 use meridian_platform::wire::headers;
 use meridian_platform::wire::request_id::RequestId;
@@ -138,7 +138,17 @@ where
     // stands (a statement naming what no migration creates is a bug).
     match spec.open_store(&ctx, true) {
         Ok(again) if again.migrated => app(ctx, again.store, request).await,
-        Ok(_) => first,
+        Ok(_) => {
+            failure(
+                "storage: a statement names a table or column no migration creates",
+                format!(
+                    "{} {}",
+                    request.method,
+                    route_template(spec.routes, &request.path)
+                ),
+            );
+            first
+        }
         Err(problem) => ServiceResponse::problem(&ctx, problem),
     }
 }

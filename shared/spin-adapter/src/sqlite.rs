@@ -37,10 +37,8 @@ impl Database for SpinSqlite {
         let params: Vec<SpinValue> = params.iter().map(to_spin).collect();
         let result = self.connection.execute(sql, &params).map_err(|e| {
             let e = map_error(e);
-            if let DbError::Sqlite(message) = &e {
-                if message.contains("no such table") || message.contains("no such column") {
-                    self.schema_behind.set(true);
-                }
+            if matches!(e, DbError::Missing(_)) {
+                self.schema_behind.set(true);
             }
             e
         })?;
@@ -85,6 +83,6 @@ fn map_error(e: Error) -> DbError {
         Error::Io(message) if message.contains("constraint failed") => DbError::Constraint(message),
         // SQLITE_BUSY / SQLITE_LOCKED once the lock wait (busy_timeout) ran out.
         Error::Io(message) if message.contains("is locked") => DbError::Locked(message),
-        other => DbError::Sqlite(format!("{other:?}")),
+        other => DbError::sqlite(format!("{other:?}")),
     }
 }

@@ -70,7 +70,7 @@ fn map_err(e: rusqlite::Error) -> DbError {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             DbError::Locked(e.to_string())
         }
-        _ => DbError::Sqlite(e.to_string()),
+        _ => DbError::sqlite(e.to_string()),
     }
 }
 

@@ -167,12 +167,30 @@ pub enum DbError {
     /// Another connection held the lock for longer than this one could wait.
     #[error("database locked: {0}")]
     Locked(String),
+    /// A statement named a table or column that does not exist: the
+    /// schema is behind its migrations (a fresh database, or a read that
+    /// skipped the ledger). The service's entry point migrates and runs the
+    /// request again; it logs the error only when that cannot help.
+    #[error("schema behind: {0}")]
+    Missing(String),
     /// SQLite reported an error.
     #[error("sqlite: {0}")]
     Sqlite(String),
     /// A row did not have the expected shape.
     #[error("decode: {0}")]
     Decode(String),
+}
+
+impl DbError {
+    /// An error SQLite reported as text: `Missing` when it names a table or
+    /// column that does not exist, else `Sqlite`.
+    pub fn sqlite(message: String) -> Self {
+        if message.contains("no such table") || message.contains("no such column") {
+            DbError::Missing(message)
+        } else {
+            DbError::Sqlite(message)
+        }
+    }
 }
 
 impl From<DbError> for crate::wire::problem::Problem {
@@ -197,6 +215,9 @@ impl From<DbError> for crate::wire::problem::Problem {
                     "the write conflicts with existing data",
                 )
             }
+            // Not logged here: usually the answer is replaced once the
+            // schema is brought up to date (see the variant).
+            DbError::Missing(_) => Problem::new(ErrorCode::Internal, "an internal error occurred"),
             other => {
                 failure("storage", other.to_string());
                 Problem::new(ErrorCode::Internal, "an internal error occurred")
@@ -205,7 +226,8 @@ impl From<DbError> for crate::wire::problem::Problem {
     }
 }
 
-fn failure(what: &'static str, cause: String) {
+/// Logs a storage failure as an event line.
+pub fn failure(what: &'static str, cause: String) {
     journal::event(Event::Failure { what, cause });
 }
 
@@ -389,6 +411,21 @@ mod tests {
     use std::cell::RefCell;
 
     const START: u64 = 1_700_000_000_000;
+
+    #[test]
+    fn a_missing_table_or_column_says_the_schema_is_behind() {
+        for message in ["no such table: residents", "no such column: role"] {
+            assert!(matches!(
+                DbError::sqlite(message.into()),
+                DbError::Missing(_)
+            ));
+        }
+        let other = DbError::sqlite("table half already exists".into());
+        assert!(matches!(other, DbError::Sqlite(_)));
+        let problem =
+            crate::wire::problem::Problem::from(DbError::sqlite("no such table: x".into()));
+        assert_eq!(problem.status(), 500);
+    }
 
     /// Records every statement; fails with `Locked` after moving the clock
     /// by the lock wait in force, as SQLite's busy handler would.

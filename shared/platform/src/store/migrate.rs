@@ -82,7 +82,7 @@ pub fn migrate<D: Database, C: Clock>(
         &[],
     ) {
         Ok(rows) => rows,
-        Err(DbError::Sqlite(_)) => {
+        Err(DbError::Missing(_)) => {
             store.execute(ctx, CREATE_LEDGER, &[])?;
             Vec::new()
         }
