@@ -38,8 +38,9 @@
 //! makes the budget stricter). What a race can cost: the first attempts a
 //! decision weighs may be a few increments old (fewer retries allowed,
 //! never more), and sampling makes their count an estimate (exact on
-//! average, ± one sample). Exactly one invocation wins each probe. The store failing is never a reason to
-//! refuse a call: the memory then reads as empty and the breaker closed.
+//! average, ± one sample). Exactly one invocation wins each probe. The
+//! store failing is never a reason to refuse a call: the memory then reads
+//! as empty and the breaker closed.
 
 use std::time::Duration;
 
@@ -342,14 +343,14 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
         false
     }
 
-    /// Counts an attempt that starts at `now` (the first, or a retry).
-    /// While all is healthy, a first attempt is written only when `roll` (a
-    /// random number) picks it, one in `sample`, and then counts `sample`;
-    /// after a recent failure (as [`Self::admit`] read), every one is.
-    /// A retry writes nothing here: granting it counted it. The first write to a new window forgets
-    /// the window before the previous one, so the store holds at most three
-    /// windows per pair.
-    pub fn attempt(&self, now: UnixMillis, first: bool, roll: u64) {
+    /// Counts a call's first attempt, starting at `now`. While all is
+    /// healthy, it is written only when `roll` (a random number) picks it,
+    /// one in `sample`, and then counts `sample`; after a recent failure (as
+    /// [`Self::admit`] read), every one is. (A retry is counted when
+    /// [`Self::may_retry`] grants it.) The first write to a new window
+    /// forgets the window before the previous one, so the store holds at
+    /// most three windows per pair.
+    pub fn first_attempt(&self, now: UnixMillis, roll: u64) {
         if !self.config.enabled {
             return;
         }
@@ -358,8 +359,7 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
         } else {
             u64::from(self.config.sample.max(1))
         };
-        // A retry was counted when [`Self::may_retry`] granted it.
-        if !first || roll % sample != 0 {
+        if roll % sample != 0 {
             return;
         }
         let epoch = self.epoch(now);
@@ -476,7 +476,7 @@ mod tests {
         if admitted != Admit::Call && admitted != Admit::Probe {
             return admitted;
         }
-        m.attempt(at(ms), true, 0);
+        m.first_attempt(at(ms), 0);
         m.outcome(admitted, at(ms), failed);
         admitted
     }
@@ -514,7 +514,7 @@ mod tests {
         let counters = LocalCounters::default();
         let m = memory(&counters);
         for _ in 0..500 {
-            m.attempt(at(0), true, 0);
+            m.first_attempt(at(0), 0);
         }
         // 500 first attempts allow 100 retries; 30 is the floor.
         let mut granted = 0;
@@ -531,7 +531,7 @@ mod tests {
     fn a_quiet_service_can_still_retry_up_to_the_floor() {
         let counters = LocalCounters::default();
         let m = memory(&counters);
-        m.attempt(at(0), true, 0);
+        m.first_attempt(at(0), 0);
         for _ in 0..30 {
             assert!(m.may_retry(at(0)));
         }
@@ -588,21 +588,21 @@ mod tests {
         // Healthy: rolls that are not multiples of 64 write nothing.
         for i in 1..10 {
             m.admit(at(i));
-            m.attempt(at(i), true, i);
+            m.first_attempt(at(i), i);
         }
         assert_eq!(m.recent(at(10)).calls, 0.0);
         let admitted = m.admit(at(10));
-        m.attempt(at(10), true, 10);
+        m.first_attempt(at(10), 10);
         m.outcome(admitted, at(10), true);
         // From now on, exact.
         for i in 11..21 {
             m.admit(at(i));
-            m.attempt(at(i), true, i);
+            m.first_attempt(at(i), i);
         }
         assert_eq!(m.recent(at(30)).calls, 10.0);
         // A window later, sampled again.
         m.admit(at(10_011));
-        m.attempt(at(10_011), true, 1);
+        m.first_attempt(at(10_011), 1);
         assert_eq!(m.recent(at(10_011)).calls, 10.0 * (1.0 - 0.0011));
     }
 
@@ -611,13 +611,13 @@ mod tests {
         let counters = LocalCounters::default();
         let m = memory(&counters);
         for _ in 0..10 {
-            m.attempt(at(0), true, 0);
+            m.first_attempt(at(0), 0);
         }
         // Half-way through the next window, half of the old one counts.
         assert_eq!(m.recent(at(15_000)).calls, 5.0);
         // Two windows on, nothing of it remains, and the first write there
         // forgot it.
-        m.attempt(at(25_000), true, 0);
+        m.first_attempt(at(25_000), 0);
         assert_eq!(m.recent(at(25_000)).calls, 1.0);
         assert_eq!(counters.len(), 1, "only the current window's key is kept");
     }
@@ -628,11 +628,10 @@ mod tests {
         let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
         // Rolls 0..640: one in 64 is written, as 64.
         for roll in 0..640 {
-            m.attempt(at(0), true, roll);
+            m.first_attempt(at(0), roll);
         }
         assert_eq!(m.recent(at(0)).calls, 640.0);
         assert!(m.may_retry(at(0)));
-        m.attempt(at(0), false, 5);
         assert_eq!(m.recent(at(0)).retries, 1.0, "retries are never sampled");
     }
 
@@ -644,7 +643,7 @@ mod tests {
         let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
         for i in 0..100 {
             let admitted = m.admit(at(i));
-            m.attempt(at(i), true, i);
+            m.first_attempt(at(i), i);
             m.outcome(admitted, at(i), false);
         }
         assert_eq!(counters.len(), 1);
@@ -676,7 +675,7 @@ mod tests {
         let counters = LocalCounters::default();
         let m = memory(&counters);
         for _ in 0..100 {
-            m.attempt(at(0), true, 0);
+            m.first_attempt(at(0), 0);
         }
         // 30 retries allowed (the floor); already 25 made.
         for _ in 0..25 {

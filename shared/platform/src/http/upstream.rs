@@ -121,7 +121,9 @@ impl<E: Calls> Upstream<E> {
                     let (previous, memory) = (&previous, &memory);
                     // Only the first attempt of a probe decides the breaker.
                     let admitted = if attempt == 1 { admitted } else { Admit::Call };
-                    memory.attempt(self.clock.now(), attempt == 1, roll);
+                    if attempt == 1 {
+                        memory.first_attempt(self.clock.now(), roll);
+                    }
                     async move {
                         let response = self.http.send(ctx, request).await;
                         let verdict = match &response {
