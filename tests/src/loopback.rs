@@ -65,19 +65,25 @@ impl Loopback {
     /// thread, so a handler that hangs holds up only its own connection
     /// (whose client waits for that answer anyway).
     pub fn serve(handle: impl Fn(&Request) -> Response + Send + Sync + 'static) -> Self {
+        Self::accept(move |stream| serve_connection(stream, &handle))
+    }
+
+    /// Hands every connection, as it arrives, to `connection` on a thread
+    /// of its own: for a stand-in that speaks (or breaks) HTTP itself.
+    pub fn accept(connection: impl Fn(TcpStream) + Send + Sync + 'static) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         listener.set_nonblocking(true).expect("nonblocking");
         let port = listener.local_addr().expect("address").port();
         let stop = Arc::new(AtomicBool::new(false));
-        let handle = Arc::new(handle);
+        let connection = Arc::new(connection);
         let thread = {
             let stop = stop.clone();
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     match listener.accept() {
                         Ok((stream, _)) => {
-                            let handle = handle.clone();
-                            std::thread::spawn(move || serve_connection(stream, &*handle));
+                            let connection = connection.clone();
+                            std::thread::spawn(move || connection(stream));
                         }
                         Err(_) => std::thread::sleep(Duration::from_millis(2)),
                     }

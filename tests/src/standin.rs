@@ -2,10 +2,9 @@
 //! them and answer as each test scripts.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::loopback::{Loopback, Request, Response};
@@ -184,61 +183,29 @@ fn forward(base: &str, request: &Received) -> (u16, Vec<(String, String)>, Strin
 /// first bytes of its body, then closes the connection: a reset mid-body.
 /// Stopped when dropped.
 pub struct Truncating {
-    port: u16,
+    server: Loopback,
     count: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl Truncating {
     /// Starts one on a free loopback port.
     pub fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let port = listener.local_addr().expect("addr").port();
-        let (count, stop) = (
-            Arc::new(AtomicUsize::new(0)),
-            Arc::new(AtomicBool::new(false)),
-        );
-        let thread = {
-            let (count, stop) = (count.clone(), stop.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((stream, _)) => {
-                            let count = count.clone();
-                            std::thread::spawn(move || truncate(stream, &count));
-                        }
-                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                    }
-                }
-            })
+        let count = Arc::new(AtomicUsize::new(0));
+        let server = {
+            let count = count.clone();
+            Loopback::accept(move |stream| truncate(stream, &count))
         };
-        Self {
-            port,
-            count,
-            stop,
-            thread: Some(thread),
-        }
+        Self { server, count }
     }
 
     /// Its base URL.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.server.url()
     }
 
     /// Requests it has cut off.
     pub fn count(&self) -> usize {
         self.count.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Truncating {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
