@@ -548,3 +548,43 @@ fn every_component_writes_one_json_line_per_request_it_answers() {
         assert!(applied["request_id"].is_string(), "{applied}");
     }
 }
+
+/// A header value that is UTF-8 but not ASCII reaches the gateway as text
+/// (Spin refuses bytes that are not UTF-8 itself). Sent over a raw
+/// connection, so the bytes arrive exactly as written.
+#[test]
+fn a_non_ascii_content_type_is_a_415_problem_not_a_trap() {
+    let app = SpinApp::start();
+    let r = app.client().send_early(
+        "POST",
+        "/v1/acme/residents",
+        &[
+            ("authorization", "Bearer tok"),
+            ("content-type", "application/a€json"),
+        ],
+        r#"{"name":"A","unit":"1"}"#,
+    );
+    r.assert_problem(415, "unsupported_media_type");
+    for (name, value) in [
+        ("x-meridian-timeout-ms", "1€"),
+        ("x-request-id", "ü-1"),
+        ("idempotency-key", "kéy"),
+        ("authorization", "Bearer tök"),
+    ] {
+        let r = app.client().send_early(
+            "POST",
+            "/v1/acme/residents",
+            &[("authorization", "Bearer tok"), (name, value)],
+            r#"{"name":"A","unit":"1"}"#,
+        );
+        assert!(
+            (400..500).contains(&r.status),
+            "{name}: {value}: {} {}",
+            r.status,
+            r.body
+        );
+        assert!(r.json()["code"].is_string(), "{name}: {}", r.body);
+        assert!(r.header("x-request-id").is_some(), "{name}");
+    }
+    // Dropping the app fails the test if any component trapped.
+}

@@ -253,11 +253,14 @@ impl<E: Env> Billing<E> {
         match self.read_community(ctx, "/internal/linked-residents").await {
             Ok(r) if r.status == 200 => {
                 let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
-                let ids = body["resident_ids"].as_array().map(|ids| {
-                    ids.iter()
-                        .filter_map(|id| id.as_str().map(str::to_owned))
-                        .collect()
-                });
+                let ids = body
+                    .get("resident_ids")
+                    .and_then(|ids| ids.as_array())
+                    .map(|ids| {
+                        ids.iter()
+                            .filter_map(|id| id.as_str().map(str::to_owned))
+                            .collect()
+                    });
                 ids.map(Some)
                     .ok_or_else(|| community_failure(ctx, Ok(r), "list the caller's residents"))
             }

@@ -4,6 +4,16 @@
 //! route table.
 // `deny`, not `forbid`: the SDK's export macro needs its own `allow`.
 #![deny(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::string_slice,
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )
+)]
 
 pub mod app;
 pub mod invoices;

@@ -206,9 +206,15 @@ pub fn declares_json(content_type: Option<&str>) -> bool {
     let Some((kind, subtype)) = essence.split_once('/') else {
         return false;
     };
+    // Compared as bytes: a client's header may hold any UTF-8, and a
+    // suffix cut by byte count could fall inside a character.
+    let subtype = subtype.as_bytes();
     kind.eq_ignore_ascii_case("application")
-        && (subtype.eq_ignore_ascii_case("json")
-            || subtype.len() > 5 && subtype[subtype.len() - 5..].eq_ignore_ascii_case("+json"))
+        && (subtype.eq_ignore_ascii_case(b"json")
+            || subtype.len() > 5
+                && subtype
+                    .get(subtype.len() - 5..)
+                    .is_some_and(|suffix| suffix.eq_ignore_ascii_case(b"+json")))
 }
 
 #[cfg(test)]
@@ -222,6 +228,7 @@ mod tests {
             Some("application/json"),
             Some("Application/JSON; charset=utf-8"),
             Some("application/merge-patch+json"),
+            Some("application/€+json"),
         ] {
             assert!(declares_json(ok), "{ok:?}");
         }
@@ -231,6 +238,8 @@ mod tests {
             Some("multipart/form-data; boundary=x"),
             Some("application/jsonp"),
             Some("application/+json"),
+            Some("application/a€json"),
+            Some("application/€+jsonx"),
             Some("json"),
             Some(""),
         ] {

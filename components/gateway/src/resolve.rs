@@ -76,9 +76,9 @@ impl<E: Calls> Exchange<'_, E> {
 fn parse_resolution(body: &[u8]) -> Option<TenantScope> {
     let r: serde_json::Value = serde_json::from_slice(body).ok()?;
     Some(TenantScope {
-        tenant_id: r["tenant_id"].as_str()?.parse().ok()?,
-        actor_id: r["actor_id"].as_str()?.parse().ok()?,
-        role: r["role"].as_str()?.parse::<Role>().ok()?,
+        tenant_id: r.get("tenant_id")?.as_str()?.parse().ok()?,
+        actor_id: r.get("actor_id")?.as_str()?.parse().ok()?,
+        role: r.get("role")?.as_str()?.parse::<Role>().ok()?,
     })
 }
 

@@ -803,3 +803,68 @@ proptest::proptest! {
         }
     }
 }
+
+/// Header values a client may send that are valid UTF-8 but not ASCII
+/// (Spin hands those to the guest; bytes that are not UTF-8 it refuses
+/// itself, see the README's limits).
+const NON_ASCII: [&str; 6] = [
+    "application/a€json",
+    "€",
+    "application/json; charset=€",
+    "Bearer tök",
+    "ü+json/x",
+    "日本語",
+];
+
+#[test]
+fn a_non_ascii_header_value_is_a_clean_answer_never_a_panic() {
+    for name in [
+        "content-type",
+        "authorization",
+        "x-meridian-timeout-ms",
+        "x-request-id",
+        "idempotency-key",
+        "if-none-match",
+        "traceparent",
+        "x-forwarded-for",
+    ] {
+        for value in NON_ASCII {
+            let h = Harness::tenant("http://community.test/", vec![status(201)]);
+            let mut request = edge_request("POST", "/v1/acme/residents", &[AUTH]);
+            request
+                .headers
+                .retain(|(n, _)| !(name == "authorization" && n == "authorization"));
+            request.headers.push((name.into(), value.into()));
+            request.body = br#"{"name":"A","unit":"1"}"#.to_vec();
+            let r = block_on(h.gateway.handle(request));
+            let id = r.header("x-request-id").map(str::to_owned);
+            assert!(id.is_some(), "{name}: {value}: no request id");
+            if r.status >= 400 {
+                assert!(r.status < 500, "{name}: {value}: {}", r.status);
+                let problem = body(&r);
+                assert_eq!(problem["request_id"].as_str(), id.as_deref(), "{name}");
+                assert!(problem["code"].is_string(), "{name}: {value}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_body_declared_as_a_non_ascii_media_type_is_a_415() {
+    let h = Harness::new(vec![(
+        "http://identity.test/internal/resolve",
+        vec![resolved("manager")],
+    )]);
+    let mut request = edge_request(
+        "POST",
+        "/v1/acme/residents",
+        &[AUTH, ("content-type", "application/a€json")],
+    );
+    request.body = br#"{"name":"A","unit":"1"}"#.to_vec();
+    let r = block_on(h.gateway.handle(request));
+    assert_eq!(
+        (r.status, body(&r)["code"].as_str()),
+        (415, Some("unsupported_media_type"))
+    );
+    assert!(h.seen().is_empty(), "refused before any call");
+}

@@ -97,7 +97,9 @@ pub fn create<D: Database, C: Clock>(
         )?;
         let body = |token: serde_json::Value| {
             let mut body = json!(member);
-            body["token"] = token;
+            if let Some(fields) = body.as_object_mut() {
+                fields.insert("token".into(), token);
+            }
             body
         };
         Ok(Written {

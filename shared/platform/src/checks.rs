@@ -5,6 +5,15 @@
 //! Each check takes raw bytes, must never panic, and panics (failing the
 //! fuzzer or the test) only when an invariant is broken.
 #![doc(hidden)]
+// A broken invariant must stop the fuzzer: panicking is this module's job,
+// and it is compiled only with the `fuzzing` feature, never into a component.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice
+)]
 
 use std::time::Duration;
 

@@ -4,6 +4,16 @@
 //! Nothing here depends on Spin, so every rule runs under `cargo test` on the
 //! host; `meridian-spin` adapts it to the runtime.
 #![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::string_slice,
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )
+)]
 
 // By concern; each group's module says what it holds.
 pub mod budget;
@@ -12,6 +22,8 @@ pub mod input;
 pub mod store;
 pub mod wire;
 
+/// Fuzzing invariants: built only for the fuzz targets and the corpus replay.
+#[cfg(feature = "fuzzing")]
 pub mod checks;
 pub mod ids;
 pub mod log;

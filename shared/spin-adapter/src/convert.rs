@@ -144,10 +144,11 @@ fn write_all(body: &OutgoingBody, bytes: &[u8]) {
             Ok(n) => usize::try_from(n).unwrap_or(usize::MAX).min(rest.len()),
             Err(_) => return,
         };
-        if stream.write(&rest[..budget]).is_err() {
+        let (chunk, after) = rest.split_at(budget);
+        if stream.write(chunk).is_err() {
             return;
         }
-        rest = &rest[budget..];
+        rest = after;
     }
     let _ = stream.blocking_flush();
 }

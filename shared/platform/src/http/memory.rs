@@ -265,16 +265,20 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
             keys.extend(KINDS.iter().map(|k| self.key(e, k)));
         }
         let v = self.counters.read(&keys).ok()?;
-        if v.len() != keys.len() {
+        let [calls, retries, failures, calls_before, retries_before, failures_before] = v[..]
+        else {
             return None;
-        }
-        let into = (now.as_millis() % self.window_ms()) as f64 / self.window_ms() as f64;
-        let weigh = |counts: &[i64], weight: f64| Recent {
-            calls: counts[0] as f64 * weight,
-            retries: counts[1] as f64 * weight,
-            failures: counts[2] as f64 * weight,
         };
-        Some((weigh(&v[..3], 1.0), weigh(&v[3..], 1.0 - into)))
+        let into = (now.as_millis() % self.window_ms()) as f64 / self.window_ms() as f64;
+        let weigh = |(calls, retries, failures): (i64, i64, i64), weight: f64| Recent {
+            calls: calls as f64 * weight,
+            retries: retries as f64 * weight,
+            failures: failures as f64 * weight,
+        };
+        Some((
+            weigh((calls, retries, failures), 1.0),
+            weigh((calls_before, retries_before, failures_before), 1.0 - into),
+        ))
     }
 
     /// Whether a call may start at `now`: one read of the breaker's state.

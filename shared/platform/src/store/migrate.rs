@@ -73,8 +73,15 @@ pub fn migrate<D: Database, C: Clock>(
     ctx: &RequestContext,
     migrations: &[Migration],
 ) -> Result<Vec<u32>, MigrationError> {
-    if let Some(pair) = migrations.windows(2).find(|w| w[0].version >= w[1].version) {
-        return Err(MigrationError::OutOfOrder(pair[1].version));
+    let mut versions = migrations.iter().map(|m| m.version);
+    if let Some(prev) = versions.next() {
+        let mut prev = prev;
+        for version in versions {
+            if prev >= version {
+                return Err(MigrationError::OutOfOrder(version));
+            }
+            prev = version;
+        }
     }
     let recorded = match store.query(
         ctx,
@@ -143,42 +150,45 @@ fn checksum(sql: &str) -> String {
 /// empty statements.
 pub fn split_statements(sql: &str) -> Vec<&str> {
     let bytes = sql.as_bytes();
+    let at = |i: usize| bytes.get(i).copied();
+    // Every cut is at an ASCII `;`, so `get` on a cut always succeeds.
+    let piece = |from: usize, to: usize| sql.get(from..to).unwrap_or("");
     let mut out = Vec::new();
     let (mut start, mut i) = (0, 0);
-    while i < bytes.len() {
-        match bytes[i] {
+    while let Some(byte) = at(i) {
+        match byte {
             q @ (b'\'' | b'"' | b'`') => {
                 i += 1;
-                while i < bytes.len() && bytes[i] != q {
+                while at(i).is_some_and(|b| b != q) {
                     i += 1;
                 }
             }
             b'[' => {
-                while i < bytes.len() && bytes[i] != b']' {
+                while at(i).is_some_and(|b| b != b']') {
                     i += 1;
                 }
             }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
+            b'-' if at(i + 1) == Some(b'-') => {
+                while at(i).is_some_and(|b| b != b'\n') {
                     i += 1;
                 }
             }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+            b'/' if at(i + 1) == Some(b'*') => {
                 i += 2;
-                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                while at(i + 1).is_some() && !(at(i) == Some(b'*') && at(i + 1) == Some(b'/')) {
                     i += 1;
                 }
                 i += 1;
             }
-            b';' if !is_open_trigger(&sql[start..i]) => {
-                out.push(&sql[start..i]);
+            b';' if !is_open_trigger(piece(start, i)) => {
+                out.push(piece(start, i));
                 start = i + 1;
             }
             _ => {}
         }
         i += 1;
     }
-    out.push(&sql[start.min(sql.len())..]);
+    out.push(piece(start.min(sql.len()), sql.len()));
     out.into_iter()
         .filter(|s| has_code(s))
         .map(str::trim)

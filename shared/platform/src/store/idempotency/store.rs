@@ -75,18 +75,12 @@ pub enum IdempotencyError {
 }
 
 impl IdempotencyError {
-    /// The problem this is answered with (storage failures are the caller's to map).
-    pub fn to_problem(&self) -> Option<Problem> {
+    /// The problem this is answered with.
+    pub fn into_problem(self) -> Problem {
         match self {
-            Self::Reused => Some(Problem::new(
-                ErrorCode::IdempotencyKeyReused,
-                self.to_string(),
-            )),
-            Self::InProgress => Some(Problem::new(
-                ErrorCode::IdempotencyKeyInProgress,
-                self.to_string(),
-            )),
-            Self::Db(_) => None,
+            Self::Reused => Problem::new(ErrorCode::IdempotencyKeyReused, self.to_string()),
+            Self::InProgress => Problem::new(ErrorCode::IdempotencyKeyInProgress, self.to_string()),
+            Self::Db(e) => e.into(),
         }
     }
 }

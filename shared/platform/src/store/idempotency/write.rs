@@ -2,9 +2,7 @@
 //! complete the record in one transaction, or replay what was done before.
 
 use super::key::IdempotencyKey;
-use super::store::{
-    claim, complete, fingerprint, release, Claimed, IdempotencyError, Scope, StoredResponse,
-};
+use super::store::{claim, complete, fingerprint, release, Claimed, Scope, StoredResponse};
 use crate::budget::context::RequestContext;
 use crate::http::message::{ServiceRequest, ServiceResponse};
 use crate::store::db::{Database, Store};
@@ -93,10 +91,7 @@ pub fn begin<'a, D: Database, C: Clock>(
             response.set_header(IDEMPOTENT_REPLAYED, "true");
             Ok(Begun::Replay(response))
         }
-        Err(IdempotencyError::Db(e)) => Err(e.into()),
-        Err(other) => Err(other
-            .to_problem()
-            .expect("reused and in-progress map to problems")),
+        Err(e) => Err(e.into_problem()),
     }
 }
 
