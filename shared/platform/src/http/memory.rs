@@ -27,8 +27,23 @@
 //! the window and at least `trip_percent` of them failed opens it for
 //! `probe_interval`: calls are refused at once (503 `upstream_unavailable`,
 //! `Retry-After`). Then one call — whichever claims the probe first, by an
-//! atomic increment — is let through: its success closes the breaker, its
-//! failure opens it for another interval.
+//! atomic increment — is let through: its success closes the breaker and
+//! clears the window (the history before it is no longer evidence, and
+//! calls refused while open were never counted, so an old window would
+//! reopen it at the next failure), its failure opens it for another
+//! interval.
+//!
+//! What counts as a failure ([`Outcome`]): only what the downstream did —
+//! a refused or broken connection, or its own 5xx. A call that ran out of
+//! budget, or a downstream's 504 `deadline_exceeded`, is *ignored*: on a
+//! starved host every call runs out of time, and a caller cannot tell that
+//! from a failing downstream (the metastable loop of Bronson et al., HotOS
+//! 2021: time-outs open the breaker, its probes time out on the same
+//! starved host, it stays open). Overload is the gateway's admission's to
+//! refuse, early and in proportion; the breaker sheds only a downstream
+//! that answers, and answers that it is failing. Its trip point is high
+//! (80 % of at least 20 attempts), so a partial failure that retries can
+//! mask is never turned into a complete one.
 //!
 //! Races: invocations read, decide and write without a lock. Counters are
 //! atomic increments, so no count is lost. A retry is claimed by an
@@ -86,8 +101,10 @@ impl Default for MemoryConfig {
     /// Finagle's and linkerd's budget: 20 % over 10 s. The floor is 3
     /// retries a second (Finagle's is 10), low enough that at 30 % failures
     /// a service seeing a few dozen requests a second stays near 1.2
-    /// attempts per request. The breaker needs 10 attempts and half of
-    /// them failing; it probes every 500 ms, so recovery is seen within a
+    /// attempts per request. The breaker needs 20 attempts and four in
+    /// five of them failing (Hystrix's volume; a trip point well above
+    /// what an early streak of a 30 % failure reaches: P(≥ 16 of 20) is
+    /// about 5·10⁻⁶); it probes every 500 ms, so recovery is seen within a
     /// second. While healthy, one first attempt in 64 is written (as 64):
     /// the only write on the healthy path.
     fn default() -> Self {
@@ -96,8 +113,8 @@ impl Default for MemoryConfig {
             window: Duration::from_secs(10),
             retry_percent: 20,
             min_retries: 30,
-            min_volume: 10,
-            trip_percent: 50,
+            min_volume: 20,
+            trip_percent: 80,
             probe_interval: Duration::from_millis(500),
             sample: 64,
         }
@@ -172,6 +189,21 @@ impl Recent {
             failures: self.failures + other.failures,
         }
     }
+}
+
+/// How an attempt ended, as the breaker counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The downstream answered (any status below 500: a 4xx, a 429
+    /// included, is the downstream working).
+    Succeeded,
+    /// The downstream failed: its connection was refused or broke, or it
+    /// answered its own 5xx.
+    Failed,
+    /// Says nothing about the downstream: the budget ran out first, or
+    /// the downstream ran out of the shared budget (its 504
+    /// `deadline_exceeded`).
+    Ignored,
 }
 
 /// Whether a call may be made.
@@ -377,34 +409,46 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
     /// Records how an attempt that was admitted as `admitted` ended at
     /// `now`. A failure is counted and noted in the state, and opens the
     /// breaker (for `probe_interval`) when the window trips it; a probe's
-    /// success closes it. A success in the closed state writes nothing.
+    /// success closes it and clears the window. A success in the closed
+    /// state writes nothing, and an ignored outcome decides nothing (an
+    /// ignored probe gives its claim back, so the next call probes).
     /// A probe's claim is forgotten here, so claims do not pile up in the
     /// store (an invocation that claims after that finds the key new and
     /// probes, and forgets it in turn).
-    pub fn outcome(&self, admitted: Admit, now: UnixMillis, failed: bool) {
+    pub fn outcome(&self, admitted: Admit, now: UnixMillis, outcome: Outcome) {
         if !self.config.enabled {
             return;
         }
-        if admitted == Admit::Probe {
+        let probe = admitted == Admit::Probe;
+        if probe {
             if let Some(until) = self.probe.take() {
                 let _ = self.counters.forget(&[self.probe_key(until)]);
             }
         }
         let now_ms = Self::ms(now);
-        let state = if failed {
-            let _ = self.counters.add(&self.key(self.epoch(now), "failures"), 1);
-            if admitted == Admit::Probe || self.trips(&self.recent(now)) {
-                now_ms.saturating_add(
-                    i64::try_from(self.config.probe_interval.as_millis()).unwrap_or(i64::MAX),
-                )
-            } else {
+        let state = match outcome {
+            Outcome::Ignored => return,
+            Outcome::Succeeded if !probe => return,
+            Outcome::Succeeded => {
+                // Closed, on a clean window, counted one by one for a window.
+                let epoch = self.epoch(now);
+                let mut stale: Vec<String> = Vec::with_capacity(6);
+                for e in [epoch, epoch.saturating_sub(1)] {
+                    stale.extend(KINDS.iter().map(|k| self.key(e, k)));
+                }
+                let _ = self.counters.forget(&stale);
                 -now_ms
             }
-        } else if admitted == Admit::Probe {
-            // Closed, and counted one by one for another window.
-            -now_ms
-        } else {
-            return;
+            Outcome::Failed => {
+                let _ = self.counters.add(&self.key(self.epoch(now), "failures"), 1);
+                if probe || self.trips(&self.recent(now)) {
+                    now_ms.saturating_add(
+                        i64::try_from(self.config.probe_interval.as_millis()).unwrap_or(i64::MAX),
+                    )
+                } else {
+                    -now_ms
+                }
+            }
         };
         let _ = self.counters.set(&self.state_key(), state);
     }
@@ -476,12 +520,22 @@ mod tests {
 
     /// One call at `ms`: admitted or not, and if so counted and ended.
     fn call(m: &FailureMemory<'_, LocalCounters>, ms: u64, failed: bool) -> Admit {
+        let outcome = if failed {
+            Outcome::Failed
+        } else {
+            Outcome::Succeeded
+        };
+        call_ending(m, ms, outcome)
+    }
+
+    /// One call at `ms` that ends as `outcome`.
+    fn call_ending(m: &FailureMemory<'_, LocalCounters>, ms: u64, outcome: Outcome) -> Admit {
         let admitted = m.admit(at(ms));
         if admitted != Admit::Call && admitted != Admit::Probe {
             return admitted;
         }
         m.first_attempt(at(ms), 0);
-        m.outcome(admitted, at(ms), failed);
+        m.outcome(admitted, at(ms), outcome);
         admitted
     }
 
@@ -546,16 +600,16 @@ mod tests {
     fn mostly_failing_calls_open_the_breaker_and_a_successful_probe_closes_it() {
         let counters = LocalCounters::default();
         let m = memory(&counters);
-        for i in 0..10 {
+        for i in 0..20 {
             assert_eq!(call(&m, i, true), Admit::Call, "call {i}");
         }
-        // Tripped by the tenth failure, at 9 ms: open until 509 ms.
-        assert_eq!(m.admit(at(20)), Admit::Refuse(Duration::from_millis(489)));
+        // Tripped by the twentieth failure, at 19 ms: open until 519 ms.
+        assert_eq!(m.admit(at(30)), Admit::Refuse(Duration::from_millis(489)));
         // The wait is over: one probe, the others keep waiting.
-        assert_eq!(m.admit(at(510)), Admit::Probe);
-        assert_eq!(m.admit(at(511)), Admit::Refuse(Duration::from_millis(500)));
+        assert_eq!(m.admit(at(520)), Admit::Probe);
+        assert_eq!(m.admit(at(521)), Admit::Refuse(Duration::from_millis(500)));
         // The probe fails: open again for another interval.
-        m.outcome(Admit::Probe, at(520), true);
+        m.outcome(Admit::Probe, at(520), Outcome::Failed);
         assert_eq!(m.admit(at(600)), Admit::Refuse(Duration::from_millis(420)));
         // The next probe succeeds: closed for everyone.
         assert_eq!(call(&m, 1_020, false), Admit::Probe);
@@ -566,13 +620,13 @@ mod tests {
     fn failures_below_the_volume_or_ratio_never_open_it() {
         let counters = LocalCounters::default();
         let m = memory(&counters);
-        for i in 0..9 {
+        for i in 0..19 {
             call(&m, i, true);
         }
         assert_eq!(
-            m.admit(at(10)),
+            m.admit(at(20)),
             Admit::Call,
-            "9 attempts are below the volume"
+            "19 attempts are below the volume"
         );
         let counters = LocalCounters::default();
         let m = memory(&counters);
@@ -597,7 +651,7 @@ mod tests {
         assert_eq!(m.recent(at(10)).calls, 0.0);
         let admitted = m.admit(at(10));
         m.first_attempt(at(10), 10);
-        m.outcome(admitted, at(10), true);
+        m.outcome(admitted, at(10), Outcome::Failed);
         // From now on, exact.
         for i in 11..21 {
             m.admit(at(i));
@@ -648,7 +702,7 @@ mod tests {
         for i in 0..100 {
             let admitted = m.admit(at(i));
             m.first_attempt(at(i), i);
-            m.outcome(admitted, at(i), false);
+            m.outcome(admitted, at(i), Outcome::Succeeded);
         }
         assert_eq!(counters.len(), 1);
         assert_eq!(m.recent(at(100)).calls, 128.0, "2 samples of 64");
@@ -703,7 +757,7 @@ mod tests {
     fn one_probe_however_many_invocations_find_the_wait_over() {
         let counters = LocalCounters::default();
         let m = memory(&counters);
-        for i in 0..10 {
+        for i in 0..20 {
             call(&m, i, true);
         }
         let probes = (0..8).filter(|_| m.admit(at(600)) == Admit::Probe).count();
@@ -716,7 +770,7 @@ mod tests {
     fn probe_claims_do_not_pile_up() {
         let counters = LocalCounters::default();
         let m = memory(&counters);
-        for i in 0..10 {
+        for i in 0..20 {
             call(&m, i, true);
         }
         for opening in 1..=20 {
@@ -735,5 +789,58 @@ mod tests {
             .cloned()
             .collect();
         assert!(claims.is_empty(), "{claims:?}");
+    }
+
+    /// An early streak that a 30 % failure rate produces (half of the first
+    /// attempts failing) does not open it: retries mask such a failure.
+    #[test]
+    fn an_early_streak_of_a_partial_failure_does_not_open_it() {
+        let counters = LocalCounters::default();
+        let m = memory(&counters);
+        for i in 0..40 {
+            // 1 in 2 failing, then 3 in 10.
+            let failed = if i < 20 { i % 2 == 0 } else { i % 10 < 3 };
+            assert_eq!(call(&m, i, failed), Admit::Call, "call {i}");
+        }
+    }
+
+    /// Time-outs say nothing about the downstream (on a starved host every
+    /// call runs out of time): however many, they never open the breaker.
+    #[test]
+    fn calls_that_ran_out_of_budget_never_open_it() {
+        let counters = LocalCounters::default();
+        let m = memory(&counters);
+        for i in 0..200 {
+            assert_eq!(call_ending(&m, i, Outcome::Ignored), Admit::Call);
+        }
+        assert_eq!(m.recent(at(200)).failures, 0.0);
+    }
+
+    /// A probe that ran out of budget decides nothing: the next call probes.
+    #[test]
+    fn an_ignored_probe_hands_the_probe_to_the_next_call() {
+        let counters = LocalCounters::default();
+        let m = memory(&counters);
+        for i in 0..20 {
+            call(&m, i, true);
+        }
+        assert_eq!(call_ending(&m, 600, Outcome::Ignored), Admit::Probe);
+        assert_eq!(m.admit(at(601)), Admit::Probe);
+    }
+
+    /// After a successful probe the window starts clean: the failures of
+    /// the outage, and the calls it refused (never counted), no longer
+    /// reopen it at the next failure.
+    #[test]
+    fn a_successful_probe_clears_the_window_so_one_failure_does_not_reopen_it() {
+        let counters = LocalCounters::default();
+        let m = memory(&counters);
+        for i in 0..20 {
+            call(&m, i, true);
+        }
+        assert_eq!(call(&m, 600, false), Admit::Probe);
+        assert_eq!(call(&m, 601, true), Admit::Call);
+        assert_eq!(m.admit(at(602)), Admit::Call, "one failure after closing");
+        assert_eq!(m.recent(at(602)).failures, 1.0);
     }
 }

@@ -127,13 +127,11 @@ impl SendError {
         }
     }
 
-    /// Whether the downstream failed (it could not be reached, broke the
-    /// answer off, or did not answer in time), as the failure memory counts it.
+    /// Whether the downstream failed (it could not be reached or broke the
+    /// answer off), as the failure memory counts it. Running out of budget
+    /// is not its failure: on a starved host every call does.
     pub fn is_downstream_failure(&self) -> bool {
-        matches!(
-            self,
-            Self::Connect(_) | Self::Transport(_) | Self::Deadline(_)
-        )
+        matches!(self, Self::Connect(_) | Self::Transport(_))
     }
 
     /// Connection and transport failures are transient; running out of

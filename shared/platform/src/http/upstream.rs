@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use crate::budget::context::RequestContext;
-use crate::http::memory::{Admit, Counters, FailureMemory, MemoryConfig};
+use crate::http::memory::{Admit, Counters, FailureMemory, MemoryConfig, Outcome};
 use crate::http::retry::{self, Jitter, RetryPolicy, Sleeper};
 use crate::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use crate::log::journal::{self, CallRecord, Event};
@@ -130,11 +130,7 @@ impl<E: Calls> Upstream<E> {
                             Ok(r) => r.verdict(),
                             Err(e) => e.verdict(),
                         };
-                        let failed = match &response {
-                            Ok(r) => r.status >= 500,
-                            Err(e) => e.is_downstream_failure(),
-                        };
-                        memory.outcome(admitted, self.clock.now(), failed);
+                        memory.outcome(admitted, self.clock.now(), outcome_of(&response));
                         *previous.borrow_mut() = match &response {
                             Ok(r) => r.status.to_string(),
                             Err(e) => e.kind().to_owned(),
@@ -160,6 +156,18 @@ impl<E: Calls> Upstream<E> {
             took,
             retry_refused: refused.get(),
         }
+    }
+}
+
+/// How an attempt ended, for the breaker: the downstream's own failures
+/// count, running out of the shared budget says nothing about it.
+fn outcome_of(response: &Result<OutboundResponse, SendError>) -> Outcome {
+    match response {
+        Ok(r) if r.status >= 500 && r.spent_the_budget() => Outcome::Ignored,
+        Ok(r) if r.status >= 500 => Outcome::Failed,
+        Ok(_) => Outcome::Succeeded,
+        Err(e) if e.is_downstream_failure() => Outcome::Failed,
+        Err(_) => Outcome::Ignored,
     }
 }
 
