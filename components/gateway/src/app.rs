@@ -102,6 +102,9 @@ impl<E: Calls> Gateway<E> {
         if trace.retries_refused > 0 {
             response.set_header(headers::RETRIES_REFUSED, trace.retries_refused.to_string());
         }
+        if let Some(rate) = &trace.rate {
+            crate::limits::set_rate_headers(&mut response, rate);
+        }
         let now = self.upstream.clock.now();
         let budget = served_ctx
             .as_ref()
@@ -143,7 +146,11 @@ impl<E: Calls> Gateway<E> {
             Route::MethodNotAllowed { allow } => {
                 return Err(Problem::method_not_allowed(&request.method, allow).into());
             }
-            Route::Ready | Route::CreateTenant | Route::Relay | Route::Tenant { .. } => {}
+            Route::Ready
+            | Route::CreateTenant
+            | Route::Relay
+            | Route::TenantLimits
+            | Route::Tenant { .. } => {}
         }
 
         // The budget runs from arrival, before any routing work that costs time.

@@ -1,6 +1,7 @@
 //! The gateway's settings, read once per request from Spin variables.
 
 use meridian_platform::budget::BudgetConfig;
+use meridian_platform::limits::RateSettings;
 
 use crate::routes::Service;
 
@@ -15,6 +16,11 @@ pub struct GatewayConfig {
     pub community_url: String,
     /// Base URL of billing.
     pub billing_url: String,
+    /// Tenant rate limits: the default policy, or off.
+    pub rates: RateSettings,
+    /// The platform admin's token, read only for the routes that take it
+    /// (`None` elsewhere, or when unset).
+    pub admin_token: Option<String>,
 }
 
 impl GatewayConfig {

@@ -7,6 +7,7 @@
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Call;
 use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::limits::RateVerdict;
 use meridian_platform::{Problem, RequestContext};
 
 use crate::config::GatewayConfig;
@@ -24,6 +25,8 @@ pub struct Trace {
     pub attempts: Option<u32>,
     /// Retries the shared retry budget refused.
     pub retries_refused: u32,
+    /// What the tenant's rate limiter said, for the answer's headers.
+    pub rate: Option<RateVerdict>,
 }
 
 impl Trace {
@@ -100,8 +103,14 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 self.forward(Service::Billing, &relay, &policy, Credentials::Keep)
                     .await
             }
+            Route::TenantLimits => self.tenant_limits(request),
             Route::Tenant { slug, service } => {
+                // Over its rate: refused before any call. Counted only once
+                // identity vouched for the caller, so naming a slug spends
+                // nobody's quota.
+                self.check_rate(&slug)?;
                 let scope = self.resolve(&slug, request.header("authorization")).await?;
+                self.count_rate(&slug);
                 self.ctx = self.ctx.clone().with_tenant(scope);
                 self.forward(service, request, policy, Credentials::Strip)
                     .await

@@ -19,6 +19,7 @@ pub mod config;
 pub mod contract;
 pub mod edge;
 pub mod exchange;
+pub mod limits;
 pub mod proxy;
 pub mod ready;
 pub mod resolve;
@@ -44,16 +45,23 @@ mod entry {
         // The budget runs from here: reading the configuration and a slow
         // upload spend it like slow work.
         let arrived = SystemClock.now();
+        let mut request = convert::read_head(&incoming);
         let gateway = Gateway {
             config: GatewayConfig {
                 budget: vars::budget_config(),
                 identity_url: vars::service_url("identity_url", "http://identity.spin.internal"),
                 community_url: vars::service_url("community_url", "http://community.spin.internal"),
                 billing_url: vars::service_url("billing_url", "http://billing.spin.internal"),
+                rates: vars::rate_settings(),
+                // Read only where it is checked: one variable less per request.
+                admin_token: request
+                    .path
+                    .starts_with("/ops/tenants/")
+                    .then(|| vars::get("admin_token"))
+                    .flatten(),
             },
             upstream: Spin::upstream(),
         };
-        let mut request = convert::read_head(&incoming);
         let until = gateway.read_deadline(&request, arrived);
         let unread = match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
             Ok(body) => {

@@ -42,6 +42,9 @@ pub enum Route {
     CreateTenant,
     /// `POST /ops/outbox/relay`: a scheduler asks billing to deliver pending events.
     Relay,
+    /// `GET, PUT, DELETE /ops/tenants/{tenant}/limits`: the platform admin
+    /// reads, sets or removes a tenant's rate override.
+    TenantLimits,
     /// `/v1/{slug}/...`: tenant-scoped, owned by `service`.
     Tenant {
         /// The tenant slug as written in the path.
@@ -70,6 +73,10 @@ pub const OWN: &[(RouteSpec, Route)] = &[
     ),
     (RouteSpec::new("/v1/tenants", "POST"), Route::CreateTenant),
     (RouteSpec::new("/ops/outbox/relay", "POST"), Route::Relay),
+    (
+        RouteSpec::new("/ops/tenants/{tenant}/limits", "GET, PUT, DELETE"),
+        Route::TenantLimits,
+    ),
 ];
 
 /// Routes a request by method and path.

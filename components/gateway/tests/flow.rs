@@ -16,6 +16,7 @@ use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{
     internal_headers, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
+use meridian_platform::limits::RateSettings;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext, UnixMillis};
 use meridian_testing::{upstream, ClockSleeper, NoJitter};
@@ -193,6 +194,8 @@ impl Harness {
                 identity_url: "http://identity.test".into(),
                 community_url: "http://community.test".into(),
                 billing_url: "http://billing.test".into(),
+                rates: RateSettings::default(),
+                admin_token: Some("admin-secret".into()),
             },
             upstream: upstream(
                 FakeUpstream {
@@ -867,4 +870,105 @@ fn a_body_declared_as_a_non_ascii_media_type_is_a_415() {
         (415, Some("unsupported_media_type"))
     );
     assert!(h.seen().is_empty(), "refused before any call");
+}
+
+/// A harness whose tenants may make `quota` requests in any second.
+fn limited(quota: u64, replies: Vec<Reply>) -> Harness {
+    let mut h = Harness::new(vec![
+        (
+            "http://identity.test/internal/resolve",
+            vec![resolved("manager")],
+        ),
+        ("http://community.test/", replies),
+    ]);
+    h.gateway.config.rates = RateSettings::parse(Some(&format!("{quota}/1s"))).unwrap();
+    h
+}
+
+#[test]
+fn a_tenant_over_its_rate_gets_a_429_before_any_call_with_the_rate_headers() {
+    let h = limited(2, vec![ok("{}")]);
+    for left in [1, 0] {
+        let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("ratelimit-policy"), Some("\"tenant\";q=2;w=1"));
+        assert_eq!(
+            r.header("ratelimit"),
+            Some(format!("\"tenant\";r={left};t=1").as_str())
+        );
+    }
+    let calls = h.seen().len();
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_eq!(
+        (r.status, body(&r)["code"].as_str()),
+        (429, Some("rate_limited"))
+    );
+    assert_eq!(body(&r)["retryable"], true);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_eq!(r.header("ratelimit"), Some("\"tenant\";r=0;t=1"));
+    assert_eq!(h.seen().len(), calls, "refused before resolution");
+    // Another tenant has its own quota.
+    assert_eq!(h.send("GET", "/v1/other/residents", &[AUTH]).status, 200);
+}
+
+#[test]
+fn a_caller_identity_refuses_spends_no_quota() {
+    let mut h = Harness::new(vec![(
+        "http://identity.test/internal/resolve",
+        vec![problem(401, "unauthorized")],
+    )]);
+    h.gateway.config.rates = RateSettings::parse(Some("1/1s")).unwrap();
+    for _ in 0..5 {
+        let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+        assert_eq!(r.status, 401, "never 429: nothing was counted");
+    }
+}
+
+#[test]
+fn the_platform_admin_sets_reads_and_removes_a_tenant_override() {
+    let h = limited(1, vec![ok("{}")]);
+    let admin = ("authorization", "Bearer admin-secret");
+    let send = |method: &str, headers: &[(&str, &str)], body: &str| {
+        let mut request = edge_request(method, "/ops/tenants/acme/limits", headers);
+        request.body = body.as_bytes().to_vec();
+        block_on(h.gateway.handle(request))
+    };
+    assert_eq!(send("GET", &[AUTH], "").status, 401, "a tenant token");
+    assert_eq!(send("GET", &[], "").status, 401);
+    let r = send("GET", &[admin], "");
+    assert_eq!(r.status, 200);
+    assert_eq!(body(&r)["source"], "default");
+    assert_eq!(body(&r)["quota"], 1);
+    let r = send("PUT", &[admin], r#"{"quota":0,"window_s":99999}"#);
+    assert_eq!(r.status, 422);
+    let problem = body(&r);
+    let fields: Vec<&str> = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["field"].as_str())
+        .collect();
+    assert_eq!(fields, ["quota", "window_s"]);
+    let r = send("PUT", &[admin], r#"{"quota":3,"window_s":1}"#);
+    assert_eq!(
+        (r.status, body(&r)["source"].as_str()),
+        (200, Some("override"))
+    );
+    // The override is in force: three requests pass where one did.
+    for _ in 0..3 {
+        assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 200);
+    }
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 429);
+    let r = send("DELETE", &[admin], "");
+    assert_eq!(
+        (r.status, body(&r)["source"].as_str()),
+        (200, Some("default"))
+    );
+    assert_eq!(
+        h.seen()
+            .iter()
+            .filter(|s| s.request.url.contains("/ops/"))
+            .count(),
+        0
+    );
 }

@@ -19,6 +19,7 @@
 pub mod budget;
 pub mod http;
 pub mod input;
+pub mod limits;
 pub mod store;
 pub mod wire;
 

@@ -2,6 +2,7 @@
 
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
+use meridian_platform::limits::RateSettings;
 use meridian_platform::log::journal::{self, Event};
 
 /// A variable's value, or `None` when it is undefined or empty.
@@ -49,5 +50,17 @@ pub fn budget_config() -> BudgetConfig {
             cause: e.to_string(),
         });
         BudgetConfig::default()
+    })
+}
+
+/// Tenant rate limits (`tenant_rate_limit`, one variable); a malformed
+/// value falls back to the default and says so in the log.
+pub fn rate_settings() -> RateSettings {
+    RateSettings::parse(get("tenant_rate_limit").as_deref()).unwrap_or_else(|cause| {
+        journal::event(Event::Failure {
+            what: "reading the tenant rate limit (default used)",
+            cause,
+        });
+        RateSettings::default()
     })
 }

@@ -46,6 +46,8 @@ pub enum ErrorCode {
     ValidationFailed,
     /// The idempotency key was used before with a different body (422).
     IdempotencyKeyReused,
+    /// The tenant is over its request rate (429).
+    RateLimited,
     /// Something failed on our side (500).
     Internal,
     /// A downstream service could not be reached or answered badly (502/503).
@@ -56,7 +58,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for exhaustive tests and documentation.
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 18] = [
         Self::InvalidRequest,
         Self::InvalidTimeout,
         Self::InvalidIdempotencyKey,
@@ -71,6 +73,7 @@ impl ErrorCode {
         Self::UnsupportedMediaType,
         Self::ValidationFailed,
         Self::IdempotencyKeyReused,
+        Self::RateLimited,
         Self::Internal,
         Self::UpstreamUnavailable,
         Self::DeadlineExceeded,
@@ -93,6 +96,7 @@ impl ErrorCode {
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::ValidationFailed => "validation_failed",
             Self::IdempotencyKeyReused => "idempotency_key_reused",
+            Self::RateLimited => "rate_limited",
             Self::Internal => "internal",
             Self::UpstreamUnavailable => "upstream_unavailable",
             Self::DeadlineExceeded => "deadline_exceeded",
@@ -116,6 +120,7 @@ impl ErrorCode {
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
             Self::ValidationFailed | Self::IdempotencyKeyReused => 422,
+            Self::RateLimited => 429,
             Self::Internal => 500,
             Self::UpstreamUnavailable => 502,
             Self::DeadlineExceeded => 504,
@@ -139,6 +144,7 @@ impl ErrorCode {
             Self::UnsupportedMediaType => "Unsupported media type",
             Self::ValidationFailed => "Validation failed",
             Self::IdempotencyKeyReused => "Idempotency key reused",
+            Self::RateLimited => "Rate limited",
             Self::Internal => "Internal error",
             Self::UpstreamUnavailable => "Upstream unavailable",
             Self::DeadlineExceeded => "Deadline exceeded",
@@ -149,7 +155,10 @@ impl ErrorCode {
     pub const fn retryable(self) -> bool {
         matches!(
             self,
-            Self::IdempotencyKeyInProgress | Self::UpstreamUnavailable | Self::DeadlineExceeded
+            Self::IdempotencyKeyInProgress
+                | Self::RateLimited
+                | Self::UpstreamUnavailable
+                | Self::DeadlineExceeded
         )
     }
 }
@@ -237,6 +246,15 @@ impl Problem {
                 format!("the {service} service is failing; it was not called"),
             )
             .with_status(503)
+        }
+    }
+
+    /// The 429 for a tenant over its request rate; `Retry-After` says
+    /// when (whole seconds, at least 1).
+    pub fn rate_limited(detail: impl Into<String>, retry_after_s: u32) -> Self {
+        Self {
+            retry_after_s: Some(retry_after_s.max(1)),
+            ..Self::new(ErrorCode::RateLimited, detail)
         }
     }
 
@@ -424,6 +442,7 @@ mod tests {
             ("unsupported_media_type", 415),
             ("validation_failed", 422),
             ("idempotency_key_reused", 422),
+            ("rate_limited", 429),
             ("internal", 500),
             ("upstream_unavailable", 502),
             ("deadline_exceeded", 504),

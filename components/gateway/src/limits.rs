@@ -1,0 +1,129 @@
+//! Tenant rate limits at the gateway: the check before resolution, the
+//! count after it, the headers every tenant answer carries, and the
+//! platform admin's overrides (`/ops/tenants/{tenant}/limits`).
+
+use meridian_platform::http::upstream::Calls;
+use meridian_platform::input::validate::JsonBody;
+use meridian_platform::limits::{RateLimiter, RatePolicy, RateVerdict};
+use meridian_platform::secrets::constant_time_eq;
+use meridian_platform::tenancy::TenantSlug;
+use meridian_platform::wire::headers;
+use meridian_platform::{Clock, ErrorCode, Problem};
+
+use crate::edge::{EdgeRequest, EdgeResponse};
+use crate::exchange::{Exchange, Refusal};
+
+/// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
+pub const RATE_LIMIT_POLICY: &str = "ratelimit-policy";
+/// `RateLimit`.
+pub const RATE_LIMIT: &str = "ratelimit";
+
+impl<E: Calls> Exchange<'_, E> {
+    /// The tenant `slug`'s limiter.
+    fn limiter(&self, slug: &str) -> RateLimiter<'_, E::Counters> {
+        RateLimiter::new(&self.upstream.counters, self.config.rates, slug)
+    }
+
+    /// Refuses a request of a tenant over its rate, before any call: a
+    /// 429 `rate_limited`. The verdict is kept for the answer's headers.
+    pub fn check_rate(&mut self, slug: &str) -> Result<(), Refusal> {
+        let verdict = self.limiter(slug).check(self.upstream.clock.now());
+        self.trace.rate = verdict;
+        match verdict {
+            Some(v) if !v.allowed => Err(v.problem().into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts a request identity resolved against the tenant's rate.
+    pub fn count_rate(&mut self, slug: &str) {
+        if let Some(mut v) = self.trace.rate {
+            self.limiter(slug)
+                .count(&v.policy, self.upstream.clock.now());
+            v.remaining = v.remaining.saturating_sub(1);
+            self.trace.rate = Some(v);
+        }
+    }
+
+    /// `GET`, `PUT` or `DELETE /ops/tenants/{tenant}/limits`: the
+    /// platform admin reads, sets or removes a tenant's override.
+    pub fn tenant_limits(&self, request: &EdgeRequest) -> Result<EdgeResponse, Refusal> {
+        let authorized = request
+            .header("authorization")
+            .and_then(headers::bearer_token)
+            .zip(self.config.admin_token.as_deref())
+            .is_some_and(|(sent, expected)| {
+                !expected.is_empty() && constant_time_eq(sent, expected)
+            });
+        if !authorized {
+            return Err(Problem::new(
+                ErrorCode::Unauthorized,
+                "tenant limits take the platform admin token",
+            )
+            .into());
+        }
+        let slug = request
+            .path
+            .trim_start_matches('/')
+            .split('/')
+            .nth(2)
+            .and_then(|s| TenantSlug::parse(s).ok())
+            .ok_or_else(|| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
+        let limiter = self.limiter(slug.as_str());
+        let unavailable = |cause: String| {
+            Problem::new(
+                ErrorCode::UpstreamUnavailable,
+                format!("the limits store could not be used: {cause}"),
+            )
+            .with_status(503)
+        };
+        match request.method.as_str() {
+            "PUT" => {
+                let policy = parse_policy(&request.body)?;
+                limiter.set_override(Some(policy)).map_err(unavailable)?;
+            }
+            "DELETE" => limiter.set_override(None).map_err(unavailable)?,
+            _ => {}
+        }
+        let stored = limiter.stored_override().map_err(unavailable)?;
+        let (policy, source) = match stored {
+            Some(policy) => (policy, "override"),
+            None => (self.config.rates.default, "default"),
+        };
+        Ok(EdgeResponse::json(
+            200,
+            &serde_json::json!({
+                "tenant": slug.as_str(),
+                "quota": policy.quota,
+                "window_s": policy.window_s,
+                "source": source,
+                "enabled": self.config.rates.enabled,
+            }),
+        ))
+    }
+}
+
+/// `{"quota": n, "window_s": s}`, validated field by field.
+fn parse_policy(body: &[u8]) -> Result<RatePolicy, Problem> {
+    let mut json = JsonBody::parse(body)?;
+    let quota = json.integer(
+        "quota",
+        1,
+        i64::from(meridian_platform::limits::policy::MAX_QUOTA),
+    );
+    let window = json.integer(
+        "window_s",
+        1,
+        i64::from(meridian_platform::limits::policy::MAX_WINDOW_S),
+    );
+    let (quota, window) = json.complete((quota, window))?;
+    let quota = u64::try_from(quota).unwrap_or(0);
+    let window = u64::try_from(window).unwrap_or(0);
+    RatePolicy::new(quota, window).map_err(Problem::validation)
+}
+
+/// Sets the rate headers of a tenant answer.
+pub fn set_rate_headers(response: &mut EdgeResponse, verdict: &RateVerdict) {
+    response.set_header(RATE_LIMIT_POLICY, verdict.policy_header());
+    response.set_header(RATE_LIMIT, verdict.header());
+}

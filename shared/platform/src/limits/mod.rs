@@ -1,0 +1,24 @@
+//! Per-tenant limits, so that no tenant can take the others' capacity:
+//! a request rate with a burst, kept in the shared key-value store beside
+//! the failure memory (each invocation is a fresh instance, so a limiter in
+//! memory would start empty on every request).
+//!
+//! The model is Stripe's request-rate limiter; the counting is the
+//! sliding-window counter (Cloudflare's): at most `quota` requests in any
+//! `window`, estimated from the current window's count and the previous
+//! one's, weighed by how much of it still overlaps. Its average rate is
+//! `quota / window` and its burst `quota`.
+//!
+//! Where it sits: the gateway checks the tenant's window *before* resolving
+//! the tenant, so a tenant over its rate costs one key-value read and no
+//! internal call; it counts a request only *after* identity resolved it, so
+//! a caller without a valid token cannot spend another tenant's quota by
+//! naming its slug. Racing invocations may each pass the check before any
+//! of them counts: a tenant can overshoot its quota by at most the number
+//! of its requests in flight at once.
+
+pub mod policy;
+pub mod rate;
+
+pub use policy::{RatePolicy, RateSettings};
+pub use rate::{RateLimiter, RateVerdict};
