@@ -1,13 +1,16 @@
 //! The gateway's request flow: budget first, then routing, resolution and
 //! forwarding, and the headers every answer carries.
 
-use meridian_platform::budget::{answer_reserve, steps};
+use meridian_platform::budget::{answer_reserve, request_start, steps};
 use meridian_platform::http::body::BodyError;
+use meridian_platform::http::retry::Jitter;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::limits::Admitted;
 use meridian_platform::log::journal;
 use meridian_platform::log::{RequestLine, Served};
 use meridian_platform::store::idempotency::IdempotencyKey;
+use meridian_platform::time::duration_ms;
 use meridian_platform::wire::headers;
 use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, UnixMillis};
@@ -34,11 +37,13 @@ pub struct Gateway<E: Calls> {
 enum Admission {
     /// Answered by the gateway alone, before any budget was made.
     Answered(EdgeResponse),
-    /// To be served under `ctx`, forwarded (if it is) with `policy`.
+    /// To be served under `ctx`, forwarded (if it is) with `policy`;
+    /// `admitted` names the route admission counted it under, if any.
     Admitted {
         route: Route,
         ctx: RequestContext,
         policy: RetryPolicy,
+        admitted: Option<String>,
     },
 }
 
@@ -46,8 +51,20 @@ impl<E: Calls> Gateway<E> {
     /// Answers one public request whose body is already in hand (tests,
     /// and callers that read it elsewhere).
     pub async fn handle(&self, request: EdgeRequest) -> EdgeResponse {
-        let now = self.upstream.clock.now();
+        let now = self.arrival(&request, self.upstream.clock.now());
         self.handle_since(request, now, None).await
+    }
+
+    /// When the request arrived: `now`, or a trusted front proxy's
+    /// earlier `X-Request-Start` when the gateway is configured to trust
+    /// one (time queued before the gateway ran then counts).
+    pub fn arrival(&self, head: &EdgeRequest, now: UnixMillis) -> UnixMillis {
+        if !self.config.trust_request_start {
+            return now;
+        }
+        head.header(request_start::X_REQUEST_START)
+            .and_then(|raw| request_start::parse(raw, now, self.config.budget.max_budget()))
+            .unwrap_or(now)
     }
 
     /// The instant by which the body of a request that arrived at
@@ -78,9 +95,16 @@ impl<E: Calls> Gateway<E> {
         );
         let mut trace = Trace::default();
         let mut served_ctx = None;
+        let mut counted = None;
         let outcome = match self.admit(&request, &request_id, arrived, body) {
             Ok(Admission::Answered(response)) => Ok(response),
-            Ok(Admission::Admitted { route, ctx, policy }) => {
+            Ok(Admission::Admitted {
+                route,
+                ctx,
+                policy,
+                admitted,
+            }) => {
+                counted = admitted;
                 let mut exchange = Exchange::new(&self.upstream, &self.config, ctx);
                 let outcome = exchange.serve(route, &request, &policy).await;
                 trace = exchange.trace;
@@ -111,6 +135,14 @@ impl<E: Calls> Gateway<E> {
             .map(|ctx| (ctx.budget_at_arrival(), ctx.remaining(now)));
         let timing = trace.timing.header_value(now.since(arrived), budget);
         response.set_header(headers::SERVER_TIMING, timing);
+        if let Some(route) = counted.filter(|_| response.status != 429) {
+            // What admission learns: whether the request finished within
+            // its budget, and what it cost.
+            let finished = response.status != 504;
+            let roll = self.upstream.jitter.clone().next_u64();
+            self.admission(&route)
+                .record(now, finished, now.since(arrived), roll);
+        }
         request_line(&request, served_ctx.as_ref(), &response, now).emit();
         response
     }
@@ -183,7 +215,48 @@ impl<E: Calls> Gateway<E> {
         }
         // Reads, and writes the owner can deduplicate by key, may be repeated.
         let policy = forwarding_policy(&request.method, IdempotencyKey::of(request)?.as_ref());
-        Ok(Admission::Admitted { route, ctx, policy })
+        // Overload is refused here, before any call: in proportion to how
+        // many of the route's recent requests ran out of budget, or at once
+        // when the budget left is below what the route recently cost.
+        let admitted = match route {
+            Route::Tenant { .. } => {
+                let key = format!("{} {}", request.method, routes::template(&request.path));
+                let roll = self.upstream.jitter.clone().next_u64();
+                match self.admission(&key).admit(now, ctx.remaining(now), roll) {
+                    Admitted::Yes => Some(key),
+                    Admitted::Throttled(chance) => return Err(Problem::overloaded(chance).into()),
+                    Admitted::TooLittleBudget(cost) => {
+                        let budget_ms = duration_ms(ctx.budget_at_arrival());
+                        return Err(Problem::new(
+                            ErrorCode::DeadlineExceeded,
+                            format!(
+                                "this route recently took {} ms, more than the budget left; refused before any work",
+                                duration_ms(cost)
+                            ),
+                        )
+                        .with_hop("gateway")
+                        .with_budget_ms(budget_ms)
+                        .into());
+                    }
+                }
+            }
+            _ => None,
+        };
+        Ok(Admission::Admitted {
+            route,
+            ctx,
+            policy,
+            admitted,
+        })
+    }
+
+    /// Admission of the route `key` (method and template).
+    fn admission(&self, key: &str) -> meridian_platform::limits::Admission<'_, E::Counters> {
+        meridian_platform::limits::Admission::new(
+            &self.upstream.counters,
+            self.config.admission,
+            key,
+        )
     }
 }
 

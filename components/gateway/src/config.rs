@@ -1,12 +1,12 @@
 //! The gateway's settings, read once per request from Spin variables.
 
 use meridian_platform::budget::BudgetConfig;
-use meridian_platform::limits::RateSettings;
+use meridian_platform::limits::{AdmissionConfig, RateSettings};
 
 use crate::routes::Service;
 
 /// Budget settings and where each downstream lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GatewayConfig {
     /// Default and maximum request budget.
     pub budget: BudgetConfig,
@@ -18,6 +18,10 @@ pub struct GatewayConfig {
     pub billing_url: String,
     /// Tenant rate limits: the default policy, or off.
     pub rates: RateSettings,
+    /// Admission under overload.
+    pub admission: AdmissionConfig,
+    /// Whether a front proxy's `X-Request-Start` starts the budget.
+    pub trust_request_start: bool,
     /// The platform admin's token, read only for the routes that take it
     /// (`None` elsewhere, or when unset).
     pub admin_token: Option<String>,

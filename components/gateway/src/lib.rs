@@ -53,6 +53,8 @@ mod entry {
                 community_url: vars::service_url("community_url", "http://community.spin.internal"),
                 billing_url: vars::service_url("billing_url", "http://billing.spin.internal"),
                 rates: vars::rate_settings(),
+                admission: vars::admission_config(),
+                trust_request_start: vars::get("trust_request_start").as_deref() == Some("on"),
                 // Read only where it is checked: one variable less per request.
                 admin_token: request
                     .path
@@ -62,6 +64,7 @@ mod entry {
             },
             upstream: Spin::upstream(),
         };
+        let arrived = gateway.arrival(&request, arrived);
         let until = gateway.read_deadline(&request, arrived);
         let unread = match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
             Ok(body) => {

@@ -16,7 +16,7 @@ use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{
     internal_headers, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
-use meridian_platform::limits::RateSettings;
+use meridian_platform::limits::{AdmissionConfig, RateSettings};
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext, UnixMillis};
 use meridian_testing::{upstream, ClockSleeper, NoJitter};
@@ -195,6 +195,8 @@ impl Harness {
                 community_url: "http://community.test".into(),
                 billing_url: "http://billing.test".into(),
                 rates: RateSettings::default(),
+                admission: AdmissionConfig::default(),
+                trust_request_start: false,
                 admin_token: Some("admin-secret".into()),
             },
             upstream: upstream(
@@ -971,4 +973,27 @@ fn the_platform_admin_sets_reads_and_removes_a_tenant_override() {
             .count(),
         0
     );
+}
+
+#[test]
+fn a_trusted_front_proxys_arrival_stamp_starts_the_budget() {
+    let mut h = Harness::tenant("http://community.test/", vec![ok("{}")]);
+    // Queued 200 ms before the gateway ran, with a 100 ms budget.
+    let stamp = format!("t={}", START - 200);
+    let headers = [
+        AUTH,
+        ("x-meridian-timeout-ms", "100"),
+        ("x-request-start", &stamp),
+    ];
+    let r = h.send("GET", "/v1/acme/residents", &headers);
+    assert_eq!(r.status, 200, "not trusted: the gateway's clock starts it");
+    h.gateway.config.trust_request_start = true;
+    let r = h.send("GET", "/v1/acme/residents", &headers);
+    assert_eq!(
+        (r.status, body(&r)["code"].as_str()),
+        (504, Some("deadline_exceeded"))
+    );
+    let calls = h.seen().len();
+    assert_eq!(h.send("GET", "/v1/acme/residents", &headers).status, 504);
+    assert_eq!(h.seen().len(), calls, "refused before any call");
 }

@@ -2,7 +2,7 @@
 
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
-use meridian_platform::limits::RateSettings;
+use meridian_platform::limits::{AdmissionConfig, RateSettings};
 use meridian_platform::log::journal::{self, Event};
 
 /// A variable's value, or `None` when it is undefined or empty.
@@ -62,5 +62,17 @@ pub fn rate_settings() -> RateSettings {
             cause,
         });
         RateSettings::default()
+    })
+}
+
+/// Admission under overload (`admission`: `on`, `off`); a malformed value
+/// keeps it on and says so in the log.
+pub fn admission_config() -> AdmissionConfig {
+    AdmissionConfig::parse(get("admission").as_deref()).unwrap_or_else(|cause| {
+        journal::event(Event::Failure {
+            what: "reading the admission setting (on)",
+            cause,
+        });
+        AdmissionConfig::default()
     })
 }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use meridian_e2e::SpinApp;
+use meridian_e2e::{SpinApp, SpinOptions};
 use serde_json::json;
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -17,7 +17,8 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(300);
-    let app = SpinApp::start();
+    // One tenant as fast as it goes: its rate limit would be the measure.
+    let app = SpinApp::start_with(SpinOptions::default().variable("tenant_rate_limit", "off"));
     let client = app.client();
     let acme = app.tenant("bench");
     let resident = acme.resident("Bench Resident");

@@ -92,7 +92,9 @@ fn start(percent: u64, memory: bool) -> Run {
     let app = SpinApp::start_with(
         SpinOptions::default()
             .variable("community_url", downstream.stand_in.url())
-            .variable("failure_memory", on_off_str(memory)),
+            .variable("failure_memory", on_off_str(memory))
+            // One tenant at full speed: its rate limit would be the measure.
+            .variable("tenant_rate_limit", "off"),
     );
     let acme = app.tenant("bench");
     Run {

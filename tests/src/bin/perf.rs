@@ -330,7 +330,8 @@ fn time_to_504(args: &Args) -> Result<Vec<Expiry>> {
     let app = SpinApp::start_with(
         SpinOptions::default()
             .replace_component("community", "hang")
-            .variable("failure_memory", "off"),
+            .variable("failure_memory", "off")
+            .variable("tenant_rate_limit", "off"),
     );
     let client = app.client();
     let tenant = create_tenant(&client, "hung");
@@ -562,7 +563,8 @@ fn main() -> Result<()> {
     );
     let setup = floor.client().send("POST", "/setup", &[], None);
     ensure!(setup.status == 200, "floor setup answered {}", setup.status);
-    let app = SpinApp::start();
+    // One tenant at full speed: its rate limit would be the measure.
+    let app = SpinApp::start_with(SpinOptions::default().variable("tenant_rate_limit", "off"));
     let client = app.client();
     let tenant = create_tenant(&client, "bench");
     let resident = (0..25)

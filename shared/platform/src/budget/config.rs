@@ -50,6 +50,11 @@ impl BudgetConfig {
         self.default
     }
 
+    /// The most any request may have.
+    pub fn max_budget(&self) -> Duration {
+        self.max
+    }
+
     /// The budget for a request given its `x-meridian-timeout-ms` header:
     /// the default when absent, clamped to the max when larger.
     pub fn budget_for(&self, requested: Option<&str>) -> Result<Duration, InvalidTimeout> {

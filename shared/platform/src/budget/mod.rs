@@ -8,6 +8,7 @@ pub mod config;
 pub mod context;
 pub mod deadline;
 pub mod propagation;
+pub mod request_start;
 pub mod steps;
 
 pub use config::{

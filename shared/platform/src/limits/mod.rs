@@ -1,4 +1,5 @@
-//! Per-tenant limits, so that no tenant can take the others' capacity:
+//! Admission under overload ([`admission`]) and per-tenant limits, so that
+//! no tenant can take the others' capacity:
 //! a request rate with a burst, kept in the shared key-value store beside
 //! the failure memory (each invocation is a fresh instance, so a limiter in
 //! memory would start empty on every request).
@@ -17,8 +18,10 @@
 //! of them counts: a tenant can overshoot its quota by at most the number
 //! of its requests in flight at once.
 
+pub mod admission;
 pub mod policy;
 pub mod rate;
 
+pub use admission::{Admission, AdmissionConfig, Admitted};
 pub use policy::{RatePolicy, RateSettings};
 pub use rate::{RateLimiter, RateVerdict};

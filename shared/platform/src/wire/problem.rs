@@ -52,13 +52,16 @@ pub enum ErrorCode {
     Internal,
     /// A downstream service could not be reached or answered badly (502/503).
     UpstreamUnavailable,
+    /// Refused at the gateway before any work, in proportion to recent
+    /// overload: the route's requests were running out of budget (503).
+    Overloaded,
     /// The request budget ran out (504).
     DeadlineExceeded,
 }
 
 impl ErrorCode {
     /// Every code, for exhaustive tests and documentation.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 19] = [
         Self::InvalidRequest,
         Self::InvalidTimeout,
         Self::InvalidIdempotencyKey,
@@ -76,6 +79,7 @@ impl ErrorCode {
         Self::RateLimited,
         Self::Internal,
         Self::UpstreamUnavailable,
+        Self::Overloaded,
         Self::DeadlineExceeded,
     ];
 
@@ -99,6 +103,7 @@ impl ErrorCode {
             Self::RateLimited => "rate_limited",
             Self::Internal => "internal",
             Self::UpstreamUnavailable => "upstream_unavailable",
+            Self::Overloaded => "overloaded",
             Self::DeadlineExceeded => "deadline_exceeded",
         }
     }
@@ -123,6 +128,7 @@ impl ErrorCode {
             Self::RateLimited => 429,
             Self::Internal => 500,
             Self::UpstreamUnavailable => 502,
+            Self::Overloaded => 503,
             Self::DeadlineExceeded => 504,
         }
     }
@@ -147,6 +153,7 @@ impl ErrorCode {
             Self::RateLimited => "Rate limited",
             Self::Internal => "Internal error",
             Self::UpstreamUnavailable => "Upstream unavailable",
+            Self::Overloaded => "Overloaded",
             Self::DeadlineExceeded => "Deadline exceeded",
         }
     }
@@ -158,6 +165,7 @@ impl ErrorCode {
             Self::IdempotencyKeyInProgress
                 | Self::RateLimited
                 | Self::UpstreamUnavailable
+                | Self::Overloaded
                 | Self::DeadlineExceeded
         )
     }
@@ -246,6 +254,20 @@ impl Problem {
                 format!("the {service} service is failing; it was not called"),
             )
             .with_status(503)
+        }
+    }
+
+    /// The 503 for a request refused by admission before any work.
+    pub fn overloaded(chance: f64) -> Self {
+        Self {
+            retry_after_s: Some(1),
+            ..Self::new(
+                ErrorCode::Overloaded,
+                format!(
+                    "this route's requests are running out of budget; {:.0} % of new ones are refused before any work",
+                    chance * 100.0
+                ),
+            )
         }
     }
 
@@ -445,6 +467,7 @@ mod tests {
             ("rate_limited", 429),
             ("internal", 500),
             ("upstream_unavailable", 502),
+            ("overloaded", 503),
             ("deadline_exceeded", 504),
         ];
         for (code, status) in expected {

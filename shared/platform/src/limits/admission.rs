@@ -1,0 +1,346 @@
+//! Admission at the gateway: refuse early and cheaply what cannot finish,
+//! in proportion, never everything.
+//!
+//! Two signals per route, kept in the shared key-value store in short
+//! windows (2 s), read in one batch before any call:
+//!
+//! - **Throttling in proportion to what finishes** (Google SRE's adaptive
+//!   throttling, turned on the gateway's own answers): of the requests
+//!   admitted in the window, `finished` were answered without running out
+//!   of budget. A new request is refused with probability
+//!   `max(0, (admitted − K·finished) / (admitted + 1))`, capped at
+//!   `max_reject` (Envoy's admission control caps at 80 %, Finagle's
+//!   NackAdmissionFilter at 75 %): overload is shed in proportion, and
+//!   some requests always go through, so the window keeps learning and
+//!   goodput comes back by itself when the overload ends — no metastable
+//!   state. Only running out of budget counts against a route: a
+//!   downstream's own failure is the breaker's, a 4xx the client's.
+//! - **Cost history**: the mean time a finished request of the route took.
+//!   A request whose remaining budget is below it is answered at once
+//!   (504 `deadline_exceeded`): it would most likely be thrown away after
+//!   spending other requests' capacity. With a trusted front proxy's
+//!   arrival stamp (`X-Request-Start`), time queued before the gateway ran
+//!   counts, so this refuses the requests that waited too long.
+//!
+//! The healthy path: one batch read per request and one sampled write (one
+//! request in `sample` is written, counting for `sample`). The store
+//! failing admits everything.
+
+use std::time::Duration;
+
+use crate::http::memory::Counters;
+use crate::time::{duration_ms, UnixMillis};
+
+/// The admission settings (Spin variable `admission`: `on`, `off`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdmissionConfig {
+    /// Off: every request is admitted, nothing is read or written.
+    pub enabled: bool,
+    /// The window the counts cover.
+    pub window: Duration,
+    /// How many admitted requests per finished one are let through before
+    /// throttling starts (SRE's K; 1.5: throttle once fewer than two in
+    /// three finish).
+    pub k: f64,
+    /// The most it ever refuses.
+    pub max_reject: f64,
+    /// Admitted requests in the window before it may refuse any.
+    pub min_volume: u32,
+    /// One request in this many is written, counting for all of them.
+    pub sample: u32,
+}
+
+impl Default for AdmissionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            window: Duration::from_secs(2),
+            k: 1.5,
+            max_reject: 0.8,
+            min_volume: 20,
+            sample: 4,
+        }
+    }
+}
+
+impl AdmissionConfig {
+    /// From the variable's value (`None`: the default, on).
+    pub fn parse(raw: Option<&str>) -> Result<Self, String> {
+        match raw.map(str::trim) {
+            None | Some("on") => Ok(Self::default()),
+            Some("off") => Ok(Self {
+                enabled: false,
+                ..Self::default()
+            }),
+            Some(other) => Err(format!("admission must be on or off, not {other:?}")),
+        }
+    }
+}
+
+/// What admission decided.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Admitted {
+    /// Go ahead.
+    Yes,
+    /// Refused in proportion to the route's recent overload: answer 503
+    /// at once (the chance it was refused with).
+    Throttled(f64),
+    /// The budget left is below what the route recently cost: answer 504
+    /// at once (that cost).
+    TooLittleBudget(Duration),
+}
+
+/// What the window says about one route.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RouteLoad {
+    /// Requests admitted.
+    pub admitted: f64,
+    /// Admitted requests answered without running out of budget.
+    pub finished: f64,
+    /// Their total time, milliseconds.
+    pub finished_ms: f64,
+}
+
+impl RouteLoad {
+    /// The chance a new request is refused (`config`'s formula and cap).
+    pub fn reject_chance(&self, config: &AdmissionConfig) -> f64 {
+        if self.admitted < f64::from(config.min_volume) {
+            return 0.0;
+        }
+        ((self.admitted - config.k * self.finished) / (self.admitted + 1.0))
+            .clamp(0.0, config.max_reject)
+    }
+
+    /// The mean time a finished request took, when any finished.
+    pub fn mean_cost(&self) -> Option<Duration> {
+        (self.finished >= 1.0)
+            .then(|| Duration::from_secs_f64(self.finished_ms / self.finished / 1_000.0))
+    }
+}
+
+const KINDS: [&str; 3] = ["admitted", "finished", "finished_ms"];
+
+/// Admission of one route (method and template) at the gateway.
+pub struct Admission<'a, K: Counters> {
+    counters: &'a K,
+    config: AdmissionConfig,
+    prefix: String,
+}
+
+impl<'a, K: Counters> Admission<'a, K> {
+    /// Admission of requests to `route` (`GET /v1/{tenant}/residents`).
+    pub fn new(counters: &'a K, config: AdmissionConfig, route: &str) -> Self {
+        Self {
+            counters,
+            config,
+            prefix: format!("meridian/admit/{route}"),
+        }
+    }
+
+    fn window_ms(&self) -> u64 {
+        u64::try_from(self.config.window.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
+
+    fn key(&self, epoch: u64, kind: &str) -> String {
+        format!("{}/{epoch}/{kind}", self.prefix)
+    }
+
+    /// The window's counts at `now`, in one read (empty when off or when
+    /// the store cannot be read).
+    pub fn load(&self, now: UnixMillis) -> RouteLoad {
+        if !self.config.enabled {
+            return RouteLoad::default();
+        }
+        let epoch = now.as_millis() / self.window_ms();
+        let mut keys = Vec::with_capacity(6);
+        for e in [epoch, epoch.saturating_sub(1)] {
+            keys.extend(KINDS.iter().map(|k| self.key(e, k)));
+        }
+        let Ok(values) = self.counters.read(&keys) else {
+            return RouteLoad::default();
+        };
+        let [admitted, finished, finished_ms, admitted_before, finished_before, ms_before] =
+            values[..]
+        else {
+            return RouteLoad::default();
+        };
+        let into = (now.as_millis() % self.window_ms()) as f64 / self.window_ms() as f64;
+        let weigh = |now: i64, before: i64| now.max(0) as f64 + before.max(0) as f64 * (1.0 - into);
+        RouteLoad {
+            admitted: weigh(admitted, admitted_before),
+            finished: weigh(finished, finished_before),
+            finished_ms: weigh(finished_ms, ms_before),
+        }
+    }
+
+    /// Whether a request with `remaining` budget may start at `now`;
+    /// `roll` is a random number (the throttle's draw).
+    pub fn admit(&self, now: UnixMillis, remaining: Duration, roll: u64) -> Admitted {
+        if !self.config.enabled {
+            return Admitted::Yes;
+        }
+        let load = self.load(now);
+        if let Some(cost) = load.mean_cost() {
+            if remaining < cost {
+                return Admitted::TooLittleBudget(cost);
+            }
+        }
+        let chance = load.reject_chance(&self.config);
+        let draw = (roll % 1_000_000) as f64 / 1_000_000.0;
+        if draw < chance {
+            Admitted::Throttled(chance)
+        } else {
+            Admitted::Yes
+        }
+    }
+
+    /// Records how an admitted request ended: `finished` unless it ran out
+    /// of budget, after `took`. Sampled: written when `roll` picks it (one
+    /// in `sample`), counting for `sample`. The first write to a window
+    /// forgets the window before the previous one.
+    pub fn record(&self, now: UnixMillis, finished: bool, took: Duration, roll: u64) {
+        let sample = u64::from(self.config.sample.max(1));
+        if !self.config.enabled || roll % sample != 0 {
+            return;
+        }
+        let weight = i64::try_from(sample).unwrap_or(1);
+        let epoch = now.as_millis() / self.window_ms();
+        let first = self.counters.add(&self.key(epoch, "admitted"), weight) == Ok(weight);
+        if finished {
+            let _ = self.counters.add(&self.key(epoch, "finished"), weight);
+            let ms = i64::try_from(duration_ms(took)).unwrap_or(i64::MAX);
+            let _ = self
+                .counters
+                .add(&self.key(epoch, "finished_ms"), ms.saturating_mul(weight));
+        }
+        if first && epoch >= 2 {
+            let stale: Vec<String> = KINDS.iter().map(|k| self.key(epoch - 2, k)).collect();
+            let _ = self.counters.forget(&stale);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::memory::LocalCounters;
+
+    fn at(ms: u64) -> UnixMillis {
+        UnixMillis::from_millis(1_700_000_000_000 + ms)
+    }
+
+    fn exact() -> AdmissionConfig {
+        AdmissionConfig {
+            sample: 1,
+            ..AdmissionConfig::default()
+        }
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+    const BUDGET: Duration = Duration::from_millis(100);
+
+    /// Rolls spread evenly over the draw's range.
+    fn rolls(n: u64) -> impl Iterator<Item = u64> {
+        (0..n).map(move |i| i * 1_000_000 / n)
+    }
+
+    #[test]
+    fn a_route_whose_requests_finish_is_never_throttled() {
+        let counters = LocalCounters::default();
+        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        for i in 0..500 {
+            a.record(at(i), true, 5 * MS, 0);
+        }
+        assert!(rolls(1_000).all(|roll| a.admit(at(600), BUDGET, roll) == Admitted::Yes));
+    }
+
+    #[test]
+    fn overload_is_shed_in_proportion_and_never_all_of_it() {
+        let counters = LocalCounters::default();
+        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        // A third finish: (300 - 1.5·100) / 301 ≈ 50 % refused.
+        for i in 0..300 {
+            a.record(at(i), i % 3 == 0, 50 * MS, 0);
+        }
+        let refused = rolls(1_000)
+            .filter(|&roll| matches!(a.admit(at(300), BUDGET, roll), Admitted::Throttled(_)))
+            .count();
+        assert!((480..=520).contains(&refused), "{refused}");
+        // None finish at all: still only the cap is refused.
+        let counters = LocalCounters::default();
+        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        for i in 0..300 {
+            a.record(at(i), false, 100 * MS, 0);
+        }
+        let admitted = rolls(1_000)
+            .filter(|&roll| a.admit(at(300), BUDGET, roll) == Admitted::Yes)
+            .count();
+        assert_eq!(admitted, 200, "the cap leaves a fifth through");
+    }
+
+    #[test]
+    fn a_few_requests_never_throttle() {
+        let counters = LocalCounters::default();
+        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        for i in 0..19 {
+            a.record(at(i), false, 100 * MS, 0);
+        }
+        assert_eq!(a.admit(at(20), BUDGET, 0), Admitted::Yes);
+    }
+
+    #[test]
+    fn the_overload_forgotten_two_windows_on_admits_everything_again() {
+        let counters = LocalCounters::default();
+        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        for i in 0..300 {
+            a.record(at(i), false, 100 * MS, 0);
+        }
+        // Nothing recorded since (every request refused, say): the window
+        // slides on its own, so nothing stays refused.
+        assert!(rolls(100).all(|roll| a.admit(at(4_000), BUDGET, roll) == Admitted::Yes));
+    }
+
+    #[test]
+    fn a_budget_below_the_routes_recent_cost_is_refused_at_once() {
+        let counters = LocalCounters::default();
+        let a = Admission::new(&counters, exact(), "POST /v1/{tenant}/invoices");
+        for i in 0..10 {
+            a.record(at(i), true, 40 * MS, 0);
+        }
+        assert_eq!(
+            a.admit(at(20), 30 * MS, 0),
+            Admitted::TooLittleBudget(40 * MS)
+        );
+        assert_eq!(a.admit(at(20), 45 * MS, 0), Admitted::Yes);
+    }
+
+    #[test]
+    fn sampled_records_count_for_the_ones_not_written() {
+        let counters = LocalCounters::default();
+        let a = Admission::new(
+            &counters,
+            AdmissionConfig::default(),
+            "GET /v1/{tenant}/residents",
+        );
+        for roll in 0..400 {
+            a.record(at(0), true, 10 * MS, roll);
+        }
+        let load = a.load(at(0));
+        assert_eq!((load.admitted, load.finished), (400.0, 400.0));
+        assert_eq!(load.mean_cost(), Some(10 * MS));
+        assert_eq!(counters.len(), 3, "one window's three counts");
+    }
+
+    #[test]
+    fn off_it_admits_everything_and_writes_nothing() {
+        let counters = LocalCounters::default();
+        let config = AdmissionConfig::parse(Some("off")).unwrap();
+        let a = Admission::new(&counters, config, "GET /v1/{tenant}/residents");
+        a.record(at(0), false, 100 * MS, 0);
+        assert_eq!(a.admit(at(1), MS, 0), Admitted::Yes);
+        assert!(counters.is_empty());
+        assert!(AdmissionConfig::parse(Some("maybe")).is_err());
+    }
+}
