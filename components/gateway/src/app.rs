@@ -6,11 +6,9 @@ use meridian_platform::http::body::BodyError;
 use meridian_platform::http::retry::Jitter;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::{Calls, Upstream};
-use meridian_platform::limits::Admitted;
 use meridian_platform::log::journal;
 use meridian_platform::log::{RequestLine, Served};
 use meridian_platform::store::idempotency::IdempotencyKey;
-use meridian_platform::time::duration_ms;
 use meridian_platform::wire::headers;
 use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, UnixMillis};
@@ -37,13 +35,11 @@ pub struct Gateway<E: Calls> {
 enum Admission {
     /// Answered by the gateway alone, before any budget was made.
     Answered(EdgeResponse),
-    /// To be served under `ctx`, forwarded (if it is) with `policy`;
-    /// `admitted` names the route admission counted it under, if any.
+    /// To be served under `ctx`, forwarded (if it is) with `policy`.
     Admitted {
         route: Route,
         ctx: RequestContext,
         policy: RetryPolicy,
-        admitted: Option<String>,
     },
 }
 
@@ -95,16 +91,9 @@ impl<E: Calls> Gateway<E> {
         );
         let mut trace = Trace::default();
         let mut served_ctx = None;
-        let mut counted = None;
         let outcome = match self.admit(&request, &request_id, arrived, body) {
             Ok(Admission::Answered(response)) => Ok(response),
-            Ok(Admission::Admitted {
-                route,
-                ctx,
-                policy,
-                admitted,
-            }) => {
-                counted = admitted;
+            Ok(Admission::Admitted { route, ctx, policy }) => {
                 let mut exchange = Exchange::new(&self.upstream, &self.config, ctx);
                 let outcome = exchange.serve(route, &request, &policy).await;
                 trace = exchange.trace;
@@ -135,13 +124,17 @@ impl<E: Calls> Gateway<E> {
             .map(|ctx| (ctx.budget_at_arrival(), ctx.remaining(now)));
         let timing = trace.timing.header_value(now.since(arrived), budget);
         response.set_header(headers::SERVER_TIMING, timing);
-        if let Some(route) = counted.filter(|_| response.status != 429) {
+        if let Some(route) = &trace.admitted {
             // What admission learns: whether the request finished within
             // its budget, and what it cost.
             let finished = response.status != 504;
             let roll = self.upstream.jitter.clone().next_u64();
-            self.admission(&route)
-                .record(now, finished, now.since(arrived), roll);
+            admission(&self.upstream, &self.config, route).record(
+                now,
+                finished,
+                now.since(arrived),
+                roll,
+            );
         }
         request_line(&request, served_ctx.as_ref(), &response, now).emit();
         response
@@ -215,49 +208,17 @@ impl<E: Calls> Gateway<E> {
         }
         // Reads, and writes the owner can deduplicate by key, may be repeated.
         let policy = forwarding_policy(&request.method, IdempotencyKey::of(request)?.as_ref());
-        // Overload is refused here, before any call: in proportion to how
-        // many of the route's recent requests ran out of budget, or at once
-        // when the budget left is below what the route recently cost.
-        let admitted = match route {
-            Route::Tenant { .. } => {
-                let key = format!("{} {}", request.method, routes::template(&request.path));
-                let roll = self.upstream.jitter.clone().next_u64();
-                match self.admission(&key).admit(now, ctx.remaining(now), roll) {
-                    Admitted::Yes => Some(key),
-                    Admitted::Throttled(chance) => return Err(Problem::overloaded(chance).into()),
-                    Admitted::TooLittleBudget(cost) => {
-                        let budget_ms = duration_ms(ctx.budget_at_arrival());
-                        return Err(Problem::new(
-                            ErrorCode::DeadlineExceeded,
-                            format!(
-                                "this route recently took {} ms, more than the budget left; refused before any work",
-                                duration_ms(cost)
-                            ),
-                        )
-                        .with_hop("gateway")
-                        .with_budget_ms(budget_ms)
-                        .into());
-                    }
-                }
-            }
-            _ => None,
-        };
-        Ok(Admission::Admitted {
-            route,
-            ctx,
-            policy,
-            admitted,
-        })
+        Ok(Admission::Admitted { route, ctx, policy })
     }
+}
 
-    /// Admission of the route `key` (method and template).
-    fn admission(&self, key: &str) -> meridian_platform::limits::Admission<'_, E::Counters> {
-        meridian_platform::limits::Admission::new(
-            &self.upstream.counters,
-            self.config.admission,
-            key,
-        )
-    }
+/// Admission of the route `key` (method and template).
+pub fn admission<'u, E: Calls>(
+    upstream: &'u Upstream<E>,
+    config: &GatewayConfig,
+    key: &str,
+) -> meridian_platform::limits::Admission<'u, E::Counters> {
+    meridian_platform::limits::Admission::new(&upstream.counters, config.admission, key)
 }
 
 /// The log line of one public request (`ctx` is `None` for one answered

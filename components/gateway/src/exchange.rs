@@ -27,6 +27,9 @@ pub struct Trace {
     pub retries_refused: u32,
     /// What the tenant's rate limiter said, for the answer's headers.
     pub rate: Option<RateVerdict>,
+    /// The route admission let this request through under, to learn how
+    /// it ended.
+    pub admitted: Option<String>,
 }
 
 impl Trace {
@@ -109,6 +112,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 // identity vouched for the caller, so naming a slug spends
                 // nobody's quota.
                 self.check_rate(&slug)?;
+                self.admit_route(request)?;
                 let scope = self.resolve(&slug, request.header("authorization")).await?;
                 self.count_rate(&slug);
                 self.ctx = self.ctx.clone().with_tenant(scope);

@@ -1,17 +1,21 @@
-//! Tenant rate limits at the gateway: the check before resolution, the
-//! count after it, the headers every tenant answer carries, and the
+//! The gateway's limits, in the order a tenant request meets them: the
+//! tenant's rate (checked before resolution, counted after it), admission
+//! under overload, the headers every tenant answer carries, and the
 //! platform admin's overrides (`/ops/tenants/{tenant}/limits`).
 
+use meridian_platform::http::retry::Jitter;
 use meridian_platform::http::upstream::Calls;
 use meridian_platform::input::validate::JsonBody;
-use meridian_platform::limits::{RateLimiter, RatePolicy, RateVerdict};
+use meridian_platform::limits::{Admitted, RateLimiter, RatePolicy, RateVerdict};
 use meridian_platform::secrets::constant_time_eq;
 use meridian_platform::tenancy::TenantSlug;
+use meridian_platform::time::duration_ms;
 use meridian_platform::wire::headers;
 use meridian_platform::{Clock, ErrorCode, Problem};
 
 use crate::edge::{EdgeRequest, EdgeResponse};
 use crate::exchange::{Exchange, Refusal};
+use crate::routes;
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
 pub const RATE_LIMIT_POLICY: &str = "ratelimit-policy";
@@ -42,6 +46,33 @@ impl<E: Calls> Exchange<'_, E> {
                 .count(&v.policy, self.upstream.clock.now());
             v.remaining = v.remaining.saturating_sub(1);
             self.trace.rate = Some(v);
+        }
+    }
+
+    /// Overload is refused here, before any call: in proportion to how
+    /// many of the route's recent requests ran out of budget, or at once
+    /// when the budget left is below what the route recently cost.
+    pub fn admit_route(&mut self, request: &EdgeRequest) -> Result<(), Refusal> {
+        let key = format!("{} {}", request.method, routes::template(&request.path));
+        let now = self.upstream.clock.now();
+        let roll = self.upstream.jitter.clone().next_u64();
+        let admission = crate::app::admission(self.upstream, self.config, &key);
+        match admission.admit(now, self.ctx.remaining(now), roll) {
+            Admitted::Yes => {
+                self.trace.admitted = Some(key);
+                Ok(())
+            }
+            Admitted::Throttled(chance) => Err(Problem::overloaded(chance).into()),
+            Admitted::TooLittleBudget(cost) => Err(Problem::new(
+                ErrorCode::DeadlineExceeded,
+                format!(
+                    "this route recently took {} ms, more than the budget left; refused before any work",
+                    duration_ms(cost)
+                ),
+            )
+            .with_hop("gateway")
+            .with_budget_ms(duration_ms(self.ctx.budget_at_arrival()))
+            .into()),
         }
     }
 

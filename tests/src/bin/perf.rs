@@ -325,12 +325,14 @@ impl Expiry {
 }
 
 fn time_to_504(args: &Args) -> Result<Vec<Expiry>> {
-    // The failure memory off: it would soon answer these at once with 503
-    // (history says community is failing), and this measures the deadline.
+    // Admission off: it would soon answer most of these at once with 503
+    // (the route's requests all run out of budget), and this measures the
+    // deadline. (The failure memory no longer counts time-outs.)
     let app = SpinApp::start_with(
         SpinOptions::default()
             .replace_component("community", "hang")
             .variable("failure_memory", "off")
+            .variable("admission", "off")
             .variable("tenant_rate_limit", "off"),
     );
     let client = app.client();

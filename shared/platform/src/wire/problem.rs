@@ -263,9 +263,11 @@ impl Problem {
             retry_after_s: Some(1),
             ..Self::new(
                 ErrorCode::Overloaded,
+                // A whole percentage: float formatting would add its code to
+                // every component.
                 format!(
-                    "this route's requests are running out of budget; {:.0} % of new ones are refused before any work",
-                    chance * 100.0
+                    "this route's requests are running out of budget; {} % of new ones are refused before any work",
+                    (chance * 100.0).round() as u32
                 ),
             )
         }

@@ -1,0 +1,509 @@
+//! Goodput under overload (README "Overload and tenant limits"): answers
+//! that reached the client as a 200 within their budget, per second,
+//! against load, Meridian beside the floor app in the same run.
+//!
+//! Run: `cargo run -p meridian-e2e --release --bin goodput -- [--seconds S]
+//! [--slice]` after building the release components (scripts/bench.sh
+//! does both). Writes `target/bench/goodput.json`.
+//!
+//! - closed loop: 1 to 256 connections, each sending its next request as
+//!   soon as the last is answered (keep-alive), budgets 100 and 300 ms;
+//! - open loop: arrivals at 1×, 2×, 4× and 8× Meridian's measured peak
+//!   goodput, timed from when each request was due (a late send counts);
+//! - a quiet tenant at 20 requests/s beside a tenant flooding with 64
+//!   connections;
+//! - recovery: goodput in 2 s windows at 8 connections after 15 s at 256;
+//! - the breaker's `circuit_open` events during all of it, and the wasted
+//!   work: statements run for requests that ended in a 504.
+//!
+//! `--slice` is the test command's bounded run: it checks only what holds
+//! on any machine (a short flood never opens the breaker on a healthy
+//! downstream, a tenant over its limit gets its 429, a quiet tenant's
+//! requests beside a flood succeed) and prints one result line.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use meridian_e2e::api::{add_resident, create_tenant, Tenant};
+use meridian_e2e::{repo_root, SpinApp, SpinOptions};
+use serde_json::json;
+
+/// One request the load sends, again and again.
+#[derive(Clone)]
+struct Target {
+    /// `127.0.0.1:port`.
+    addr: String,
+    /// Path and query.
+    path: String,
+    /// Extra header lines, `name: value`.
+    headers: Vec<String>,
+}
+
+impl Target {
+    fn new(base: &str, path: &str, token: &str, budget_ms: u64) -> Self {
+        Self {
+            addr: base.trim_start_matches("http://").to_owned(),
+            path: path.to_owned(),
+            headers: vec![
+                format!("authorization: Bearer {token}"),
+                format!("x-meridian-timeout-ms: {budget_ms}"),
+            ],
+        }
+    }
+}
+
+/// One answer: its status, how long it took from when it was due, and
+/// when (since the run started) it ended.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    status: u16,
+    latency: Duration,
+    ended: Duration,
+}
+
+/// A keep-alive HTTP/1.1 connection that sends `GET`s and reads whole
+/// answers (content-length bodies, as Spin sends buffered ones).
+struct Conn {
+    reader: BufReader<TcpStream>,
+    request: Vec<u8>,
+}
+
+impl Conn {
+    fn open(target: &Target) -> Option<Self> {
+        let stream = TcpStream::connect(&target.addr).ok()?;
+        stream.set_nodelay(true).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .ok()?;
+        let mut request = format!("GET {} HTTP/1.1\r\nhost: {}\r\n", target.path, target.addr);
+        for h in &target.headers {
+            request.push_str(h);
+            request.push_str("\r\n");
+        }
+        request.push_str("\r\n");
+        Some(Self {
+            reader: BufReader::new(stream),
+            request: request.into_bytes(),
+        })
+    }
+
+    /// Sends the request and reads the answer's status; `None` when the
+    /// connection broke (the caller opens another).
+    fn send(&mut self) -> Option<u16> {
+        self.reader.get_mut().write_all(&self.request).ok()?;
+        let mut line = String::new();
+        self.reader.read_line(&mut line).ok()?;
+        let status = line.split_whitespace().nth(1)?.parse().ok()?;
+        let mut length = 0usize;
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line).ok()?;
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().ok()?;
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        self.reader.read_exact(&mut body).ok()?;
+        Some(status)
+    }
+}
+
+/// Sends `target` once on `conn`, opening it (again) when needed; status
+/// 0 when no answer came.
+fn one_request(conn: &mut Option<Conn>, target: &Target) -> u16 {
+    for _ in 0..2 {
+        if conn.is_none() {
+            *conn = Conn::open(target);
+        }
+        if let Some(status) = conn.as_mut().and_then(Conn::send) {
+            return status;
+        }
+        *conn = None;
+    }
+    0
+}
+
+/// A closed loop: `connections` clients, each sending again as soon as it
+/// is answered, for `seconds`.
+fn closed(target: &Target, connections: usize, seconds: f64) -> Vec<Sample> {
+    let start = Instant::now();
+    let until = start + Duration::from_secs_f64(seconds);
+    let samples = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..connections {
+            s.spawn(|| {
+                let mut conn = None;
+                let mut mine = Vec::new();
+                while Instant::now() < until {
+                    let sent = Instant::now();
+                    let status = one_request(&mut conn, target);
+                    let now = Instant::now();
+                    mine.push(Sample {
+                        status,
+                        latency: now - sent,
+                        ended: now - start,
+                    });
+                }
+                samples.lock().map(|mut s| s.extend(mine)).ok();
+            });
+        }
+    });
+    samples.into_inner().unwrap_or_default()
+}
+
+/// An open loop: requests due every `1/rate` s for `seconds`, taken by
+/// `workers` connections; latency runs from when a request was due, so a
+/// request that waited for a free connection counts its wait.
+fn open(target: &Target, rate: f64, seconds: f64, workers: usize) -> Vec<Sample> {
+    let start = Instant::now();
+    let (tx, rx) = mpsc::channel::<Instant>();
+    let rx = Arc::new(Mutex::new(rx));
+    let samples = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            let rx = rx.clone();
+            let samples = &samples;
+            s.spawn(move || {
+                let mut conn = None;
+                let mut mine = Vec::new();
+                while let Some(due) = rx.lock().ok().and_then(|r| r.recv().ok()) {
+                    let status = one_request(&mut conn, target);
+                    let now = Instant::now();
+                    mine.push(Sample {
+                        status,
+                        latency: now - due,
+                        ended: now - start,
+                    });
+                }
+                samples.lock().map(|mut s| s.extend(mine)).ok();
+            });
+        }
+        let n = (rate * seconds) as u64;
+        for i in 0..n {
+            let due = start + Duration::from_secs_f64(i as f64 / rate);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            if tx.send(due).is_err() {
+                break;
+            }
+        }
+        drop(tx);
+    });
+    samples.into_inner().unwrap_or_default()
+}
+
+/// 200s within `budget`, per second of `seconds`.
+fn goodput(samples: &[Sample], budget: Duration, seconds: f64) -> f64 {
+    samples
+        .iter()
+        .filter(|s| s.status == 200 && s.latency <= budget)
+        .count() as f64
+        / seconds
+}
+
+fn statuses(samples: &[Sample]) -> BTreeMap<u16, usize> {
+    let mut out = BTreeMap::new();
+    for s in samples {
+        *out.entry(s.status).or_default() += 1;
+    }
+    out
+}
+
+fn p99(samples: &[Sample]) -> f64 {
+    let mut ms: Vec<f64> = samples
+        .iter()
+        .map(|s| s.latency.as_secs_f64() * 1e3)
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    ms.get(((ms.len() as f64 * 0.99) as usize).min(ms.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// The app under test, with `tenants` each holding 20 residents.
+fn meridian(options: SpinOptions, tenants: &[&str]) -> (SpinApp, Vec<Tenant>) {
+    let app = SpinApp::start_with(options);
+    let client = app.client();
+    let made = tenants
+        .iter()
+        .map(|slug| {
+            let t = create_tenant(&client, slug);
+            for i in 0..20 {
+                add_resident(&client, &t, &format!("Resident {i}"));
+            }
+            t
+        })
+        .collect();
+    (app, made)
+}
+
+/// Gateway events of `kind` so far.
+fn events(app: &SpinApp, kind: &str) -> usize {
+    app.log_lines("gateway")
+        .iter()
+        .filter(|l| l["event"] == kind)
+        .count()
+}
+
+/// Statements run by the services for requests the gateway answered 504,
+/// and all statements, from the request lines.
+fn wasted(app: &SpinApp) -> (u64, u64) {
+    let expired: HashSet<String> = app
+        .log_lines("gateway")
+        .iter()
+        .filter(|l| l["status"] == 504)
+        .filter_map(|l| l["request_id"].as_str().map(str::to_owned))
+        .collect();
+    let mut total = 0;
+    let mut wasted = 0;
+    for line in ["identity", "community"]
+        .iter()
+        .flat_map(|c| app.log_lines(c))
+    {
+        let n = line["statements"].as_u64().unwrap_or(0);
+        total += n;
+        if line["request_id"]
+            .as_str()
+            .is_some_and(|id| expired.contains(id))
+        {
+            wasted += n;
+        }
+    }
+    (wasted, total)
+}
+
+struct Args {
+    seconds: f64,
+    slice: bool,
+}
+
+fn args() -> Result<Args> {
+    let mut args = Args {
+        seconds: 5.0,
+        slice: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--seconds" => args.seconds = it.next().context("--seconds S")?.parse()?,
+            "--slice" => args.slice = true,
+            other => anyhow::bail!("unknown argument {other}"),
+        }
+    }
+    Ok(args)
+}
+
+/// The test command's slice: what holds on any machine.
+fn slice() -> Result<()> {
+    let (app, tenants) = meridian(
+        SpinOptions::default().variable("tenant_rate_limit", "100/1s"),
+        &["flood", "quiet"],
+    );
+    let [flood, quiet] = &tenants[..] else {
+        anyhow::bail!("two tenants");
+    };
+    let budget = Duration::from_millis(1_000);
+    let flood_target = Target::new(
+        app.url(),
+        &flood.path("/residents?limit=20"),
+        &flood.token,
+        1_000,
+    );
+    let quiet_target = Target::new(
+        app.url(),
+        &quiet.path("/residents?limit=20"),
+        &quiet.token,
+        1_000,
+    );
+    let (flooded, quieted) = std::thread::scope(|s| {
+        let f = s.spawn(|| closed(&flood_target, 32, 3.0));
+        let q = s.spawn(|| open(&quiet_target, 10.0, 3.0, 4));
+        (f.join().unwrap_or_default(), q.join().unwrap_or_default())
+    });
+    let flood_statuses = statuses(&flooded);
+    let quiet_ok = quieted
+        .iter()
+        .filter(|s| s.status == 200 && s.latency <= budget)
+        .count();
+    let breaker = events(&app, "circuit_open");
+    println!(
+        "goodput slice: flood {flood_statuses:?}; quiet {quiet_ok} of {} 200 within 1 s; circuit_open events {breaker}",
+        quieted.len()
+    );
+    ensure!(
+        breaker == 0,
+        "a flood opened the breaker on a healthy downstream"
+    );
+    ensure!(
+        flood_statuses.get(&429).copied().unwrap_or(0) > 0,
+        "the flooding tenant was never refused with 429"
+    );
+    ensure!(
+        flood_statuses.keys().all(|s| [200, 429, 503].contains(s)),
+        "the flood saw other statuses: {flood_statuses:?}"
+    );
+    ensure!(
+        quiet_ok == quieted.len() && !quieted.is_empty(),
+        "the quiet tenant's requests did not all succeed beside the flood"
+    );
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let args = args()?;
+    if args.slice {
+        return slice();
+    }
+    let secs = args.seconds;
+    let floor = SpinApp::start_manifest(
+        &repo_root().join("bench/floor.toml"),
+        &["mid", "back"],
+        "/healthz",
+    );
+    let setup = floor.client().send("POST", "/setup", &[], None);
+    ensure!(setup.status == 200, "floor setup answered {}", setup.status);
+    // Tenant limits off for the one-tenant curves (they would be the
+    // measure); on, at their default, for the two-tenant run.
+    let (app, tenants) = meridian(
+        SpinOptions::default().variable("tenant_rate_limit", "off"),
+        &["bench"],
+    );
+    let tenant = &tenants[0];
+    let mut report = json!({"seconds": secs});
+    for budget_ms in [100u64, 300] {
+        let budget = Duration::from_millis(budget_ms);
+        let ours = Target::new(
+            app.url(),
+            &tenant.path("/residents?limit=20"),
+            &tenant.token,
+            budget_ms,
+        );
+        let theirs = Target::new(floor.url(), "/sqlite/residents", "floor-token", budget_ms);
+        let mut curve = Vec::new();
+        let mut peak: f64 = 0.0;
+        for c in [1usize, 8, 32, 64, 128, 256] {
+            let m = closed(&ours, c, secs);
+            let f = closed(&theirs, c, secs);
+            let (gm, gf) = (goodput(&m, budget, secs), goodput(&f, budget, secs));
+            peak = peak.max(gm);
+            eprintln!(
+                "budget {budget_ms} ms, {c} connections: Meridian {gm:.0}/s {:?}, floor {gf:.0}/s {:?}",
+                statuses(&m),
+                statuses(&f)
+            );
+            curve.push(json!({"connections": c, "meridian": gm, "floor": gf,
+                "meridian_statuses": format!("{:?}", statuses(&m)), "floor_statuses": format!("{:?}", statuses(&f))}));
+        }
+        let mut open_curve = Vec::new();
+        for x in [1.0, 2.0, 4.0, 8.0] {
+            let rate = peak * x;
+            let m = open(&ours, rate, secs, 256);
+            let f = open(&theirs, rate, secs, 256);
+            let (gm, gf) = (goodput(&m, budget, secs), goodput(&f, budget, secs));
+            eprintln!(
+                "budget {budget_ms} ms, open loop {x}× peak ({rate:.0}/s): Meridian {gm:.0}/s ({:.0} % of peak) {:?}, floor {gf:.0}/s",
+                100.0 * gm / peak.max(1.0),
+                statuses(&m)
+            );
+            open_curve.push(
+                json!({"times_peak": x, "rate": rate, "meridian": gm, "floor": gf,
+                "meridian_share_of_peak": gm / peak.max(1.0)}),
+            );
+        }
+        report[format!("budget_{budget_ms}")] =
+            json!({"peak": peak, "closed": curve, "open": open_curve});
+    }
+    // Recovery: before, flood, after in 2 s windows (100 ms budget).
+    let budget = Duration::from_millis(100);
+    let ours = Target::new(
+        app.url(),
+        &tenant.path("/residents?limit=20"),
+        &tenant.token,
+        100,
+    );
+    let before = goodput(&closed(&ours, 8, secs), budget, secs);
+    let flood = closed(&ours, 256, 15.0);
+    let after = closed(&ours, 8, 10.0);
+    let windows: Vec<f64> = (0..5)
+        .map(|w| {
+            let (from, to) = (Duration::from_secs(w * 2), Duration::from_secs(w * 2 + 2));
+            after
+                .iter()
+                .filter(|s| {
+                    s.ended >= from && s.ended < to && s.status == 200 && s.latency <= budget
+                })
+                .count() as f64
+                / 2.0
+        })
+        .collect();
+    eprintln!(
+        "recovery: before {before:.0}/s; flood at 256 {:.0}/s {:?}; after, 2 s windows {windows:?}",
+        goodput(&flood, budget, 15.0),
+        statuses(&flood)
+    );
+    report["recovery"] = json!({"before": before, "windows_after": windows});
+    let breaker = events(&app, "circuit_open");
+    let (wasted, total) = wasted(&app);
+    eprintln!("circuit_open events: {breaker}; statements for 504s: {wasted} of {total}");
+    report["circuit_open"] = json!(breaker);
+    report["statements"] = json!({"for_504": wasted, "total": total});
+    drop(app);
+    // A quiet tenant beside a flooding one, tenant limits at their default.
+    let mut quiet_runs = Vec::new();
+    for budget_ms in [100u64, 300] {
+        let (app, tenants) = meridian(SpinOptions::default(), &["flood", "quiet"]);
+        let budget = Duration::from_millis(budget_ms);
+        let [flood, quiet] = &tenants[..] else {
+            anyhow::bail!("two tenants");
+        };
+        let f = Target::new(
+            app.url(),
+            &flood.path("/residents?limit=20"),
+            &flood.token,
+            budget_ms,
+        );
+        let q = Target::new(
+            app.url(),
+            &quiet.path("/residents?limit=20"),
+            &quiet.token,
+            budget_ms,
+        );
+        let (flooded, quieted) = std::thread::scope(|s| {
+            let fl = s.spawn(|| closed(&f, 64, secs * 2.0));
+            let qu = s.spawn(|| open(&q, 20.0, secs * 2.0, 8));
+            (fl.join().unwrap_or_default(), qu.join().unwrap_or_default())
+        });
+        let ok = quieted
+            .iter()
+            .filter(|s| s.status == 200 && s.latency <= budget)
+            .count();
+        eprintln!(
+            "budget {budget_ms} ms: quiet {ok} of {} 200 within budget ({:.2} %), p99 {:.1} ms; flood {:?}",
+            quieted.len(),
+            100.0 * ok as f64 / quieted.len().max(1) as f64,
+            p99(&quieted),
+            statuses(&flooded)
+        );
+        quiet_runs.push(
+            json!({"budget_ms": budget_ms, "quiet_ok": ok, "quiet_sent": quieted.len(),
+            "quiet_p99_ms": p99(&quieted), "flood_statuses": format!("{:?}", statuses(&flooded))}),
+        );
+    }
+    report["quiet_beside_flood"] = json!(quiet_runs);
+    let out = repo_root().join("target/bench/goodput.json");
+    std::fs::create_dir_all(out.parent().context("parent")?)?;
+    std::fs::write(&out, serde_json::to_string_pretty(&report)?)?;
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
