@@ -12,6 +12,10 @@
 #                                    (~1 min; writes target/bench/perf.json only)
 #   scripts/bench.sh -- ARGS         the driver's own arguments instead, e.g.
 #                                    -- --only p2 --per-budget 30
+#   scripts/bench.sh --goodput [S]   goodput under overload beside the floor
+#                                    (tests/src/bin/goodput.rs, S s per point,
+#                                    default 5; ~6 min): closed and open loop,
+#                                    a quiet tenant beside a flood, recovery
 #
 # Needs `spin` on PATH or at $SPIN_BIN.
 set -euo pipefail
@@ -42,6 +46,9 @@ case "${1:-}" in
   --)
     shift
     args=("$@") ;;
+  --goodput)
+    exec env SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-e2e --release --bin goodput -- \
+      --seconds "${2:-5}" ;;
   "")
     args=(--seconds 10 --rounds 3 --per-budget 50 --write) ;;
   *)

@@ -62,6 +62,13 @@ if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
     failed_runs=$((failed_runs + 1))
     echo "test result: FAILED. 0 passed; 1 failed (the failure-memory benchmark slice)" >>"$results"
   fi
+  step "benchmark slice: overload and tenant limits, 3 s (full: goodput, see BENCHMARKS.md)"
+  if SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-e2e --bin goodput -- --slice; then
+    echo "test result: ok. 1 passed; 0 failed (the goodput benchmark slice)" >>"$results"
+  else
+    failed_runs=$((failed_runs + 1))
+    echo "test result: FAILED. 0 passed; 1 failed (the goodput benchmark slice)" >>"$results"
+  fi
   step "benchmark slice: against the floor app, 1 s per target (full: scripts/bench.sh, see BENCHMARKS.md)"
   if SPIN_BIN="$spin_bin" scripts/bench.sh --slice; then
     echo "test result: ok. 1 passed; 0 failed (the floor benchmark slice)" >>"$results"

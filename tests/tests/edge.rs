@@ -588,3 +588,43 @@ fn a_non_ascii_content_type_is_a_415_problem_not_a_trap() {
     }
     // Dropping the app fails the test if any component trapped.
 }
+
+/// Runtime fact (README "Known limits"): a header value that is not UTF-8
+/// never reaches a component — Spin answers it itself (4.1: an empty 500).
+/// What Meridian can promise is that nothing of it traps and the app goes
+/// on serving.
+#[test]
+fn a_header_value_that_is_not_utf8_is_answered_by_spin_and_nothing_traps() {
+    use std::io::{Read, Write};
+    let app = SpinApp::start();
+    let addr = app.url().trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut request = format!("GET /healthz HTTP/1.1\r\nhost: {addr}\r\nx-bad: ").into_bytes();
+    request.extend_from_slice(b"\xff\xfe\r\nconnection: close\r\n\r\n");
+    stream.write_all(&request).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    let status = text.split_whitespace().nth(1).unwrap_or("none");
+    println!(
+        "a non-UTF-8 header value: {status} ({} bytes)",
+        answer.len()
+    );
+    assert!(
+        status == "500" || status.starts_with('4'),
+        "unexpected answer: {text:?}"
+    );
+    // Refused by Spin itself, before the gateway ran: no request line.
+    assert!(
+        app.logs().contains(meridian_e2e::SPIN_REFUSED_UTF8),
+        "{}",
+        app.logs()
+    );
+    let lines = app.log_lines("gateway").len();
+    // The app still serves.
+    assert_eq!(app.client().get("/healthz").status, 200);
+    assert_eq!(app.log_lines("gateway").len(), lines + 1);
+}

@@ -89,14 +89,20 @@ fn partly_failing(seed: Arc<AtomicU64>) -> StandIn {
     })
 }
 
-/// The sequential client: 60 reads one after another, community
-/// failing 30 % of calls. In every one of 20 fresh runs (a restart empties
-/// the in-memory failure memory), the memory on succeeds at least as often
-/// as off on the same draw of failures.
+/// A sequential client: 40 reads one after another, community failing
+/// 30 % of calls. In every one of 20 fresh runs (a restart empties the
+/// in-memory failure memory), the memory on succeeds at least as often as
+/// off on the same draw of failures: the breaker never trips on a partial
+/// failure, and a fresh client's retries fit the retry budget's floor (30
+/// per window; 40 reads at 30 % need about 16). A longer run meets the
+/// budget itself — 20 % of first attempts, by design (BENCHMARKS.md: 1.2
+/// attempts per request at 30 % failing) — and then trades some of its
+/// successes for load on the failing service; 60 reads did in 3 of 20 runs
+/// (one or two requests fewer each).
 #[test]
 fn a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_memory() {
     const RUNS: u64 = 20;
-    const READS: usize = 60;
+    const READS: usize = 40;
     let seed = Arc::new(AtomicU64::new(0));
     let stand_in = partly_failing(seed.clone());
     let options = |memory: &str| {

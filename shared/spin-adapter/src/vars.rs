@@ -27,52 +27,49 @@ pub fn service_url(variable: &str, default: &str) -> String {
     get_or(variable, default).trim_end_matches('/').to_owned()
 }
 
-/// The failure memory's settings (retry budget and breaker); malformed
-/// values fall back to the defaults and say so in the log.
-pub fn memory_config() -> MemoryConfig {
-    MemoryConfig::parse(get).unwrap_or_else(|cause| {
+/// A setting, or its default when the variables that make it are
+/// malformed: logged as a failure naming `what`, rather than refusing all
+/// traffic over a typo.
+fn or_default<T: Default, E: ToString>(what: &'static str, parsed: Result<T, E>) -> T {
+    parsed.unwrap_or_else(|e| {
         journal::event(Event::Failure {
-            what: "reading the failure memory configuration (defaults used)",
-            cause,
+            what,
+            cause: e.to_string(),
         });
-        MemoryConfig::default()
+        T::default()
     })
 }
 
-/// The gateway's budget settings; malformed values fall back to the defaults
-/// (and say so in the log) rather than refusing all traffic.
+/// The failure memory's settings (retry budget and breaker).
+pub fn memory_config() -> MemoryConfig {
+    or_default(
+        "reading the failure memory configuration (defaults used)",
+        MemoryConfig::parse(get),
+    )
+}
+
+/// The gateway's budget settings.
 pub fn budget_config() -> BudgetConfig {
     let default = get_or("request_budget_ms", "3000");
     let max = get_or("max_request_budget_ms", "10000");
-    BudgetConfig::parse(&default, &max).unwrap_or_else(|e| {
-        journal::event(Event::Failure {
-            what: "reading the budget configuration (defaults used)",
-            cause: e.to_string(),
-        });
-        BudgetConfig::default()
-    })
+    or_default(
+        "reading the budget configuration (defaults used)",
+        BudgetConfig::parse(&default, &max),
+    )
 }
 
-/// Tenant rate limits (`tenant_rate_limit`, one variable); a malformed
-/// value falls back to the default and says so in the log.
+/// Tenant rate limits (`tenant_rate_limit`, one variable).
 pub fn rate_settings() -> RateSettings {
-    RateSettings::parse(get("tenant_rate_limit").as_deref()).unwrap_or_else(|cause| {
-        journal::event(Event::Failure {
-            what: "reading the tenant rate limit (default used)",
-            cause,
-        });
-        RateSettings::default()
-    })
+    or_default(
+        "reading the tenant rate limit (default used)",
+        RateSettings::parse(get("tenant_rate_limit").as_deref()),
+    )
 }
 
-/// Admission under overload (`admission`: `on`, `off`); a malformed value
-/// keeps it on and says so in the log.
+/// Admission under overload (`admission`: `on`, `off`).
 pub fn admission_config() -> AdmissionConfig {
-    AdmissionConfig::parse(get("admission").as_deref()).unwrap_or_else(|cause| {
-        journal::event(Event::Failure {
-            what: "reading the admission setting (on)",
-            cause,
-        });
-        AdmissionConfig::default()
-    })
+    or_default(
+        "reading the admission setting (on)",
+        AdmissionConfig::parse(get("admission").as_deref()),
+    )
 }

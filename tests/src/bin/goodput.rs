@@ -366,13 +366,7 @@ fn main() -> Result<()> {
         return slice();
     }
     let secs = args.seconds;
-    let floor = SpinApp::start_manifest(
-        &repo_root().join("bench/floor.toml"),
-        &["mid", "back"],
-        "/healthz",
-    );
-    let setup = floor.client().send("POST", "/setup", &[], None);
-    ensure!(setup.status == 200, "floor setup answered {}", setup.status);
+    let floor = SpinApp::start_floor();
     // Tenant limits off for the one-tenant curves (they would be the
     // measure); on, at their default, for the two-tenant run.
     let (app, tenants) = meridian(

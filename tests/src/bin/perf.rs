@@ -558,13 +558,7 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let sizes = sizes()?;
-    let floor = SpinApp::start_manifest(
-        &repo_root().join("bench/floor.toml"),
-        &["mid", "back"],
-        "/healthz",
-    );
-    let setup = floor.client().send("POST", "/setup", &[], None);
-    ensure!(setup.status == 200, "floor setup answered {}", setup.status);
+    let floor = SpinApp::start_floor();
     // One tenant at full speed: its rate limit would be the measure.
     let app = SpinApp::start_with(SpinOptions::default().variable("tenant_rate_limit", "off"));
     let client = app.client();
