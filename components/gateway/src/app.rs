@@ -96,6 +96,9 @@ impl<E: Calls> Gateway<E> {
             Ok(Admission::Admitted { route, ctx, policy }) => {
                 let mut exchange = Exchange::new(&self.upstream, &self.config, ctx);
                 let outcome = exchange.serve(route, &request, &policy).await;
+                if matches!(&outcome, Err(Refusal::Problem(p)) if crate::limits::is_shed(p)) {
+                    exchange.hold().await;
+                }
                 trace = exchange.trace;
                 served_ctx = Some(exchange.ctx);
                 outcome
@@ -127,14 +130,15 @@ impl<E: Calls> Gateway<E> {
         if let Some(route) = &trace.admitted {
             // What admission learns: whether the request finished within
             // its budget, and what it cost.
-            let finished = response.status != 504;
+            // In time: not out of budget, and within half of it by our
+            // clock (the rest is the margin for queueing we cannot see).
+            let took = now.since(arrived);
+            let finished = response.status != 504
+                && served_ctx
+                    .as_ref()
+                    .is_none_or(|ctx| took <= ctx.budget_at_arrival() / 2);
             let roll = self.upstream.jitter.clone().next_u64();
-            admission(&self.upstream, &self.config, route).record(
-                now,
-                finished,
-                now.since(arrived),
-                roll,
-            );
+            admission(&self.upstream, &self.config, route).record(now, finished, took, roll);
         }
         request_line(&request, served_ctx.as_ref(), &response, now).emit();
         response

@@ -3,7 +3,7 @@
 //! under overload, the headers every tenant answer carries, and the
 //! platform admin's overrides (`/ops/tenants/{tenant}/limits`).
 
-use meridian_platform::http::retry::Jitter;
+use meridian_platform::http::retry::{Jitter, Sleeper};
 use meridian_platform::http::upstream::Calls;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::limits::{Admitted, RateLimiter, RatePolicy, RateVerdict};
@@ -22,7 +22,35 @@ pub const RATE_LIMIT_POLICY: &str = "ratelimit-policy";
 /// `RateLimit`.
 pub const RATE_LIMIT: &str = "ratelimit";
 
+/// The longest a refusal is held before it is sent.
+pub const MAX_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether `problem` is load the gateway shed (a tenant over its rate, or
+/// admission under overload), whose answer is held.
+pub fn is_shed(problem: &Problem) -> bool {
+    matches!(
+        problem.code(),
+        ErrorCode::RateLimited | ErrorCode::Overloaded
+    )
+}
+
 impl<E: Calls> Exchange<'_, E> {
+    /// Holds a shed request's answer for what is left of its work budget,
+    /// at most [`MAX_HOLD`], on a timer (an instance waiting costs no CPU).
+    /// A client that ignores `Retry-After` and sends again at once — a
+    /// closed-loop flood — would otherwise spend the capacity it was
+    /// refused to protect on refusals: held, each of its connections sends
+    /// at most one request per budget. NGINX's `limit_req` delays excess
+    /// requests for the same reason. The answer still comes within the
+    /// budget, its reserve untouched.
+    pub async fn hold(&self) {
+        let now = self.upstream.clock.now();
+        let left = self.ctx.for_step().remaining(now).min(MAX_HOLD);
+        if !left.is_zero() {
+            self.upstream.sleeper.sleep(left).await;
+        }
+    }
+
     /// The tenant `slug`'s limiter.
     fn limiter(&self, slug: &str) -> RateLimiter<'_, E::Counters> {
         RateLimiter::new(&self.upstream.counters, self.config.rates, slug)

@@ -900,11 +900,15 @@ fn a_tenant_over_its_rate_gets_a_429_before_any_call_with_the_rate_headers() {
         );
     }
     let calls = h.seen().len();
+    let before = h.elapsed();
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
     assert_eq!(
         (r.status, body(&r)["code"].as_str()),
         (429, Some("rate_limited"))
     );
+    // Held on a timer (at most 1 s, within the budget), so a client that
+    // ignores Retry-After cannot turn refusals into a flood.
+    assert_eq!(h.elapsed() - before, Duration::from_secs(1));
     assert_eq!(body(&r)["retryable"], true);
     assert_eq!(r.header("retry-after"), Some("1"));
     assert_eq!(r.header("ratelimit"), Some("\"tenant\";r=0;t=1"));

@@ -2,15 +2,20 @@
 //! in proportion, never everything.
 //!
 //! Two signals per route, kept in the shared key-value store in short
-//! windows (2 s), read in one batch before any call:
+//! windows (1 s, and the previous one weighed by its overlap), read in one
+//! batch before any call:
 //!
 //! - **Throttling in proportion to what finishes** (Google SRE's adaptive
 //!   throttling, turned on the gateway's own answers): of the requests
-//!   admitted in the window, `finished` were answered without running out
-//!   of budget. A new request is refused with probability
+//!   admitted in the window, `finished` were answered in time: without
+//!   running out of budget, and within half of it by the gateway's clock
+//!   (resilience4j's slow-call rate). The half is the margin for what the
+//!   gateway cannot see — time a request queued in the runtime before its
+//!   instance ran, and its answer after — so throttling starts while
+//!   requests are getting slow, before the client sees them late. A new request is refused with probability
 //!   `max(0, (admitted − K·finished) / (admitted + 1))`, capped at
-//!   `max_reject` (Envoy's admission control caps at 80 %, Finagle's
-//!   NackAdmissionFilter at 75 %): overload is shed in proportion, and
+//!   `max_reject`, 90 % (Envoy's admission control caps at 80 % by
+//!   default, Finagle's NackAdmissionFilter at 75 %): overload is shed in proportion, and
 //!   some requests always go through, so the window keeps learning and
 //!   goodput comes back by itself when the overload ends — no metastable
 //!   state. Only running out of budget counts against a route: a
@@ -39,8 +44,8 @@ pub struct AdmissionConfig {
     /// The window the counts cover.
     pub window: Duration,
     /// How many admitted requests per finished one are let through before
-    /// throttling starts (SRE's K; 1.5: throttle once fewer than two in
-    /// three finish).
+    /// throttling starts (SRE's K; 1.25: throttle once fewer than four in
+    /// five finish).
     pub k: f64,
     /// The most it ever refuses.
     pub max_reject: f64,
@@ -54,9 +59,9 @@ impl Default for AdmissionConfig {
     fn default() -> Self {
         Self {
             enabled: true,
-            window: Duration::from_secs(2),
-            k: 1.5,
-            max_reject: 0.8,
+            window: Duration::from_secs(1),
+            k: 1.25,
+            max_reject: 0.9,
             min_volume: 20,
             sample: 4,
         }
@@ -260,14 +265,14 @@ mod tests {
     fn overload_is_shed_in_proportion_and_never_all_of_it() {
         let counters = LocalCounters::default();
         let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
-        // A third finish: (300 - 1.5·100) / 301 ≈ 50 % refused.
+        // A third finish: (300 - 1.25·100) / 301 ≈ 58 % refused.
         for i in 0..300 {
             a.record(at(i), i % 3 == 0, 50 * MS, 0);
         }
         let refused = rolls(1_000)
             .filter(|&roll| matches!(a.admit(at(300), BUDGET, roll), Admitted::Throttled(_)))
             .count();
-        assert!((480..=520).contains(&refused), "{refused}");
+        assert!((560..=600).contains(&refused), "{refused}");
         // None finish at all: still only the cap is refused.
         let counters = LocalCounters::default();
         let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
@@ -277,7 +282,7 @@ mod tests {
         let admitted = rolls(1_000)
             .filter(|&roll| a.admit(at(300), BUDGET, roll) == Admitted::Yes)
             .count();
-        assert_eq!(admitted, 200, "the cap leaves a fifth through");
+        assert_eq!(admitted, 100, "the cap leaves a tenth through");
     }
 
     #[test]
@@ -299,7 +304,7 @@ mod tests {
         }
         // Nothing recorded since (every request refused, say): the window
         // slides on its own, so nothing stays refused.
-        assert!(rolls(100).all(|roll| a.admit(at(4_000), BUDGET, roll) == Admitted::Yes));
+        assert!(rolls(100).all(|roll| a.admit(at(2_000), BUDGET, roll) == Admitted::Yes));
     }
 
     #[test]
