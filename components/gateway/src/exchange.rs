@@ -108,13 +108,15 @@ impl<'g, E: Calls> Exchange<'g, E> {
             }
             Route::TenantLimits => self.tenant_limits(request),
             Route::Tenant { slug, service } => {
-                // Over its rate: refused before any call. Counted only once
-                // identity vouched for the caller, so naming a slug spends
-                // nobody's quota.
-                self.check_rate(&slug)?;
+                // The tenant's rate is judged once identity vouched for the
+                // caller (naming a slug spends nobody's quota and learns
+                // nothing); a credential already refused in this window is
+                // refused again before any call.
+                let authorization = request.header("authorization");
+                self.check_rate(&slug, authorization)?;
                 self.admit_route(request)?;
-                let scope = self.resolve(&slug, request.header("authorization")).await?;
-                self.count_rate(&slug);
+                let scope = self.resolve(&slug, authorization).await?;
+                self.enforce_rate(&slug, authorization)?;
                 self.ctx = self.ctx.clone().with_tenant(scope);
                 self.forward(service, request, policy, Credentials::Strip)
                     .await

@@ -1,5 +1,6 @@
 //! The gateway's limits, in the order a tenant request meets them: the
-//! tenant's rate (checked before resolution, counted after it), admission
+//! tenant's rate (a refused credential refused again before resolution,
+//! everyone else judged and counted after it), admission
 //! under overload, the headers every tenant answer carries, and the
 //! platform admin's overrides (`/ops/tenants/{tenant}/limits`).
 
@@ -51,30 +52,45 @@ impl<E: Calls> Exchange<'_, E> {
         }
     }
 
-    /// The tenant `slug`'s limiter.
-    fn limiter(&self, slug: &str) -> RateLimiter<'_, E::Counters> {
-        RateLimiter::new(&self.upstream.counters, self.config.rates, slug)
+    /// The tenant `slug`'s limiter, for the caller's bearer token.
+    fn limiter(&self, slug: &str, authorization: Option<&str>) -> RateLimiter<'_, E::Counters> {
+        let token = authorization.and_then(headers::bearer_token);
+        RateLimiter::new(&self.upstream.counters, self.config.rates, slug, token)
     }
 
-    /// Refuses a request of a tenant over its rate, before any call: a
-    /// 429 `rate_limited`. The verdict is kept for the answer's headers.
-    pub fn check_rate(&mut self, slug: &str) -> Result<(), Refusal> {
-        let verdict = self.limiter(slug).check(self.upstream.clock.now());
+    /// Before resolution: reads the tenant's window (one batch) and
+    /// refuses at once — a 429, no call — a credential identity already
+    /// vouched for and that was refused in this window. Anyone else goes
+    /// on to identity, so a missing or wrong token is still a 401 and a
+    /// slug reveals nothing about its tenant's load.
+    pub fn check_rate(&mut self, slug: &str, authorization: Option<&str>) -> Result<(), Refusal> {
+        let verdict = self
+            .limiter(slug, authorization)
+            .check(self.upstream.clock.now());
         self.trace.rate = verdict;
         match verdict {
-            Some(v) if !v.allowed => Err(v.problem().into()),
+            Some(v) if v.marked => Err(v.problem().into()),
             _ => Ok(()),
         }
     }
 
-    /// Counts a request identity resolved against the tenant's rate.
-    pub fn count_rate(&mut self, slug: &str) {
-        if let Some(mut v) = self.trace.rate {
-            self.limiter(slug)
-                .count(&v.policy, self.upstream.clock.now());
-            v.remaining = v.remaining.saturating_sub(1);
-            self.trace.rate = Some(v);
+    /// After resolution: a request over the tenant's rate is refused (and
+    /// its credential marked, so its next requests are refused before
+    /// resolution); one within it is counted.
+    pub fn enforce_rate(&mut self, slug: &str, authorization: Option<&str>) -> Result<(), Refusal> {
+        let Some(mut v) = self.trace.rate else {
+            return Ok(());
+        };
+        let limiter = self.limiter(slug, authorization);
+        let now = self.upstream.clock.now();
+        if !v.allowed {
+            limiter.mark_refused(&v, now, MAX_HOLD);
+            return Err(v.problem().into());
         }
+        limiter.count(&v.policy, now);
+        v.remaining = v.remaining.saturating_sub(1);
+        self.trace.rate = Some(v);
+        Ok(())
     }
 
     /// Overload is refused here, before any call: in proportion to how
@@ -128,7 +144,7 @@ impl<E: Calls> Exchange<'_, E> {
             .nth(2)
             .and_then(|s| TenantSlug::parse(s).ok())
             .ok_or_else(|| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
-        let limiter = self.limiter(slug.as_str());
+        let limiter = self.limiter(slug.as_str(), None);
         let unavailable = |cause: String| {
             Problem::new(
                 ErrorCode::UpstreamUnavailable,

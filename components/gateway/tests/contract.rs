@@ -216,3 +216,20 @@ fn each_service_takes_exactly_the_methods_it_declares() {
         }
     }
 }
+
+/// The document's `ErrorCode` enum is exactly the codes the platform sends.
+#[test]
+fn the_document_lists_every_problem_code_the_platform_sends() {
+    let doc: serde_json::Value = serde_json::from_str(DOCUMENT).expect("the contract is JSON");
+    let documented: BTreeSet<String> = doc["components"]["schemas"]["ErrorCode"]["enum"]
+        .as_array()
+        .expect("ErrorCode is an enum")
+        .iter()
+        .filter_map(|c| c.as_str().map(str::to_owned))
+        .collect();
+    let sent: BTreeSet<String> = meridian_platform::ErrorCode::ALL
+        .iter()
+        .map(|c| c.as_str().to_owned())
+        .collect();
+    assert_eq!(documented, sent);
+}

@@ -888,7 +888,7 @@ fn limited(quota: u64, replies: Vec<Reply>) -> Harness {
 }
 
 #[test]
-fn a_tenant_over_its_rate_gets_a_429_before_any_call_with_the_rate_headers() {
+fn a_tenant_over_its_rate_gets_a_429_and_its_credential_no_further_call() {
     let h = limited(2, vec![ok("{}")]);
     for left in [1, 0] {
         let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
@@ -899,6 +899,9 @@ fn a_tenant_over_its_rate_gets_a_429_before_any_call_with_the_rate_headers() {
             Some(format!("\"tenant\";r={left};t=1").as_str())
         );
     }
+    // Over the rate: judged once identity vouched for the caller (one
+    // resolution, nothing forwarded), and held before it is sent, so a
+    // client that ignores Retry-After cannot turn refusals into a flood.
     let calls = h.seen().len();
     let before = h.elapsed();
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
@@ -906,15 +909,30 @@ fn a_tenant_over_its_rate_gets_a_429_before_any_call_with_the_rate_headers() {
         (r.status, body(&r)["code"].as_str()),
         (429, Some("rate_limited"))
     );
-    // Held on a timer (at most 1 s, within the budget), so a client that
-    // ignores Retry-After cannot turn refusals into a flood.
-    assert_eq!(h.elapsed() - before, Duration::from_secs(1));
     assert_eq!(body(&r)["retryable"], true);
     assert_eq!(r.header("retry-after"), Some("1"));
     assert_eq!(r.header("ratelimit"), Some("\"tenant\";r=0;t=1"));
-    assert_eq!(h.seen().len(), calls, "refused before resolution");
+    assert_eq!(h.seen().len(), calls + 1, "the resolution alone");
+    let held = h.elapsed() - before;
+    assert!(held >= Duration::from_secs(1), "held {held:?}");
+    // The same credential within the window: refused before any call.
+    let before = h.elapsed();
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_eq!(r.status, 429);
+    assert_eq!(h.seen().len(), calls + 1, "no call at all");
+    assert!(h.elapsed() - before <= Duration::from_secs(1));
     // Another tenant has its own quota.
     assert_eq!(h.send("GET", "/v1/other/residents", &[AUTH]).status, 200);
+}
+
+#[test]
+fn a_caller_without_a_valid_token_is_a_401_whatever_the_tenants_rate() {
+    let h = limited(1, vec![ok("{}")]);
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 200);
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 429);
+    // No token: the 401 comes before any look at the tenant's window.
+    let r = h.send("GET", "/v1/acme/residents", &[]);
+    assert_eq!(r.status, 401);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::Context;
 use meridian_e2e::api::{add_resident, create_tenant};
-use meridian_e2e::{repo_root, SpinApp, ADMIN_TOKEN};
+use meridian_e2e::{repo_root, SpinApp, SpinOptions, ADMIN_TOKEN};
 
 fn main() -> anyhow::Result<ExitCode> {
     let st = std::env::var_os("SCHEMATHESIS").map_or_else(|| PathBuf::from("st"), PathBuf::from);
@@ -32,7 +32,11 @@ fn main() -> anyhow::Result<ExitCode> {
     let har = out.join("run.har");
     let _ = std::fs::remove_file(&har);
 
-    let app = SpinApp::start();
+    // Tenant rate limits off: Schemathesis sets the contract tenant's own
+    // override through the admin route (1 request a second, say), and then
+    // every held 429 would cost a second. The 429 itself is checked by the
+    // e2e suite (tests/tests/overload.rs) and the gateway's host tests.
+    let app = SpinApp::start_with(SpinOptions::default().variable("tenant_rate_limit", "off"));
     let tenant = create_tenant(&app.client(), "contract");
     let resident = add_resident(&app.client(), &tenant, "Rosa Resident");
     let dictionary = out.join("residents.dict");

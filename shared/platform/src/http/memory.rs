@@ -469,6 +469,11 @@ impl LocalCounters {
     pub fn is_empty(&self) -> bool {
         self.0.borrow().is_empty()
     }
+
+    /// The keys it holds.
+    pub fn keys(&self) -> Vec<String> {
+        self.0.borrow().keys().cloned().collect()
+    }
 }
 
 impl Counters for LocalCounters {

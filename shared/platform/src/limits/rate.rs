@@ -1,6 +1,8 @@
 //! The request-rate limiter: one batch read to check a tenant, one
 //! increment to count it.
 
+use std::time::Duration;
+
 use crate::http::memory::Counters;
 use crate::limits::policy::{RatePolicy, RateSettings};
 use crate::time::UnixMillis;
@@ -17,6 +19,9 @@ pub struct RateVerdict {
     pub reset_s: u32,
     /// Whether the request may go ahead.
     pub allowed: bool,
+    /// Whether this credential was already refused in this window, after
+    /// identity vouched for it: it may be refused again without asking.
+    pub marked: bool,
 }
 
 impl RateVerdict {
@@ -52,17 +57,28 @@ pub struct RateLimiter<'a, K: Counters> {
     settings: RateSettings,
     prefix: String,
     override_key: String,
+    /// Where a refusal of the caller's credential is remembered (a hash of
+    /// slug and token: the store never holds a token), if it sent one.
+    marked_key: Option<String>,
 }
 
 impl<'a, K: Counters> RateLimiter<'a, K> {
-    /// The limiter of the tenant named `slug` in its path.
-    pub fn new(counters: &'a K, settings: RateSettings, slug: &str) -> Self {
+    /// The limiter of the tenant named `slug` in its path, for a caller
+    /// presenting `token` (its bearer token, if any).
+    pub fn new(counters: &'a K, settings: RateSettings, slug: &str, token: Option<&str>) -> Self {
+        use sha2::{Digest, Sha256};
+        let marked_key = token.map(|token| {
+            let digest = Sha256::digest(format!("{slug}\n{token}").as_bytes());
+            let short = hex::encode(digest.get(..16).unwrap_or_default());
+            format!("meridian/rate/{slug}/refused/{short}")
+        });
         Self {
             counters,
             settings,
             prefix: format!("meridian/rate/{slug}"),
             // Beside the counts, so one batch reads the override with them.
             override_key: format!("meridian/rate/{slug}/policy"),
+            marked_key,
         }
     }
 
@@ -76,32 +92,34 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
         u64::from(policy.window_s).saturating_mul(1_000).max(1)
     }
 
-    /// Whether one more request fits at `now`: one batch read (the
-    /// override and both windows' counts — the override decides which
-    /// keys, so a first read learns it; an absent override means the
-    /// default's keys were read along with it). The store failing is never
-    /// a reason to refuse: the request is allowed.
+    /// Whether one more request fits at `now`: one batch read of the
+    /// override, both windows' counts and the credential's mark (the
+    /// override decides which windows, so an override read first costs a
+    /// second read; an absent one means the default's were read with it).
+    /// The store failing is never a reason to refuse: the request is
+    /// allowed.
     pub fn check(&self, now: UnixMillis) -> Option<RateVerdict> {
         if !self.settings.enabled {
             return None;
         }
         let default = self.settings.default;
-        let keys = self.keys_for(&default, now);
-        let values = self.counters.read(&keys).ok()?;
-        let [stored, current, previous] = values[..] else {
+        let values = self.counters.read(&self.keys_for(&default, now)).ok()?;
+        let [stored, current, previous, marked] = values[..] else {
             return None;
         };
         let policy = RatePolicy::decode(stored).unwrap_or(default);
         let (current, previous) = if policy == default {
             (current, previous)
         } else {
-            let keys = self.keys_for(&policy, now);
-            match self.counters.read(&keys).ok()?[..] {
-                [_, current, previous] => (current, previous),
+            match self.counters.read(&self.keys_for(&policy, now)).ok()?[..] {
+                [_, current, previous, _] => (current, previous),
                 _ => return None,
             }
         };
-        Some(Self::judge(policy, now, current, previous))
+        let now_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
+        let mut verdict = Self::judge(policy, now, current, previous);
+        verdict.marked = self.marked_key.is_some() && marked > now_ms;
+        Some(verdict)
     }
 
     fn keys_for(&self, policy: &RatePolicy, now: UnixMillis) -> Vec<String> {
@@ -110,7 +128,28 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
             self.override_key.clone(),
             self.count_key(policy, epoch),
             self.count_key(policy, epoch.saturating_sub(1)),
+            // Never set for a caller without a token: reads as 0.
+            self.marked_key
+                .clone()
+                .unwrap_or_else(|| format!("{}/refused", self.prefix)),
         ]
+    }
+
+    /// Remembers that the caller's credential, which identity vouched for,
+    /// was refused: until the window resets (plus `held`, how long its
+    /// refusal is held before it is sent) it is refused again before
+    /// resolution. Keyed by credential, not by slug, so a caller without a
+    /// valid token is still answered 401 and a slug reveals nothing.
+    pub fn mark_refused(&self, verdict: &RateVerdict, now: UnixMillis, held: Duration) {
+        if let Some(key) = &self.marked_key {
+            let until = now
+                .as_millis()
+                .saturating_add(u64::from(verdict.reset_s) * 1_000)
+                .saturating_add(crate::time::duration_ms(held));
+            let _ = self
+                .counters
+                .set(key, i64::try_from(until).unwrap_or(i64::MAX));
+        }
     }
 
     /// The sliding-window estimate: the current window's count plus the
@@ -130,6 +169,7 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
                 .unwrap_or(u32::MAX)
                 .max(1),
             allowed: estimate + 1.0 <= quota,
+            marked: false,
         }
     }
 
@@ -195,7 +235,7 @@ mod tests {
     #[test]
     fn a_burst_up_to_the_quota_is_allowed_and_the_next_request_is_not() {
         let counters = LocalCounters::default();
-        let l = RateLimiter::new(&counters, settings(10, 1), "acme");
+        let l = RateLimiter::new(&counters, settings(10, 1), "acme", None);
         for i in 0..10 {
             let v = request(&l, i);
             assert!(v.allowed, "request {i}");
@@ -213,7 +253,7 @@ mod tests {
     #[test]
     fn the_window_slides_so_the_rate_comes_back_gradually() {
         let counters = LocalCounters::default();
-        let l = RateLimiter::new(&counters, settings(10, 1), "acme");
+        let l = RateLimiter::new(&counters, settings(10, 1), "acme", None);
         for i in 0..10 {
             request(&l, i);
         }
@@ -228,8 +268,8 @@ mod tests {
     #[test]
     fn tenants_are_counted_apart() {
         let counters = LocalCounters::default();
-        let flood = RateLimiter::new(&counters, settings(5, 1), "flood");
-        let quiet = RateLimiter::new(&counters, settings(5, 1), "quiet");
+        let flood = RateLimiter::new(&counters, settings(5, 1), "flood", None);
+        let quiet = RateLimiter::new(&counters, settings(5, 1), "quiet", None);
         for i in 0..50 {
             request(&flood, i);
         }
@@ -240,7 +280,7 @@ mod tests {
     #[test]
     fn an_override_replaces_the_default_and_counts_in_its_own_window() {
         let counters = LocalCounters::default();
-        let l = RateLimiter::new(&counters, settings(2, 1), "acme");
+        let l = RateLimiter::new(&counters, settings(2, 1), "acme", None);
         request(&l, 0);
         request(&l, 1);
         assert!(!l.check(at(2)).unwrap().allowed);
@@ -261,7 +301,7 @@ mod tests {
     #[test]
     fn a_tenant_keeps_at_most_three_keys() {
         let counters = LocalCounters::default();
-        let l = RateLimiter::new(&counters, settings(1_000, 1), "acme");
+        let l = RateLimiter::new(&counters, settings(1_000, 1), "acme", None);
         for second in 0..20 {
             request(&l, second * 1_000);
         }
@@ -278,8 +318,35 @@ mod tests {
                 ..RateSettings::default()
             },
             "acme",
+            None,
         );
         assert_eq!(l.check(at(0)), None);
         assert!(counters.is_empty());
+    }
+
+    /// A credential refused after identity vouched for it is refused
+    /// again before resolution, until the window resets; another token of
+    /// the same tenant, or none, is not.
+    #[test]
+    fn a_refused_credential_is_marked_until_the_window_resets() {
+        let counters = LocalCounters::default();
+        let flood = RateLimiter::new(&counters, settings(2, 1), "acme", Some("tok-1"));
+        request(&flood, 0);
+        request(&flood, 1);
+        let v = flood.check(at(2)).unwrap();
+        assert!(!v.allowed && !v.marked, "over, not yet marked");
+        flood.mark_refused(&v, at(2), Duration::ZERO);
+        assert!(flood.check(at(3)).unwrap().marked);
+        let other = RateLimiter::new(&counters, settings(2, 1), "acme", Some("tok-2"));
+        assert!(!other.check(at(3)).unwrap().marked);
+        let anonymous = RateLimiter::new(&counters, settings(2, 1), "acme", None);
+        assert!(!anonymous.check(at(3)).unwrap().marked);
+        let elsewhere = RateLimiter::new(&counters, settings(2, 1), "other", Some("tok-1"));
+        assert!(!elsewhere.check(at(3)).unwrap().marked);
+        assert!(!flood.check(at(1_003)).unwrap().marked, "the window reset");
+        assert!(
+            counters.keys().iter().all(|k| !k.contains("tok")),
+            "no token stored"
+        );
     }
 }
