@@ -10,13 +10,13 @@
 //! one's, weighed by how much of it still overlaps. Its average rate is
 //! `quota / window` and its burst `quota`.
 //!
-//! Where it sits: the gateway checks the tenant's window *before* resolving
-//! the tenant, so a tenant over its rate costs one key-value read and no
-//! internal call; it counts a request only *after* identity resolved it, so
-//! a caller without a valid token cannot spend another tenant's quota by
-//! naming its slug. Racing invocations may each pass the check before any
-//! of them counts: a tenant can overshoot its quota by at most the number
-//! of its requests in flight at once.
+//! Where it sits: the gateway reads the tenant's window before resolving
+//! the tenant and judges it once identity vouched for the caller, so a
+//! caller without a valid token is a 401 and a slug spends nobody's quota
+//! or reveals its load; a credential refused in a window is marked and
+//! refused again before resolution. Racing invocations may each pass the
+//! check before any of them counts: a tenant can overshoot its quota by at
+//! most the number of its requests in flight at once.
 
 pub mod admission;
 pub mod policy;
