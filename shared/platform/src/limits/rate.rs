@@ -19,8 +19,9 @@ pub struct RateVerdict {
     pub reset_s: u32,
     /// Whether the request may go ahead.
     pub allowed: bool,
-    /// Whether this credential was already refused in this window, after
-    /// identity vouched for it: it may be refused again without asking.
+    /// Whether this credential was refused recently, after identity
+    /// vouched for it, and the tenant is still over its rate: it may be
+    /// refused again without asking identity.
     pub marked: bool,
 }
 
@@ -118,7 +119,9 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
         };
         let now_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
         let mut verdict = Self::judge(policy, now, current, previous);
-        verdict.marked = self.marked_key.is_some() && marked > now_ms;
+        // Marked and still over: a raised override or a window that slid on
+        // lets the credential through at once.
+        verdict.marked = self.marked_key.is_some() && marked > now_ms && !verdict.allowed;
         Some(verdict)
     }
 
@@ -344,6 +347,12 @@ mod tests {
         let elsewhere = RateLimiter::new(&counters, settings(2, 1), "other", Some("tok-1"));
         assert!(!elsewhere.check(at(3)).unwrap().marked);
         assert!(!flood.check(at(1_003)).unwrap().marked, "the window reset");
+        flood.mark_refused(&v, at(4), Duration::ZERO);
+        flood.set_override(Some(policy(10, 1))).unwrap();
+        assert!(
+            !flood.check(at(5)).unwrap().marked,
+            "a raised quota lets it through"
+        );
         assert!(
             counters.keys().iter().all(|k| !k.contains("tok")),
             "no token stored"
