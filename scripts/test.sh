@@ -48,9 +48,9 @@ spin_bin="${SPIN_BIN:-$(command -v spin || true)}"
 e2e_skipped=""
 if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
   step "end-to-end suite against $("$spin_bin" --version)"
-  SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --test '*' --locked -- --test-threads=2
+  SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --test '*' --locked --no-fail-fast -- --test-threads=2
   step "end-to-end suite again, in the split layout: four spin up processes (scripts/split.sh test)"
-  MERIDIAN_LAYOUT=split SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --test '*' --locked -- --test-threads=2
+  MERIDIAN_LAYOUT=split SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --test '*' --locked --no-fail-fast -- --test-threads=2
   step "end-to-end suite again, every database on a real libSQL server (scripts/libsql.sh)"
   if ! SPIN_BIN="$spin_bin" scripts/libsql.sh --locked 2>&1 | tee -a "$results"; then
     failed_runs=$((failed_runs + 1))
