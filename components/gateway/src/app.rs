@@ -128,17 +128,17 @@ impl<E: Calls> Gateway<E> {
         let timing = trace.timing.header_value(now.since(arrived), budget);
         response.set_header(headers::SERVER_TIMING, timing);
         if let Some(route) = &trace.admitted {
-            // What admission learns: whether the request finished within
-            // its budget, and what it cost.
-            // In time: not out of budget, and within half of it by our
-            // clock (the rest is the margin for queueing we cannot see).
+            // What admission learns: whether the request finished in time
+            // (not out of budget, and within half of it by our clock: the
+            // rest is the margin for queueing we cannot see), and its cost.
             let took = now.since(arrived);
             let finished = response.status != 504
                 && served_ctx
                     .as_ref()
                     .is_none_or(|ctx| took <= ctx.budget_at_arrival() / 2);
             let roll = self.upstream.jitter.clone().next_u64();
-            admission(&self.upstream, &self.config, route).record(now, finished, took, roll);
+            crate::limits::admission(&self.upstream, &self.config, route)
+                .record(now, finished, took, roll);
         }
         request_line(&request, served_ctx.as_ref(), &response, now).emit();
         response
@@ -214,15 +214,6 @@ impl<E: Calls> Gateway<E> {
         let policy = forwarding_policy(&request.method, IdempotencyKey::of(request)?.as_ref());
         Ok(Admission::Admitted { route, ctx, policy })
     }
-}
-
-/// Admission of the route `key` (method and template).
-pub fn admission<'u, E: Calls>(
-    upstream: &'u Upstream<E>,
-    config: &GatewayConfig,
-    key: &str,
-) -> meridian_platform::limits::Admission<'u, E::Counters> {
-    meridian_platform::limits::Admission::new(&upstream.counters, config.admission, key)
 }
 
 /// The log line of one public request (`ctx` is `None` for one answered

@@ -5,15 +5,16 @@
 //! platform admin's overrides (`/ops/tenants/{tenant}/limits`).
 
 use meridian_platform::http::retry::{Jitter, Sleeper};
-use meridian_platform::http::upstream::Calls;
+use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::input::validate::JsonBody;
-use meridian_platform::limits::{Admitted, RateLimiter, RatePolicy, RateVerdict};
+use meridian_platform::limits::{Admission, Admitted, RateLimiter, RatePolicy, RateVerdict};
 use meridian_platform::secrets::constant_time_eq;
 use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::time::duration_ms;
 use meridian_platform::wire::headers;
 use meridian_platform::{Clock, ErrorCode, Problem};
 
+use crate::config::GatewayConfig;
 use crate::edge::{EdgeRequest, EdgeResponse};
 use crate::exchange::{Exchange, Refusal};
 use crate::routes;
@@ -25,6 +26,15 @@ pub const RATE_LIMIT: &str = "ratelimit";
 
 /// The longest a refusal is held before it is sent.
 pub const MAX_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Admission of the route `key` (method and template).
+pub fn admission<'u, E: Calls>(
+    upstream: &'u Upstream<E>,
+    config: &GatewayConfig,
+    key: &str,
+) -> Admission<'u, E::Counters> {
+    Admission::new(&upstream.counters, config.admission, key)
+}
 
 /// Whether `problem` is load the gateway shed (a tenant over its rate, or
 /// admission under overload), whose answer is held.
@@ -100,7 +110,7 @@ impl<E: Calls> Exchange<'_, E> {
         let key = format!("{} {}", request.method, routes::template(&request.path));
         let now = self.upstream.clock.now();
         let roll = self.upstream.jitter.clone().next_u64();
-        let admission = crate::app::admission(self.upstream, self.config, &key);
+        let admission = admission(self.upstream, self.config, &key);
         match admission.admit(now, self.ctx.remaining(now), roll) {
             Admitted::Yes => {
                 self.trace.admitted = Some(key);
