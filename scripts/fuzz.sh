@@ -26,7 +26,9 @@ for target in "${targets[@]}"; do
   log="$(mktemp)"
   if ! cargo +nightly fuzz run -O "$target" "corpus/$target" -- \
     -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 >"$log" 2>&1; then
-    tail -40 "$log"
+    # The panic (the components' log lines are JSON on the same stream).
+    grep -v '^{"ts"' "$log" | grep -A12 -m1 'panicked' || true
+    tail -20 "$log"
     echo "FUZZ FAILURE in $target: the input is under fuzz/artifacts/$target/" >&2
     exit 1
   fi

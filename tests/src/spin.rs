@@ -45,6 +45,9 @@ pub struct SpinOptions {
     /// Spin's default key-value store in a file (under the state
     /// directory), which a test can open, instead of in memory.
     pub key_value_file: bool,
+    /// SQLite labels whose file is kept in another directory than the
+    /// state directory (a small filesystem a test fills, say).
+    pub database_dirs: Vec<(&'static str, PathBuf)>,
 }
 
 impl SpinOptions {
@@ -66,6 +69,13 @@ impl SpinOptions {
     /// repository) instead of SQLite files in the test's directory.
     pub fn runtime_config(mut self, path: &str) -> Self {
         self.runtime_config = Some(repo_root().join(path));
+        self
+    }
+
+    /// Keeps the SQLite file of `label` as `dir/<label>.db` (the default
+    /// is the test's state directory).
+    pub fn database_in(mut self, label: &'static str, dir: &Path) -> Self {
+        self.database_dirs.push((label, dir.to_owned()));
         self
     }
 
@@ -138,7 +148,7 @@ pub struct SpinApp {
     /// The split layout's services and their ports.
     split: Vec<(&'static str, u16)>,
     /// Database servers (`MERIDIAN_DB=libsql`), kept across a restart.
-    servers: Vec<Child>,
+    servers: Vec<Sqld>,
     base_url: String,
     /// What this app's clients call; a restart points it at the new port.
     followed: Arc<RwLock<String>>,
@@ -182,7 +192,7 @@ impl SpinApp {
         app
     }
 
-    fn start_in(state: tempfile::TempDir, options: SpinOptions, mut servers: Vec<Child>) -> Self {
+    fn start_in(state: tempfile::TempDir, options: SpinOptions, mut servers: Vec<Sqld>) -> Self {
         let runtime_config = match (
             &options.runtime_config,
             std::env::var("MERIDIAN_DB").as_deref(),
@@ -190,11 +200,16 @@ impl SpinApp {
             (Some(path), _) => path.clone(),
             (None, Ok("libsql")) if !servers.is_empty() => state.path().join("runtime-config.toml"),
             (None, Ok("libsql")) => {
-                let (config, sqld) = start_libsql(state.path(), options.key_value_file);
+                let (config, sqld) =
+                    start_libsql(state.path(), options.key_value_file, &options.database_dirs);
                 servers = sqld;
                 config
             }
-            (None, _) => write_runtime_config(state.path(), options.key_value_file),
+            (None, _) => write_runtime_config_placing(
+                state.path(),
+                options.key_value_file,
+                &options.database_dirs,
+            ),
         };
         let mut app = match Layout::from_env() {
             Layout::AllInOne => {
@@ -393,6 +408,24 @@ impl SpinApp {
         self.state.path().join(format!("{label}.db"))
     }
 
+    /// Stops the libSQL server of `label` (`MERIDIAN_DB=libsql`), as if
+    /// its host went away.
+    pub fn stop_database_server(&mut self, label: &str) {
+        self.server(label).stop();
+    }
+
+    /// Starts the libSQL server of `label` again, on its port and data.
+    pub fn start_database_server(&mut self, label: &str) {
+        self.server(label).start();
+    }
+
+    fn server(&mut self, label: &str) -> &mut Sqld {
+        self.servers
+            .iter_mut()
+            .find(|s| s.label == label)
+            .unwrap_or_else(|| panic!("no libSQL server for {label}: run with MERIDIAN_DB=libsql"))
+    }
+
     /// Creates a tenant through the app's public API.
     #[track_caller]
     pub fn tenant(&self, slug: &str) -> crate::api::Tenant {
@@ -473,7 +506,7 @@ impl SpinApp {
 impl Drop for SpinApp {
     fn drop(&mut self) {
         self.children.iter_mut().for_each(stop);
-        self.servers.iter_mut().for_each(stop);
+        self.servers.iter_mut().for_each(Sqld::stop);
         // A trapped component answers a bare 500 that a test might not look
         // at; no test may pass while one happened.
         let logs = self.logs();
@@ -760,12 +793,26 @@ const KV_IN_MEMORY: &str = "[key_value_store.default]\ntype = \"spin\"\n\n";
 /// and the failure memory's store in memory (or, with `kv_file`, Spin's
 /// default file under the state directory).
 pub fn write_runtime_config(dir: &Path, kv_file: bool) -> PathBuf {
+    write_runtime_config_placing(dir, kv_file, &[])
+}
+
+/// [`write_runtime_config`], with the labels in `placed` kept in the
+/// directory given for each instead of `dir`.
+fn write_runtime_config_placing(
+    dir: &Path,
+    kv_file: bool,
+    placed: &[(&'static str, PathBuf)],
+) -> PathBuf {
     let mut config = String::new();
     if !kv_file {
         config.push_str(KV_IN_MEMORY);
     }
     for label in ["identity", "community", "billing"] {
-        config.push_str(&sqlite_file(dir, label));
+        let home = placed
+            .iter()
+            .find(|(l, _)| *l == label)
+            .map_or(dir, |(_, d)| d.as_path());
+        config.push_str(&sqlite_file(home, label));
     }
     let path = dir.join("runtime-config.toml");
     std::fs::write(&path, config).expect("runtime config");
@@ -781,39 +828,89 @@ fn sqlite_file(dir: &Path, label: &str) -> String {
     )
 }
 
-/// `MERIDIAN_DB=libsql`: one libSQL server (`sqld`, from `$SQLD_BIN` or
-/// `PATH`) per SQLite label, its data under the test's directory, and the
-/// runtime configuration that points the labels at them over HTTP.
-fn start_libsql(dir: &Path, kv_file: bool) -> (PathBuf, Vec<Child>) {
-    let sqld = std::env::var_os("SQLD_BIN").map_or_else(|| PathBuf::from("sqld"), PathBuf::from);
-    let mut config = String::from(if kv_file { "" } else { KV_IN_MEMORY });
-    let mut servers = Vec::new();
-    for label in ["identity", "community", "billing"] {
-        let (http, grpc) = (free_port(), free_port());
+/// One libSQL server (`MERIDIAN_DB=libsql`): the label it serves, where
+/// it listens and keeps its data, and its process while it runs.
+pub(crate) struct Sqld {
+    label: &'static str,
+    http: u16,
+    grpc: u16,
+    data: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Sqld {
+    /// Starts `sqld` (from `$SQLD_BIN` or `PATH`) and waits until it listens.
+    fn start(&mut self) {
+        let sqld =
+            std::env::var_os("SQLD_BIN").map_or_else(|| PathBuf::from("sqld"), PathBuf::from);
+        let log = || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.log)
+                .expect("sqld log")
+        };
         let mut command = Command::new(&sqld);
         command
             .arg("--db-path")
-            .arg(dir.join(format!("sqld-{label}")))
+            .arg(&self.data)
             .arg("--http-listen-addr")
-            .arg(format!("127.0.0.1:{http}"))
+            .arg(format!("127.0.0.1:{}", self.http))
             .arg("--grpc-listen-addr")
-            .arg(format!("127.0.0.1:{grpc}"))
+            .arg(format!("127.0.0.1:{}", self.grpc))
             .stdin(Stdio::null())
-            .stdout(Stdio::from(log_file(dir, &format!("sqld-{label}.log"))))
-            .stderr(Stdio::from(log_file(dir, &format!("sqld-{label}.log"))));
+            .stdout(Stdio::from(log()))
+            .stderr(Stdio::from(log()));
         command.process_group(0);
-        servers.push(command.spawn().expect("start sqld (set SQLD_BIN)"));
+        self.child = Some(command.spawn().expect("start sqld (set SQLD_BIN)"));
         let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", http)).is_err() {
+        while std::net::TcpStream::connect(("127.0.0.1", self.http)).is_err() {
             assert!(
                 started.elapsed() < Duration::from_secs(20),
-                "sqld for {label} did not start"
+                "sqld for {} did not start",
+                self.label
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            stop(&mut child);
+        }
+    }
+}
+
+/// `MERIDIAN_DB=libsql`: one libSQL server per SQLite label, its data
+/// under the test's directory (or the one `placed` names for the label),
+/// and the runtime configuration that points the labels at them over HTTP.
+fn start_libsql(
+    dir: &Path,
+    kv_file: bool,
+    placed: &[(&'static str, PathBuf)],
+) -> (PathBuf, Vec<Sqld>) {
+    let mut config = String::from(if kv_file { "" } else { KV_IN_MEMORY });
+    let mut servers = Vec::new();
+    for label in ["identity", "community", "billing"] {
+        let home = placed
+            .iter()
+            .find(|(l, _)| *l == label)
+            .map_or(dir, |(_, d)| d.as_path());
+        let mut server = Sqld {
+            label,
+            http: free_port(),
+            grpc: free_port(),
+            data: home.join(format!("sqld-{label}")),
+            log: dir.join(format!("sqld-{label}.log")),
+            child: None,
+        };
+        server.start();
         config.push_str(&format!(
-            "[sqlite_database.{label}]\ntype = \"libsql\"\nurl = \"http://127.0.0.1:{http}\"\ntoken = \"none\"\n\n"
+            "[sqlite_database.{label}]\ntype = \"libsql\"\nurl = \"http://127.0.0.1:{}\"\ntoken = \"none\"\n\n",
+            server.http
         ));
+        servers.push(server);
     }
     let path = dir.join("runtime-config.toml");
     std::fs::write(&path, config).expect("runtime config");

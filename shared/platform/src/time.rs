@@ -136,6 +136,11 @@ impl ManualClock {
     pub fn advance(&self, d: Duration) {
         self.0.set(self.0.get().saturating_add(duration_ms(d)));
     }
+
+    /// Puts the clock at `at` (a fuzz run reuses one clock per input).
+    pub fn set(&self, at: UnixMillis) {
+        self.0.set(at.0);
+    }
 }
 
 impl Clock for ManualClock {

@@ -51,8 +51,10 @@ impl ServiceSpec {
     /// Opens the database, and with `check_ledger` brings its schema up to
     /// date, under the request's budget (see [`checks_ledger`]).
     pub fn open_store(&self, ctx: &RequestContext, check_ledger: bool) -> Result<Opened, Problem> {
-        let db = SpinSqlite::open(self.database)
-            .map_err(|e| self.unavailable("opening the database", &e))?;
+        let db = SpinSqlite::open(self.database).map_err(|e| match e {
+            fault @ DbError::Unavailable(..) => Problem::from(fault),
+            other => self.unavailable("opening the database", &other),
+        })?;
         let schema_behind = db.schema_behind();
         // Every statement checks the budget first and waits for a lock only
         // until the work deadline: the store sets both.
@@ -77,6 +79,9 @@ impl ServiceSpec {
                 })
             }
             Err(MigrationError::Db(DbError::Budget(spent))) => Err(spent.into()),
+            // A full, read-only or unreadable file: the retryable 503 (and
+            // its failure line) every statement gets for it.
+            Err(MigrationError::Db(fault @ DbError::Unavailable(..))) => Err(fault.into()),
             Err(e) => Err(self.unavailable("migrating", &e)),
         }
     }

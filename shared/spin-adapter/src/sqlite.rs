@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use meridian_platform::store::db::{Database, DbError, Row, Value};
+use meridian_platform::store::db::{Database, DbError, Row, StorageFault, Value};
 use spin_sdk::sqlite::{Connection, Error, Value as SpinValue};
 
 /// A connection to one of the app's SQLite databases, by label.
@@ -83,6 +83,7 @@ fn map_error(e: Error) -> DbError {
         Error::Io(message) if message.contains("constraint failed") => DbError::Constraint(message),
         // SQLITE_BUSY / SQLITE_LOCKED once the lock wait (busy_timeout) ran out.
         Error::Io(message) if message.contains("is locked") => DbError::Locked(message),
+        Error::DatabaseFull => DbError::Unavailable(StorageFault::Full, "database full".into()),
         other => DbError::sqlite(format!("{other:?}")),
     }
 }

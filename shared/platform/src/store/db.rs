@@ -173,6 +173,11 @@ pub enum DbError {
     /// request again; it logs the error only when that cannot help.
     #[error("schema behind: {0}")]
     Missing(String),
+    /// The database cannot take statements at all until an operator acts:
+    /// its disk is full, its file is read-only, unreadable or not a
+    /// database, or its server cannot be reached. Nothing was written.
+    #[error("storage unavailable ({fault}): {1}", fault = .0.as_str())]
+    Unavailable(StorageFault, String),
     /// SQLite reported an error.
     #[error("sqlite: {0}")]
     Sqlite(String),
@@ -183,12 +188,84 @@ pub enum DbError {
 
 impl DbError {
     /// An error SQLite reported as text: `Missing` when it names a table or
-    /// column that does not exist, else `Sqlite`.
+    /// column that does not exist, `Unavailable` when it is a fault of the
+    /// storage itself, else `Sqlite`.
     pub fn sqlite(message: String) -> Self {
         if message.contains("no such table") || message.contains("no such column") {
             DbError::Missing(message)
+        } else if let Some(fault) = StorageFault::of(&message) {
+            DbError::Unavailable(fault, message)
         } else {
             DbError::Sqlite(message)
+        }
+    }
+}
+
+/// What is wrong with a database that cannot take statements. Spin reports
+/// SQLite's errors as text, so these are recognised by SQLite's own
+/// messages (`sqlite3_errstr`), which rusqlite and libSQL pass on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageFault {
+    /// `SQLITE_FULL`: the filesystem (or a file-size limit) has no room.
+    Full,
+    /// `SQLITE_READONLY`: the file cannot be written (a read-only mount,
+    /// an immutable file, missing permissions).
+    ReadOnly,
+    /// `SQLITE_NOTADB` / `SQLITE_CORRUPT`: the file is not a database, or
+    /// no longer a whole one.
+    NotADatabase,
+    /// `SQLITE_CANTOPEN`: the file cannot be opened.
+    CannotOpen,
+    /// `SQLITE_IOERR`: a read or write of the file failed (a failing
+    /// device; a libSQL server reports its full disk so, its write-ahead
+    /// log's write having failed).
+    Io,
+    /// A database server (libSQL) that does not answer.
+    Unreachable,
+}
+
+impl StorageFault {
+    /// SQLite's messages (and a libSQL client's) for each fault.
+    const MESSAGES: [(&'static str, StorageFault); 8] = [
+        ("database or disk is full", Self::Full),
+        ("attempt to write a readonly database", Self::ReadOnly),
+        ("file is not a database", Self::NotADatabase),
+        ("database disk image is malformed", Self::NotADatabase),
+        ("unable to open database file", Self::CannotOpen),
+        ("disk I/O error", Self::Io),
+        ("error sending request", Self::Unreachable),
+        ("Connection refused", Self::Unreachable),
+    ];
+
+    /// The fault a storage error's text names, if it names one.
+    pub fn of(message: &str) -> Option<Self> {
+        Self::MESSAGES
+            .iter()
+            .find(|(text, _)| message.contains(text))
+            .map(|(_, fault)| *fault)
+    }
+
+    /// The fault as the `failure` log line names it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "disk full",
+            Self::ReadOnly => "read-only",
+            Self::NotADatabase => "not a database",
+            Self::CannotOpen => "cannot open",
+            Self::Io => "i/o error",
+            Self::Unreachable => "unreachable",
+        }
+    }
+
+    /// The `what` of the `failure` event line that reports this fault.
+    pub const fn failure(self) -> &'static str {
+        match self {
+            Self::Full => "storage unavailable: disk full",
+            Self::ReadOnly => "storage unavailable: read-only",
+            Self::NotADatabase => "storage unavailable: not a database",
+            Self::CannotOpen => "storage unavailable: cannot open",
+            Self::Io => "storage unavailable: i/o error",
+            Self::Unreachable => "storage unavailable: unreachable",
         }
     }
 }
@@ -207,6 +284,16 @@ impl From<DbError> for crate::wire::problem::Problem {
                     "the service's storage is busy; try again",
                 )
                 .with_status(503)
+            }
+            DbError::Unavailable(fault, detail) => {
+                journal::event(Event::Failure {
+                    what: fault.failure(),
+                    cause: detail,
+                });
+                Problem::new(
+                    ErrorCode::StorageUnavailable,
+                    "the service's storage cannot take writes or reads right now; nothing was written, try again later",
+                )
             }
             DbError::Constraint(detail) => {
                 failure("storage constraint", detail);
@@ -399,6 +486,11 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// The clock the store checks the budget against.
     pub fn clock(&self) -> &C {
         &self.clock
+    }
+
+    /// The connection underneath (a test copies a seeded database from it).
+    pub fn db(&self) -> &D {
+        &self.db
     }
 }
 

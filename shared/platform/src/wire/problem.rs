@@ -55,13 +55,17 @@ pub enum ErrorCode {
     /// Refused at the gateway before any work, in proportion to recent
     /// overload: the route's requests were running out of budget (503).
     Overloaded,
+    /// The service's database cannot take the statement: its disk is
+    /// full, or the file is read-only, unreadable or not a database (503).
+    /// Nothing was written; the same request succeeds once the fault clears.
+    StorageUnavailable,
     /// The request budget ran out (504).
     DeadlineExceeded,
 }
 
 impl ErrorCode {
     /// Every code, for exhaustive tests and documentation.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         Self::InvalidRequest,
         Self::InvalidTimeout,
         Self::InvalidIdempotencyKey,
@@ -80,6 +84,7 @@ impl ErrorCode {
         Self::Internal,
         Self::UpstreamUnavailable,
         Self::Overloaded,
+        Self::StorageUnavailable,
         Self::DeadlineExceeded,
     ];
 
@@ -104,6 +109,7 @@ impl ErrorCode {
             Self::Internal => "internal",
             Self::UpstreamUnavailable => "upstream_unavailable",
             Self::Overloaded => "overloaded",
+            Self::StorageUnavailable => "storage_unavailable",
             Self::DeadlineExceeded => "deadline_exceeded",
         }
     }
@@ -128,7 +134,7 @@ impl ErrorCode {
             Self::RateLimited => 429,
             Self::Internal => 500,
             Self::UpstreamUnavailable => 502,
-            Self::Overloaded => 503,
+            Self::Overloaded | Self::StorageUnavailable => 503,
             Self::DeadlineExceeded => 504,
         }
     }
@@ -154,6 +160,7 @@ impl ErrorCode {
             Self::Internal => "Internal error",
             Self::UpstreamUnavailable => "Upstream unavailable",
             Self::Overloaded => "Overloaded",
+            Self::StorageUnavailable => "Storage unavailable",
             Self::DeadlineExceeded => "Deadline exceeded",
         }
     }
@@ -166,6 +173,7 @@ impl ErrorCode {
                 | Self::RateLimited
                 | Self::UpstreamUnavailable
                 | Self::Overloaded
+                | Self::StorageUnavailable
                 | Self::DeadlineExceeded
         )
     }
@@ -470,6 +478,7 @@ mod tests {
             ("internal", 500),
             ("upstream_unavailable", 502),
             ("overloaded", 503),
+            ("storage_unavailable", 503),
             ("deadline_exceeded", 504),
         ];
         for (code, status) in expected {
