@@ -44,5 +44,5 @@ echo "left out: a_statement_behind_a_held_lock_gives_up_at_the_services_work_dea
 # machine two apps at once starve them until sqld interrupts a first
 # request's migration transaction (SQLITE_INTERRUPT: a 500 "storage is
 # unavailable"). Seen about once in ten runs at two threads on 2 cores.
-MERIDIAN_DB=libsql exec cargo test -p meridian-e2e --test '*' "$@" -- --test-threads=1 \
+MERIDIAN_DB=libsql exec cargo test -p meridian-e2e --test '*' --no-fail-fast "$@" -- --test-threads=1 \
   --skip a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline

@@ -79,9 +79,12 @@ impl ServiceSpec {
                 })
             }
             Err(MigrationError::Db(DbError::Budget(spent))) => Err(spent.into()),
-            // A full, read-only or unreadable file: the retryable 503 (and
-            // its failure line) every statement gets for it.
-            Err(MigrationError::Db(fault @ DbError::Unavailable(..))) => Err(fault.into()),
+            // A full, read-only or unreadable file, or a lock or interrupt
+            // that outlasted the wait: the retryable 503 (and its failure
+            // line) every statement gets for it.
+            Err(MigrationError::Db(fault @ (DbError::Unavailable(..) | DbError::Locked(_)))) => {
+                Err(fault.into())
+            }
             Err(e) => Err(self.unavailable("migrating", &e)),
         }
     }

@@ -81,9 +81,47 @@ fn map_error(e: Error) -> DbError {
         // Spin reports SQLite errors as text; constraint failures are the
         // ones callers act on (a duplicate key is a 409, not a 500).
         Error::Io(message) if message.contains("constraint failed") => DbError::Constraint(message),
-        // SQLITE_BUSY / SQLITE_LOCKED once the lock wait (busy_timeout) ran out.
-        Error::Io(message) if message.contains("is locked") => DbError::Locked(message),
+        // SQLITE_BUSY / SQLITE_LOCKED once the lock wait (busy_timeout) ran
+        // out; and SQLITE_INTERRUPT, which a libSQL server answers when it
+        // gives up a statement it could not run in time under load. Both are
+        // transient: the same request may succeed at once.
+        Error::Io(message)
+            if message.contains("is locked") || message.contains("SQLITE_INTERRUPT") =>
+        {
+            DbError::Locked(message)
+        }
         Error::DatabaseFull => DbError::Unavailable(StorageFault::Full, "database full".into()),
         other => DbError::sqlite(format!("{other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spins_error_text_is_read_as_the_fault_it_names() {
+        let io = |m: &str| map_error(Error::Io(m.to_owned()));
+        // A libSQL server that interrupted a statement under load: transient.
+        let interrupted = "Hrana: `cursor error: `error at step 0: (error code: SQLITE_INTERRUPT) `SQLite error: interrupted```";
+        assert!(matches!(io(interrupted), DbError::Locked(_)));
+        assert!(matches!(io("database is locked"), DbError::Locked(_)));
+        assert!(matches!(
+            io("UNIQUE constraint failed: residents.id"),
+            DbError::Constraint(_)
+        ));
+        assert!(matches!(
+            io("database or disk is full"),
+            DbError::Unavailable(StorageFault::Full, _)
+        ));
+        assert!(matches!(
+            map_error(Error::DatabaseFull),
+            DbError::Unavailable(StorageFault::Full, _)
+        ));
+        assert!(matches!(
+            io("no such table: residents"),
+            DbError::Missing(_)
+        ));
+        assert!(matches!(io("near \"x\": syntax error"), DbError::Sqlite(_)));
     }
 }
