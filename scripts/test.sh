@@ -34,6 +34,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "clippy (wasm32-wasip2 components)"
 cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing -p hang -p meridian-spin -p floor -p hello -- -D warnings
 
+step "clippy (wasm32-wasip2: the gateway and billing for hosts without wasi:keyvalue/atomics)"
+cargo clippy --target wasm32-wasip2 --locked -p gateway -p billing --features gateway/without-atomics,billing/without-atomics -- -D warnings
+
 step "host tests: platform, handlers over fakes, migrations on host SQLite, generated deploy files"
 run_tests --workspace --exclude meridian-e2e --locked
 run_tests -p meridian-e2e --lib --locked
@@ -92,6 +95,14 @@ fi
 if ! SPIN_BIN="${spin_bin}" scripts/contract.sh; then
   failed_runs=$((failed_runs + 1))
   echo "test result: FAILED. 0 passed; 1 failed (the API contract check)" >>"$results"
+fi
+
+step "generated clients: Python, TypeScript (openapi-fetch) and hey-api from the served contract, their workflows against spin up"
+if ! SPIN_BIN="${spin_bin}" scripts/clients.sh; then
+  failed_runs=$((failed_runs + 1))
+  echo "test result: FAILED. 0 passed; 1 failed (the generated clients)" >>"$results"
+elif [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
+  echo "test result: ok. 3 passed; 0 failed (the generated clients' workflows)" >>"$results"
 fi
 
 step "deploy files: SpinApps against the SpinKube CRD, Kubernetes objects, runtime configs"
