@@ -143,22 +143,42 @@ pub fn trace_id(traceparent: Option<&str>) -> Option<&str> {
 }
 
 /// The template `path` matches among `routes`; for any other path (an
-/// internal one), the path with each id-like segment written `{id}`.
+/// internal one, or one no route serves), the path with each id-like
+/// segment written `{id}` and each segment that is neither a plain word (up
+/// to 32 of `a-z 0-9 - _`) nor a `{word}` placeholder written `{?}`, at
+/// most 8 segments: a path is the client's text, and a log line carries
+/// none of it but route words.
 pub fn route_template(routes: &[RouteSpec], path: &str) -> String {
+    const MAX_SEGMENTS: usize = 8;
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     if let Some(spec) = routes.iter().find(|r| r.matches(&segments)) {
         return spec.path.to_owned();
     }
-    let generic: Vec<&str> = segments
+    let word = |s: &str| {
+        s.len() <= 32
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+    };
+    let mut generic: Vec<&str> = segments
         .iter()
+        .take(MAX_SEGMENTS)
         .map(|s| {
+            let placeholder = s
+                .strip_prefix('{')
+                .and_then(|s| s.strip_suffix('}'))
+                .is_some_and(word);
             if crate::ids::parse_id(s).is_some() {
                 "{id}"
-            } else {
+            } else if word(s) || placeholder {
                 s
+            } else {
+                "{?}"
             }
         })
         .collect();
+    if segments.len() > MAX_SEGMENTS {
+        generic.push("…");
+    }
     format!("/{}", generic.join("/"))
 }
 
@@ -188,6 +208,22 @@ mod tests {
             assert_eq!(trace_id(Some(bad)), None, "{bad}");
         }
         assert_eq!(trace_id(None), None);
+    }
+
+    #[test]
+    fn a_path_no_route_serves_is_logged_without_the_clients_text() {
+        assert_eq!(
+            route_template(ROUTES, "/v1/{tenant}/tokens/\u{fffd}=\u{fffd}g"),
+            "/v1/{tenant}/tokens/{?}"
+        );
+        assert_eq!(
+            route_template(&[], "/v1/acme/residents/DROP TABLE;/x"),
+            "/v1/acme/residents/{?}/x"
+        );
+        let long = format!("/{}", ["a"; 20].join("/"));
+        assert_eq!(route_template(&[], &long), "/a/a/a/a/a/a/a/a/…");
+        let word = "w".repeat(33);
+        assert_eq!(route_template(&[], &format!("/{word}")), "/{?}");
     }
 
     #[test]
