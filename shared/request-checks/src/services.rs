@@ -59,6 +59,23 @@ fn templates(
         .collect()
 }
 
+/// The input's request, carrying the platform admin's token when the
+/// input's next byte is even (the routes that take it check it first).
+fn request_as_admin_or_not(
+    input: &mut Input<'_>,
+    templates: &[&str],
+    seeded: &Seeded,
+) -> ServiceRequest {
+    let with_admin_token = input.byte() % 2 == 0;
+    let mut request = input.request(templates, &seeded.ids());
+    if with_admin_token {
+        request
+            .headers
+            .push(("authorization".into(), format!("Bearer {ADMIN_TOKEN}")));
+    }
+    request
+}
+
 fn check(who: &str, request: &ServiceRequest, response: &ServiceResponse) {
     crate::assert_clean(
         who,
@@ -165,17 +182,13 @@ pub fn identity_request(data: &[u8]) {
             admin_token: ADMIN_TOKEN.into(),
         };
         let ctx = ctx(&mut input, "identity", seeded.caller());
-        let with_admin_token = input.byte() % 2 == 0;
-        let mut request = input.request(
+        // The token, half the time: tenant creation is then reached past
+        // its credential check.
+        let request = request_as_admin_or_not(
+            &mut input,
             &templates(identity::ROUTES, &["/internal/resolve"]),
-            &seeded.ids(),
+            seeded,
         );
-        if with_admin_token {
-            // So that tenant creation is reached past its credential check.
-            request
-                .headers
-                .push(("authorization".into(), format!("Bearer {ADMIN_TOKEN}")));
-        }
         check(
             "identity",
             &request,
@@ -343,17 +356,12 @@ pub fn billing_request(data: &[u8]) {
         let mut input = Input::new(data);
         let app = billing_app(seeded, community);
         let ctx = ctx(&mut input, "billing", seeded.caller());
-        let with_admin_token = input.byte() % 2 == 0;
-        let mut request = input.request(
+        // The relay's own credential, half the time.
+        let request = request_as_admin_or_not(
+            &mut input,
             &templates(billing::ROUTES, &["/internal/outbox/relay"]),
-            &seeded.ids(),
+            seeded,
         );
-        if with_admin_token {
-            // The relay's own credential, so that it is reached past the check.
-            request
-                .headers
-                .push(("authorization".into(), format!("Bearer {ADMIN_TOKEN}")));
-        }
         check(
             "billing",
             &request,
