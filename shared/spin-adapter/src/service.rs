@@ -66,7 +66,16 @@ impl ServiceSpec {
                 migrated: false,
             });
         }
-        match migrate(&store, ctx, self.migrations) {
+        // A fresh database's first requests race to migrate it, and on a
+        // loaded libSQL server one of them can be interrupted
+        // (SQLITE_INTERRUPT) or find the lock held past its wait. Migrating
+        // is idempotent (the ledger), so it runs once more, within the
+        // budget, before the request is refused.
+        let outcome = match migrate(&store, ctx, self.migrations) {
+            Err(MigrationError::Db(DbError::Locked(_))) => migrate(&store, ctx, self.migrations),
+            first => first,
+        };
+        match outcome {
             Ok(applied) => {
                 let migrated = !applied.is_empty();
                 if migrated {
