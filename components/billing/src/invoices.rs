@@ -175,7 +175,7 @@ impl<E: Env> Billing<E> {
             Begun::Proceed(write) => write,
         };
         if let Err(problem) = self.check_resident(ctx, &input.resident_id).await {
-            write.abandon(&self.store, ctx);
+            write.give_up(&self.store, ctx, &problem);
             return Err(problem);
         }
         let now = self.timestamp();

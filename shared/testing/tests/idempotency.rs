@@ -185,6 +185,39 @@ fn an_abandoned_write_gives_its_key_back_at_once() {
 }
 
 #[test]
+fn a_write_that_ran_out_of_budget_leaves_its_claim_to_end_at_the_deadline() {
+    use meridian_platform::store::idempotency::{begin, Begun};
+    use meridian_platform::wire::problem::{ErrorCode, Problem};
+    let s = store();
+    let k = key("k1");
+    let ctx = ctx_of(&s, 500);
+    let begun = |s: &Store<HostSqlite, &'static ManualClock>| {
+        begin(s, &ctx_of(s, 500), Some(&k), ("t1", "u1"), "POST /x", b"{}")
+    };
+    let Ok(Begun::Proceed(write)) = begun(&s) else {
+        panic!("a fresh key proceeds");
+    };
+    // The budget ran out: no statement is made to release the claim...
+    write.give_up(&s, &ctx, &Problem::from(ctx.spent()));
+    assert!(matches!(
+        begun(&s),
+        Err(p) if p.code() == ErrorCode::IdempotencyKeyInProgress
+    ));
+    // ...which ends at the request's deadline by itself.
+    s.clock().advance(Duration::from_millis(500));
+    let Ok(Begun::Proceed(write)) = begun(&s) else {
+        panic!("the key is free at the deadline");
+    };
+    // Any other failure gives the key back at once.
+    write.give_up(
+        &s,
+        &ctx_of(&s, 500),
+        &Problem::new(ErrorCode::UpstreamUnavailable, "x"),
+    );
+    assert!(matches!(begun(&s), Ok(Begun::Proceed(_))));
+}
+
+#[test]
 fn a_replay_answers_with_the_stored_status_and_body() {
     use meridian_platform::store::idempotency::{begin, Begun};
     let s = store();

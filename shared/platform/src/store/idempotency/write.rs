@@ -140,7 +140,7 @@ impl KeyedWrite<'_> {
         match outcome {
             Ok(sent) => Ok(into_response(sent)),
             Err(problem) => {
-                self.abandon(store, ctx);
+                self.give_up(store, ctx, &problem);
                 Err(problem)
             }
         }
@@ -150,6 +150,24 @@ impl KeyedWrite<'_> {
     pub fn abandon<D: Database, C: Clock>(self, store: &Store<D, C>, ctx: &RequestContext) {
         if let Some(scope) = &self.scope {
             release(store, ctx, scope);
+        }
+    }
+
+    /// Gives the key back after the request failed with `problem` — unless
+    /// the budget ran out: then the claim is left to end at the request's
+    /// deadline, which it does by itself (a retry can only come after the
+    /// 504), and no write is made in the last milliseconds of a spent
+    /// budget, where one that is slower than its estimate makes the answer
+    /// late (on Spin 3.6.3 a hung downstream's 504 was then the caller's,
+    /// not this hop's).
+    pub fn give_up<D: Database, C: Clock>(
+        self,
+        store: &Store<D, C>,
+        ctx: &RequestContext,
+        problem: &Problem,
+    ) {
+        if problem.code() != crate::wire::problem::ErrorCode::DeadlineExceeded {
+            self.abandon(store, ctx);
         }
     }
 }
