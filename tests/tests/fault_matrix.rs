@@ -18,8 +18,12 @@ use serde_json::json;
 
 const TOLERANCE: Duration = Duration::from_millis(10);
 const BUDGET_MS: u64 = 800;
-/// Long enough for two `Retry-After: 1` waits.
-const RETRY_AFTER_BUDGET_MS: u64 = 2_500;
+/// Long enough for two `Retry-After: 1` waits, with time to spare for
+/// the path to the first attempt (a fresh database's migration, a loaded
+/// machine): at 2.5 s a first attempt that came 0.7 s late left too little
+/// for the third (seen once in a fresh clone's run). The policy's 3
+/// attempts stay the most either way.
+const RETRY_AFTER_BUDGET_MS: u64 = 3_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
