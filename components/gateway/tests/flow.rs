@@ -2,7 +2,7 @@
 //! clock and a sleeper that moves it. Exact and fast; the same rules are
 //! checked against a real `spin up` in the end-to-end suite.
 
-use meridian_platform::http::memory::{LocalCounters, MemoryConfig};
+use meridian_platform::http::memory::MemoryConfig;
 use std::cell::RefCell;
 use std::time::Duration;
 
@@ -12,14 +12,13 @@ use gateway::config::GatewayConfig;
 use gateway::edge::{EdgeRequest, EdgeResponse};
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::body::BodyError;
-use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{
     internal_headers, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
 use meridian_platform::limits::{AdmissionConfig, RateSettings};
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext, UnixMillis};
-use meridian_testing::{upstream, ClockSleeper, NoJitter};
+use meridian_testing::{upstream, ManualEnv};
 use serde_json::Value;
 
 const START: u64 = 1_700_000_000_000;
@@ -166,15 +165,7 @@ impl HttpClient for FakeUpstream<'_> {
 }
 
 /// The gateway on a manual clock, calling the scripted upstream.
-struct TestEnv;
-
-impl Calls for TestEnv {
-    type Http = FakeUpstream<'static>;
-    type Clock = &'static ManualClock;
-    type Sleeper = ClockSleeper<'static>;
-    type Jitter = NoJitter;
-    type Counters = LocalCounters;
-}
+type TestEnv = ManualEnv<FakeUpstream<'static>>;
 
 struct Harness {
     clock: &'static ManualClock,

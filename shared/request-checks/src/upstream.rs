@@ -7,13 +7,12 @@ use std::time::Duration;
 use gateway::app::Gateway;
 use gateway::config::GatewayConfig;
 use meridian_platform::budget::BudgetConfig;
-use meridian_platform::http::memory::{LocalCounters, MemoryConfig};
-use meridian_platform::http::upstream::Calls;
+use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::limits::{AdmissionConfig, RateSettings};
 use meridian_platform::time::ManualClock;
 use meridian_platform::{RequestContext, UnixMillis};
-use meridian_testing::{upstream, ClockSleeper, NoJitter};
+use meridian_testing::{upstream, ManualEnv};
 
 /// Where every fuzz input starts: the clock is set back here for each.
 pub const START: UnixMillis = UnixMillis::from_millis(1_700_000_000_000);
@@ -59,15 +58,7 @@ impl HttpClient for Healthy {
 }
 
 /// The gateway's environment over the healthy upstream and a manual clock.
-pub struct Env;
-
-impl Calls for Env {
-    type Http = Healthy;
-    type Clock = &'static ManualClock;
-    type Sleeper = ClockSleeper<'static>;
-    type Jitter = NoJitter;
-    type Counters = LocalCounters;
-}
+pub type Env = ManualEnv<Healthy>;
 
 /// The gateway with its default limits, over [`Healthy`].
 pub fn gateway() -> Gateway<Env> {

@@ -87,13 +87,13 @@ impl ServiceSpec {
                     migrated,
                 })
             }
-            Err(MigrationError::Db(DbError::Budget(spent))) => Err(spent.into()),
-            // A full, read-only or unreadable file, or a lock or interrupt
-            // that outlasted the wait: the retryable 503 (and its failure
-            // line) every statement gets for it.
-            Err(MigrationError::Db(fault @ (DbError::Unavailable(..) | DbError::Locked(_)))) => {
-                Err(fault.into())
-            }
+            // The budget spent (the hop's 504), or a full, read-only or
+            // unreadable file, or a lock or interrupt that outlasted the
+            // wait (the retryable 503 and its failure line): the answer
+            // every statement gets for it.
+            Err(MigrationError::Db(
+                e @ (DbError::Budget(_) | DbError::Unavailable(..) | DbError::Locked(_)),
+            )) => Err(e.into()),
             Err(e) => Err(self.unavailable("migrating", &e)),
         }
     }

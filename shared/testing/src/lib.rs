@@ -244,6 +244,22 @@ impl meridian_platform::http::retry::Jitter for NoJitter {
     }
 }
 
+/// The environment of a host test's calls: `H` for HTTP, the manual clock
+/// (which only backoffs move), no jitter, the failure memory in a map.
+/// (An environment that must also implement a component's own trait, such
+/// as billing's `Env`, has to be the test's own type.)
+pub struct ManualEnv<H>(std::marker::PhantomData<H>);
+
+impl<H: meridian_platform::http::HttpClient> meridian_platform::http::upstream::Calls
+    for ManualEnv<H>
+{
+    type Http = H;
+    type Clock = &'static meridian_platform::time::ManualClock;
+    type Sleeper = ClockSleeper<'static>;
+    type Jitter = NoJitter;
+    type Counters = meridian_platform::http::memory::LocalCounters;
+}
+
 /// The upstream caller of a host test: `http` on `clock`, which only
 /// backoffs move, with no jitter, and the failure memory (`memory`) in a map.
 pub fn upstream<E>(
