@@ -375,9 +375,20 @@ fn run_layer(layer: Layer) -> Vec<String> {
     failures
 }
 
+/// One layer at a time: each starts its own `spin up`, and a cell's
+/// timing (budget + 10 ms) is a claim about one request on this machine,
+/// not about two matrices sharing its two cores (run side by side, a
+/// hung cell was seen 46 ms late in a fresh clone's run).
+static ONE_LAYER_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 /// Runs every cell of one layer and fails with every wrong cell named.
 fn assert_layer(layer: Layer) {
-    let failures = run_layer(layer);
+    let failures = {
+        let _turn = ONE_LAYER_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        run_layer(layer)
+    };
     assert!(
         failures.is_empty(),
         "{} cells wrong:\n{}",
