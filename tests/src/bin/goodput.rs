@@ -3,8 +3,11 @@
 //! against load, Meridian beside the floor app in the same run.
 //!
 //! Run: `cargo run -p meridian-e2e --release --bin goodput -- [--seconds S]
-//! [--slice]` after building the release components (scripts/bench.sh
-//! does both). Writes `target/bench/goodput.json`.
+//! [--stamp] [--only closed,open,recovery,quiet] [--slice]` after building
+//! the release components (scripts/bench.sh does both). `--stamp` runs
+//! Meridian as behind a front proxy: `trust_request_start` on, and every
+//! request stamped with `X-Request-Start` as it is sent. Writes
+//! `target/bench/goodput.json`.
 //!
 //! - closed loop: 1 to 256 connections, each sending its next request as
 //!   soon as the last is answered (keep-alive), budgets 100 and 300 ms;
@@ -41,6 +44,9 @@ struct Target {
     path: String,
     /// Extra header lines, `name: value`.
     headers: Vec<String>,
+    /// Whether each request carries `X-Request-Start` stamped as it is
+    /// sent, as a front proxy stamps a request when it arrives.
+    stamp: bool,
 }
 
 impl Target {
@@ -52,7 +58,13 @@ impl Target {
                 format!("authorization: Bearer {token}"),
                 format!("x-meridian-timeout-ms: {budget_ms}"),
             ],
+            stamp: false,
         }
+    }
+
+    /// The same, stamped by a front proxy (`--stamp`).
+    fn stamped(self, stamp: bool) -> Self {
+        Self { stamp, ..self }
     }
 }
 
@@ -69,7 +81,9 @@ struct Sample {
 /// answers (content-length bodies, as Spin sends buffered ones).
 struct Conn {
     reader: BufReader<TcpStream>,
+    /// The request's head up to the blank line that ends it.
     request: Vec<u8>,
+    stamp: bool,
 }
 
 impl Conn {
@@ -84,17 +98,27 @@ impl Conn {
             request.push_str(h);
             request.push_str("\r\n");
         }
-        request.push_str("\r\n");
         Some(Self {
             reader: BufReader::new(stream),
             request: request.into_bytes(),
+            stamp: target.stamp,
         })
     }
 
     /// Sends the request and reads the answer's status; `None` when the
     /// connection broke (the caller opens another).
     fn send(&mut self) -> Option<u16> {
-        self.reader.get_mut().write_all(&self.request).ok()?;
+        let mut request = self.request.clone();
+        if self.stamp {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?;
+            request.extend_from_slice(
+                format!("x-request-start: t={}\r\n", now.as_micros()).as_bytes(),
+            );
+        }
+        request.extend_from_slice(b"\r\n");
+        self.reader.get_mut().write_all(&request).ok()?;
         let mut line = String::new();
         self.reader.read_line(&mut line).ok()?;
         let status = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -286,18 +310,43 @@ fn wasted(app: &SpinApp) -> (u64, u64) {
 struct Args {
     seconds: f64,
     slice: bool,
+    /// Meridian trusts `X-Request-Start` and the load stamps it, as a
+    /// front proxy would (the floor app ignores it).
+    stamp: bool,
+    /// The parts to run (`closed`, `open`, `recovery`, `quiet`; all by
+    /// default).
+    only: Vec<String>,
+}
+
+impl Args {
+    fn runs(&self, part: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|p| p == part)
+    }
 }
 
 fn args() -> Result<Args> {
     let mut args = Args {
         seconds: 5.0,
         slice: false,
+        stamp: false,
+        only: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--seconds" => args.seconds = it.next().context("--seconds S")?.parse()?,
             "--slice" => args.slice = true,
+            "--stamp" => args.stamp = true,
+            "--only" => {
+                let parts = it.next().context("--only closed,open,recovery,quiet")?;
+                args.only = parts.split(',').map(str::to_owned).collect();
+                for p in &args.only {
+                    ensure!(
+                        ["closed", "open", "recovery", "quiet"].contains(&p.as_str()),
+                        "unknown part {p}"
+                    );
+                }
+            }
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -366,87 +415,99 @@ fn main() -> Result<()> {
         return slice();
     }
     let secs = args.seconds;
-    let floor = SpinApp::start_floor();
+    let stamp = args.stamp;
+    let trusting = |options: SpinOptions| match stamp {
+        true => options.variable("trust_request_start", "on"),
+        false => options,
+    };
+    let mut report = json!({"seconds": secs, "stamped": stamp});
     // Tenant limits off for the one-tenant curves (they would be the
     // measure); on, at their default, for the two-tenant run.
     let (app, tenants) = meridian(
-        SpinOptions::default().variable("tenant_rate_limit", "off"),
+        trusting(SpinOptions::default().variable("tenant_rate_limit", "off")),
         &["bench"],
     );
     let tenant = &tenants[0];
-    let mut report = json!({"seconds": secs});
-    for budget_ms in [100u64, 300] {
-        let budget = Duration::from_millis(budget_ms);
-        let ours = Target::new(
+    let ours_at = |budget_ms| {
+        Target::new(
             app.url(),
             &tenant.path("/residents?limit=20"),
             &tenant.token,
             budget_ms,
-        );
-        let theirs = Target::new(floor.url(), "/sqlite/residents", "floor-token", budget_ms);
-        let mut curve = Vec::new();
-        let mut peak: f64 = 0.0;
-        for c in [1usize, 8, 32, 64, 128, 256] {
-            let m = closed(&ours, c, secs);
-            let f = closed(&theirs, c, secs);
-            let (gm, gf) = (goodput(&m, budget, secs), goodput(&f, budget, secs));
-            peak = peak.max(gm);
-            eprintln!(
-                "budget {budget_ms} ms, {c} connections: Meridian {gm:.0}/s {:?}, floor {gf:.0}/s {:?}",
-                statuses(&m),
-                statuses(&f)
-            );
-            curve.push(json!({"connections": c, "meridian": gm, "floor": gf,
-                "meridian_statuses": format!("{:?}", statuses(&m)), "floor_statuses": format!("{:?}", statuses(&f))}));
+        )
+        .stamped(stamp)
+    };
+    if args.runs("closed") || args.runs("open") {
+        let floor = SpinApp::start_floor();
+        for budget_ms in [100u64, 300] {
+            let budget = Duration::from_millis(budget_ms);
+            let ours = ours_at(budget_ms);
+            let theirs = Target::new(floor.url(), "/sqlite/residents", "floor-token", budget_ms);
+            let mut curve = Vec::new();
+            let mut peak: f64 = 0.0;
+            // The open loop's rates are multiples of the closed loop's peak.
+            for c in [1usize, 8, 32, 64, 128, 256] {
+                let m = closed(&ours, c, secs);
+                let f = closed(&theirs, c, secs);
+                let (gm, gf) = (goodput(&m, budget, secs), goodput(&f, budget, secs));
+                peak = peak.max(gm);
+                eprintln!(
+                    "budget {budget_ms} ms, {c} connections: Meridian {gm:.0}/s {:?}, floor {gf:.0}/s {:?}",
+                    statuses(&m),
+                    statuses(&f)
+                );
+                curve.push(json!({"connections": c, "meridian": gm, "floor": gf,
+                    "meridian_statuses": format!("{:?}", statuses(&m)), "floor_statuses": format!("{:?}", statuses(&f))}));
+            }
+            let mut open_curve = Vec::new();
+            for x in [1.0, 2.0, 4.0, 8.0] {
+                if !args.runs("open") {
+                    break;
+                }
+                let rate = peak * x;
+                let m = open(&ours, rate, secs, 256);
+                let f = open(&theirs, rate, secs, 256);
+                let (gm, gf) = (goodput(&m, budget, secs), goodput(&f, budget, secs));
+                eprintln!(
+                    "budget {budget_ms} ms, open loop {x}× peak ({rate:.0}/s): Meridian {gm:.0}/s ({:.0} % of peak) {:?}, floor {gf:.0}/s",
+                    100.0 * gm / peak.max(1.0),
+                    statuses(&m)
+                );
+                open_curve.push(
+                    json!({"times_peak": x, "rate": rate, "meridian": gm, "floor": gf,
+                    "meridian_share_of_peak": gm / peak.max(1.0)}),
+                );
+            }
+            report[format!("budget_{budget_ms}")] =
+                json!({"peak": peak, "closed": curve, "open": open_curve});
         }
-        let mut open_curve = Vec::new();
-        for x in [1.0, 2.0, 4.0, 8.0] {
-            let rate = peak * x;
-            let m = open(&ours, rate, secs, 256);
-            let f = open(&theirs, rate, secs, 256);
-            let (gm, gf) = (goodput(&m, budget, secs), goodput(&f, budget, secs));
-            eprintln!(
-                "budget {budget_ms} ms, open loop {x}× peak ({rate:.0}/s): Meridian {gm:.0}/s ({:.0} % of peak) {:?}, floor {gf:.0}/s",
-                100.0 * gm / peak.max(1.0),
-                statuses(&m)
-            );
-            open_curve.push(
-                json!({"times_peak": x, "rate": rate, "meridian": gm, "floor": gf,
-                "meridian_share_of_peak": gm / peak.max(1.0)}),
-            );
-        }
-        report[format!("budget_{budget_ms}")] =
-            json!({"peak": peak, "closed": curve, "open": open_curve});
     }
-    // Recovery: before, flood, after in 2 s windows (100 ms budget).
-    let budget = Duration::from_millis(100);
-    let ours = Target::new(
-        app.url(),
-        &tenant.path("/residents?limit=20"),
-        &tenant.token,
-        100,
-    );
-    let before = goodput(&closed(&ours, 8, secs), budget, secs);
-    let flood = closed(&ours, 256, 15.0);
-    let after = closed(&ours, 8, 10.0);
-    let windows: Vec<f64> = (0..5)
-        .map(|w| {
-            let (from, to) = (Duration::from_secs(w * 2), Duration::from_secs(w * 2 + 2));
-            after
-                .iter()
-                .filter(|s| {
-                    s.ended >= from && s.ended < to && s.status == 200 && s.latency <= budget
-                })
-                .count() as f64
-                / 2.0
-        })
-        .collect();
-    eprintln!(
-        "recovery: before {before:.0}/s; flood at 256 {:.0}/s {:?}; after, 2 s windows {windows:?}",
-        goodput(&flood, budget, 15.0),
-        statuses(&flood)
-    );
-    report["recovery"] = json!({"before": before, "windows_after": windows});
+    if args.runs("recovery") {
+        // Before, flood, after in 2 s windows (100 ms budget).
+        let budget = Duration::from_millis(100);
+        let ours = ours_at(100);
+        let before = goodput(&closed(&ours, 8, secs), budget, secs);
+        let flood = closed(&ours, 256, 15.0);
+        let after = closed(&ours, 8, 10.0);
+        let windows: Vec<f64> = (0..5)
+            .map(|w| {
+                let (from, to) = (Duration::from_secs(w * 2), Duration::from_secs(w * 2 + 2));
+                after
+                    .iter()
+                    .filter(|s| {
+                        s.ended >= from && s.ended < to && s.status == 200 && s.latency <= budget
+                    })
+                    .count() as f64
+                    / 2.0
+            })
+            .collect();
+        eprintln!(
+            "recovery: before {before:.0}/s; flood at 256 {:.0}/s {:?}; after, 2 s windows {windows:?}",
+            goodput(&flood, budget, 15.0),
+            statuses(&flood)
+        );
+        report["recovery"] = json!({"before": before, "windows_after": windows});
+    }
     let breaker = events(&app, "circuit_open");
     let (wasted, total) = wasted(&app);
     eprintln!("circuit_open events: {breaker}; statements for 504s: {wasted} of {total}");
@@ -456,7 +517,10 @@ fn main() -> Result<()> {
     // A quiet tenant beside a flooding one, tenant limits at their default.
     let mut quiet_runs = Vec::new();
     for budget_ms in [100u64, 300] {
-        let (app, tenants) = meridian(SpinOptions::default(), &["flood", "quiet"]);
+        if !args.runs("quiet") {
+            break;
+        }
+        let (app, tenants) = meridian(trusting(SpinOptions::default()), &["flood", "quiet"]);
         let budget = Duration::from_millis(budget_ms);
         let [flood, quiet] = &tenants[..] else {
             anyhow::bail!("two tenants");
@@ -466,13 +530,15 @@ fn main() -> Result<()> {
             &flood.path("/residents?limit=20"),
             &flood.token,
             budget_ms,
-        );
+        )
+        .stamped(stamp);
         let q = Target::new(
             app.url(),
             &quiet.path("/residents?limit=20"),
             &quiet.token,
             budget_ms,
-        );
+        )
+        .stamped(stamp);
         let (flooded, quieted) = std::thread::scope(|s| {
             let fl = s.spawn(|| closed(&f, 64, secs * 2.0));
             let qu = s.spawn(|| open(&q, 20.0, secs * 2.0, 8));
