@@ -764,8 +764,9 @@ fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
             in_gateway_vars = line == "[component.gateway.variables]";
         }
         match &options.gateway_internal_token {
-            Some(token) if in_gateway_vars && line.starts_with("internal_token") => {
-                out.push_str(&format!("internal_token = {token:?}\n"));
+            // A line of the gateway's composed `settings`.
+            Some(token) if in_gateway_vars && line.starts_with("internal_token=") => {
+                out.push_str(&format!("internal_token={token}\n"));
             }
             _ => {
                 out.push_str(line);
@@ -775,7 +776,7 @@ fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
     }
     if let Some(token) = &options.gateway_internal_token {
         assert!(
-            out.contains(&format!("internal_token = {token:?}")),
+            out.contains(&format!("\ninternal_token={token}\n")),
             "the gateway's token was not replaced"
         );
     }

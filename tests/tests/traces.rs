@@ -155,9 +155,21 @@ fn one_request_is_one_trace_across_the_components_it_crossed_and_its_log_lines_n
         );
     }
 
+    // Its configuration cost the gateway one variable read (the composed
+    // `settings`), not one per setting.
+    let reads = |trace: &Trace, component: &Span| {
+        trace
+            .0
+            .iter()
+            .filter(|s| s.parent_span_id == component.span_id && s.name == "spin_variables.get")
+            .count()
+    };
+    assert_eq!(reads(&trace, gateway), 1, "variable reads at the gateway");
+
     // The write: billing's call to community is part of the same trace.
     let trace = Trace::of(&spans, WRITE_TRACE);
     let (_, billing) = called(&app, &trace, "gateway", "billing");
+    assert_eq!(reads(&trace, billing), 1, "variable reads at billing");
     let (_, community) = called(&app, &trace, "billing", "community");
     assert!(billing.start_ns <= community.start_ns && community.start_ns <= billing.end_ns);
 

@@ -1,15 +1,35 @@
 //! Spin variables, with the defaults of DESIGN.md's configuration table.
 
+use std::sync::OnceLock;
+
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::limits::{AdmissionConfig, RateSettings};
 use meridian_platform::log::journal::{self, Event};
+use meridian_platform::settings::Settings;
 
-/// A variable's value, or `None` when it is undefined or empty.
+/// A variable's value, or `None` when it is undefined or empty: from the
+/// component's composed `settings` when they hold it (read once per
+/// instance, and an instance serves one request), else read on its own
+/// (`admin_token`, read only where it is checked; a manifest without
+/// `settings`).
 pub fn get(name: &str) -> Option<String> {
-    spin_sdk::variables::get(name)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
+    let value = match composed().lookup(name) {
+        Some(value) => Some(value.to_owned()),
+        None => spin_sdk::variables::get(name).ok(),
+    };
+    value.filter(|v| !v.trim().is_empty())
+}
+
+/// The component variable `settings` (meridian_platform::settings), empty
+/// when the manifest does not define it.
+fn composed() -> &'static Settings {
+    static SETTINGS: OnceLock<Settings> = OnceLock::new();
+    SETTINGS.get_or_init(|| {
+        spin_sdk::variables::get("settings")
+            .map(|raw| Settings::parse(&raw))
+            .unwrap_or_default()
+    })
 }
 
 /// A variable's value, or `default`.
