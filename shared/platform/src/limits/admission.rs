@@ -2,8 +2,8 @@
 //! in proportion, never everything.
 //!
 //! Two signals per route, kept in the shared key-value store in short
-//! windows (1 s, and the previous one weighed by its overlap), read in one
-//! batch before any call:
+//! windows (250 ms, and the previous one weighed by its overlap), read in
+//! one batch before any call:
 //!
 //! - **Throttling in proportion to what finishes** (Google SRE's adaptive
 //!   throttling, turned on the gateway's own answers): of the requests
@@ -41,7 +41,11 @@ use crate::time::{duration_ms, UnixMillis};
 pub struct AdmissionConfig {
     /// Off: every request is admitted, nothing is read or written.
     pub enabled: bool,
-    /// The window the counts cover.
+    /// The window the counts cover. Short, so that when an overload ends
+    /// its memory is gone within half a second (at 1 s, goodput in the
+    /// first 2 s after a flood was half of what it was before): the
+    /// throttle refuses most requests while it remembers, and the few it
+    /// admits cannot outweigh the flood's counts.
     pub window: Duration,
     /// How many admitted requests per finished one are let through before
     /// throttling starts (SRE's K; 1.25: throttle once fewer than four in
@@ -59,7 +63,7 @@ impl Default for AdmissionConfig {
     fn default() -> Self {
         Self {
             enabled: true,
-            window: Duration::from_secs(1),
+            window: Duration::from_millis(250),
             k: 1.25,
             max_reject: 0.9,
             min_volume: 20,
@@ -309,6 +313,20 @@ mod tests {
         // Nothing recorded since (every request refused, say): the window
         // slides on its own, so nothing stays refused.
         assert!(rolls(100).all(|roll| a.admit(at(2_000), BUDGET, roll) == Admitted::Yes));
+    }
+
+    #[test]
+    fn half_a_second_after_an_overload_ends_everything_is_admitted_again() {
+        let counters = LocalCounters::default();
+        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        for i in 0..1_000 {
+            a.record(at(i), false, 100 * MS, 0);
+        }
+        assert!(
+            rolls(100).any(|roll| a.admit(at(1_000), BUDGET, roll) != Admitted::Yes),
+            "refusing while it lasts"
+        );
+        assert!(rolls(100).all(|roll| a.admit(at(1_500), BUDGET, roll) == Admitted::Yes));
     }
 
     #[test]
