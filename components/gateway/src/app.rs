@@ -127,18 +127,25 @@ impl<E: Calls> Gateway<E> {
             .map(|ctx| (ctx.budget_at_arrival(), ctx.remaining(now)));
         let timing = trace.timing.header_value(now.since(arrived), budget);
         response.set_header(headers::SERVER_TIMING, timing);
-        if let Some(route) = &trace.admitted {
+        if let Some((route, slug)) = &trace.admitted {
             // What admission learns: whether the request finished in time
             // (not out of budget, and within half of it by our clock: the
             // rest is the margin for queueing we cannot see), and its cost.
+            // The tenant's own window only once identity vouched for the
+            // slug: a name nobody resolved writes no keys.
             let took = now.since(arrived);
             let finished = response.status != 504
                 && served_ctx
                     .as_ref()
                     .is_none_or(|ctx| took <= ctx.budget_at_arrival() / 2);
             let roll = self.upstream.jitter.clone().next_u64();
-            crate::limits::admission(&self.upstream, &self.config, route)
-                .record(now, finished, took, roll);
+            let admission = crate::limits::admission(&self.upstream, &self.config, route);
+            let resolved = served_ctx.as_ref().is_some_and(|c| c.tenant().is_some());
+            match resolved {
+                true => admission.for_tenant(slug),
+                false => admission,
+            }
+            .record(now, finished, took, roll);
         }
         request_line(&request, served_ctx.as_ref(), &response, now).emit();
         response

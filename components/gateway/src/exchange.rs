@@ -27,9 +27,9 @@ pub struct Trace {
     pub retries_refused: u32,
     /// What the tenant's rate limiter said, for the answer's headers.
     pub rate: Option<RateVerdict>,
-    /// The route admission let this request through under, to learn how
-    /// it ended.
-    pub admitted: Option<String>,
+    /// The route admission let this request through under, and the
+    /// tenant slug it named, to learn how it ended.
+    pub admitted: Option<(String, String)>,
 }
 
 impl Trace {
@@ -114,7 +114,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 // refused again before any call.
                 let authorization = request.header("authorization");
                 self.check_rate(&slug, authorization)?;
-                self.admit_route(request)?;
+                self.admit_route(request, &slug)?;
                 let scope = self.resolve(&slug, authorization).await?;
                 self.enforce_rate(&slug, authorization)?;
                 self.ctx = self.ctx.clone().with_tenant(scope);

@@ -104,16 +104,17 @@ impl<E: Calls> Exchange<'_, E> {
     }
 
     /// Overload is refused here, before any call: in proportion to how
-    /// many of the route's recent requests ran out of budget, or at once
-    /// when the budget left is below what the route recently cost.
-    pub fn admit_route(&mut self, request: &EdgeRequest) -> Result<(), Refusal> {
+    /// many of the route's (and the tenant `slug`'s) recent requests ran
+    /// out of budget, or at once when the budget left is below what the
+    /// route recently cost.
+    pub fn admit_route(&mut self, request: &EdgeRequest, slug: &str) -> Result<(), Refusal> {
         let key = format!("{} {}", request.method, routes::template(&request.path));
         let now = self.upstream.clock.now();
         let roll = self.upstream.jitter.clone().next_u64();
-        let admission = admission(self.upstream, self.config, &key);
+        let admission = admission(self.upstream, self.config, &key).for_tenant(slug);
         match admission.admit(now, self.ctx.remaining(now), roll) {
             Admitted::Yes => {
-                self.trace.admitted = Some(key);
+                self.trace.admitted = Some((key, slug.to_owned()));
                 Ok(())
             }
             Admitted::Throttled(chance) => Err(Problem::overloaded(chance).into()),

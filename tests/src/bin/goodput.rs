@@ -549,15 +549,16 @@ fn main() -> Result<()> {
             .filter(|s| s.status == 200 && s.latency <= budget)
             .count();
         eprintln!(
-            "budget {budget_ms} ms: quiet {ok} of {} 200 within budget ({:.2} %), p99 {:.1} ms; flood {:?}",
+            "budget {budget_ms} ms: quiet {ok} of {} 200 within budget ({:.2} %), p99 {:.1} ms, {:?}; flood {:?}",
             quieted.len(),
             100.0 * ok as f64 / quieted.len().max(1) as f64,
             p99(&quieted),
+            statuses(&quieted),
             statuses(&flooded)
         );
         quiet_runs.push(
             json!({"budget_ms": budget_ms, "quiet_ok": ok, "quiet_sent": quieted.len(),
-            "quiet_p99_ms": p99(&quieted), "flood_statuses": format!("{:?}", statuses(&flooded))}),
+            "quiet_p99_ms": p99(&quieted), "quiet_statuses": format!("{:?}", statuses(&quieted)), "flood_statuses": format!("{:?}", statuses(&flooded))}),
         );
     }
     report["quiet_beside_flood"] = json!(quiet_runs);

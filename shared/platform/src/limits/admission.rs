@@ -132,11 +132,14 @@ impl RouteLoad {
 /// healthier: admission fails open.
 const KINDS: [&str; 3] = ["admitted", "late", "finished_ms"];
 
-/// Admission of one route (method and template) at the gateway.
+/// Admission of one route (method and template) at the gateway, for one
+/// tenant when the request names one.
 pub struct Admission<'a, K: Counters> {
     counters: &'a K,
     config: AdmissionConfig,
     prefix: String,
+    /// The tenant's own window of the route, beside the route's.
+    tenant: Option<String>,
 }
 
 impl<'a, K: Counters> Admission<'a, K> {
@@ -146,7 +149,15 @@ impl<'a, K: Counters> Admission<'a, K> {
             counters,
             config,
             prefix: format!("meridian/admit/{route}"),
+            tenant: None,
         }
+    }
+
+    /// The same, for the tenant `slug`'s requests: they are also counted
+    /// in a window of their own.
+    pub fn for_tenant(self, slug: &str) -> Self {
+        let tenant = Some(format!("{}/tenant/{slug}", self.prefix));
+        Self { tenant, ..self }
     }
 
     fn window_ms(&self) -> u64 {
@@ -155,36 +166,49 @@ impl<'a, K: Counters> Admission<'a, K> {
             .max(1)
     }
 
-    fn key(&self, epoch: u64, kind: &str) -> String {
-        format!("{}/{epoch}/{kind}", self.prefix)
+    fn key(prefix: &str, epoch: u64, kind: &str) -> String {
+        format!("{prefix}/{epoch}/{kind}")
     }
 
-    /// The window's counts at `now`, in one read (empty when off or when
-    /// the store cannot be read).
-    pub fn load(&self, now: UnixMillis) -> RouteLoad {
+    /// The windows read: the route's, then the tenant's when there is one.
+    fn prefixes(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.prefix.as_str()).chain(self.tenant.as_deref())
+    }
+
+    /// The route's window at `now`, and the tenant's (empty when there is
+    /// none), in one read (empty when off or when the store cannot be read).
+    pub fn load(&self, now: UnixMillis) -> (RouteLoad, RouteLoad) {
+        let empty = (RouteLoad::default(), RouteLoad::default());
         if !self.config.enabled {
-            return RouteLoad::default();
+            return empty;
         }
         let epoch = now.as_millis() / self.window_ms();
-        let mut keys = Vec::with_capacity(6);
-        for e in [epoch, epoch.saturating_sub(1)] {
-            keys.extend(KINDS.iter().map(|k| self.key(e, k)));
+        let mut keys = Vec::with_capacity(12);
+        for prefix in self.prefixes() {
+            for e in [epoch, epoch.saturating_sub(1)] {
+                keys.extend(KINDS.iter().map(|k| Self::key(prefix, e, k)));
+            }
         }
         let Ok(values) = self.counters.read(&keys) else {
-            return RouteLoad::default();
-        };
-        let [admitted, late, finished_ms, admitted_before, late_before, ms_before] = values[..]
-        else {
-            return RouteLoad::default();
+            return empty;
         };
         let into = (now.as_millis() % self.window_ms()) as f64 / self.window_ms() as f64;
         let weigh = |now: i64, before: i64| now.max(0) as f64 + before.max(0) as f64 * (1.0 - into);
-        let admitted = weigh(admitted, admitted_before);
-        RouteLoad {
-            admitted,
-            finished: (admitted - weigh(late, late_before)).max(0.0),
-            finished_ms: weigh(finished_ms, ms_before),
-        }
+        let window = |values: &[i64]| {
+            let [admitted, late, finished_ms, admitted_before, late_before, ms_before] = values[..]
+            else {
+                return RouteLoad::default();
+            };
+            let admitted = weigh(admitted, admitted_before);
+            RouteLoad {
+                admitted,
+                finished: (admitted - weigh(late, late_before)).max(0.0),
+                finished_ms: weigh(finished_ms, ms_before),
+            }
+        };
+        let mut windows = values.chunks(6).map(window);
+        let route = windows.next().unwrap_or_default();
+        (route, windows.next().unwrap_or_default())
     }
 
     /// Whether a request with `remaining` budget may start at `now`;
@@ -193,13 +217,13 @@ impl<'a, K: Counters> Admission<'a, K> {
         if !self.config.enabled {
             return Admitted::Yes;
         }
-        let load = self.load(now);
-        if let Some(cost) = load.mean_cost() {
+        let (route, tenant) = self.load(now);
+        if let Some(cost) = route.mean_cost() {
             if remaining < cost {
                 return Admitted::TooLittleBudget(cost);
             }
         }
-        let chance = load.reject_chance(&self.config);
+        let chance = self.chance(&route, &tenant);
         let draw = (roll % 1_000_000) as f64 / 1_000_000.0;
         if draw < chance {
             Admitted::Throttled(chance)
@@ -209,29 +233,58 @@ impl<'a, K: Counters> Admission<'a, K> {
     }
 
     /// Records how an admitted request ended: `finished` unless it ran out
-    /// of budget, after `took`. Sampled: written when `roll` picks it (one
-    /// in `sample`), counting for `sample`. The first write to a window
-    /// forgets the window before the previous one.
+    /// of budget, after `took`. The route's window is sampled: written
+    /// when `roll` picks it (one in `sample`), counting for `sample`. The
+    /// tenant's is written every time (a quiet tenant must not look
+    /// absent for want of a sample). The first write to a window forgets
+    /// the window before the previous one.
     pub fn record(&self, now: UnixMillis, finished: bool, took: Duration, roll: u64) {
-        let sample = u64::from(self.config.sample.max(1));
-        if !self.config.enabled || roll % sample != 0 {
+        if !self.config.enabled {
             return;
         }
-        let weight = i64::try_from(sample).unwrap_or(1);
+        let sample = u64::from(self.config.sample.max(1));
         let epoch = now.as_millis() / self.window_ms();
-        let first = self.counters.add(&self.key(epoch, "admitted"), weight) == Ok(weight);
-        if finished {
-            let ms = i64::try_from(duration_ms(took)).unwrap_or(i64::MAX);
-            let _ = self
-                .counters
-                .add(&self.key(epoch, "finished_ms"), ms.saturating_mul(weight));
-        } else {
-            let _ = self.counters.add(&self.key(epoch, "late"), weight);
+        let sampled = (roll % sample == 0).then_some((self.prefix.as_str(), sample));
+        let tenant = self.tenant.as_deref().map(|prefix| (prefix, 1));
+        for (prefix, weight) in sampled.into_iter().chain(tenant) {
+            let weight = i64::try_from(weight).unwrap_or(1);
+            let key = |kind| Self::key(prefix, epoch, kind);
+            let first = self.counters.add(&key("admitted"), weight) == Ok(weight);
+            if finished {
+                let ms = i64::try_from(duration_ms(took)).unwrap_or(i64::MAX);
+                let _ = self
+                    .counters
+                    .add(&key("finished_ms"), ms.saturating_mul(weight));
+            } else {
+                let _ = self.counters.add(&key("late"), weight);
+            }
+            if first && epoch >= 2 {
+                let stale: Vec<String> = KINDS
+                    .iter()
+                    .map(|k| Self::key(prefix, epoch - 2, k))
+                    .collect();
+                let _ = self.counters.forget(&stale);
+            }
         }
-        if first && epoch >= 2 {
-            let stale: Vec<String> = KINDS.iter().map(|k| self.key(epoch - 2, k)).collect();
-            let _ = self.counters.forget(&stale);
+    }
+
+    /// The chance a request is refused. Per tenant, so that one tenant's
+    /// flood does not refuse another's requests: a tenant with volume in
+    /// the window (`min_volume`) is refused in proportion to whichever
+    /// says more, its own lateness or the route's; a quiet tenant (some
+    /// requests, fewer than that) is not refused for the route's lateness
+    /// — its rate limit is what bounds it; and a slug with no request in
+    /// the window (a new caller, or one whose requests never resolve)
+    /// meets the route's throttle.
+    fn chance(&self, route: &RouteLoad, tenant: &RouteLoad) -> f64 {
+        let route_chance = route.reject_chance(&self.config);
+        if self.tenant.is_none() || tenant.admitted <= 0.0 {
+            return route_chance;
         }
+        if tenant.admitted < f64::from(self.config.min_volume) {
+            return 0.0;
+        }
+        tenant.reject_chance(&self.config).max(route_chance)
     }
 }
 
@@ -330,6 +383,52 @@ mod tests {
     }
 
     #[test]
+    fn one_tenants_flood_does_not_refuse_a_quiet_tenants_requests() {
+        let counters = LocalCounters::default();
+        let route = "GET /v1/{tenant}/residents";
+        let flood = || Admission::new(&counters, exact(), route).for_tenant("flood");
+        let quiet = || Admission::new(&counters, exact(), route).for_tenant("quiet");
+        // The flood: 200 requests in the window, none in time; the quiet
+        // tenant: 5, in time (they too would be late on a starved host).
+        for i in 0..200 {
+            flood().record(at(i), false, 100 * MS, 0);
+        }
+        for i in 0..5 {
+            quiet().record(at(i * 40), i % 2 == 0, 60 * MS, 0);
+        }
+        let refused = |a: Admission<'_, LocalCounters>| {
+            rolls(1_000)
+                .filter(|&roll| matches!(a.admit(at(220), BUDGET, roll), Admitted::Throttled(_)))
+                .count()
+        };
+        assert_eq!(refused(quiet()), 0, "the quiet tenant is not shed");
+        assert!(refused(flood()) >= 850, "the flood is shed up to the cap");
+        // A slug with nothing in the window meets the route's throttle.
+        let stranger = Admission::new(&counters, exact(), route).for_tenant("stranger");
+        assert!(refused(stranger) >= 850);
+        // And the route alone (a request that names no tenant) as before.
+        assert!(refused(Admission::new(&counters, exact(), route)) >= 850);
+    }
+
+    #[test]
+    fn a_tenant_with_volume_is_shed_for_the_routes_lateness_too() {
+        let counters = LocalCounters::default();
+        let route = "GET /v1/{tenant}/residents";
+        let a = || Admission::new(&counters, exact(), route).for_tenant("a");
+        let b = || Admission::new(&counters, exact(), route).for_tenant("b");
+        // Both send 100; a's are late, b's finish: the route is half late.
+        for i in 0..100 {
+            a().record(at(i), false, 100 * MS, 0);
+            b().record(at(i), true, 40 * MS, 0);
+        }
+        let refused = rolls(1_000)
+            .filter(|&roll| matches!(b().admit(at(120), BUDGET, roll), Admitted::Throttled(_)))
+            .count();
+        // The route: (200 - 1.25·100) / 201 ≈ 37 %.
+        assert!((340..=410).contains(&refused), "{refused}");
+    }
+
+    #[test]
     fn a_budget_below_the_routes_recent_cost_is_refused_at_once() {
         let counters = LocalCounters::default();
         let a = Admission::new(&counters, exact(), "POST /v1/{tenant}/invoices");
@@ -354,7 +453,7 @@ mod tests {
         for roll in 0..400 {
             a.record(at(0), true, 10 * MS, roll);
         }
-        let load = a.load(at(0));
+        let (load, _) = a.load(at(0));
         assert_eq!((load.admitted, load.finished), (400.0, 400.0));
         assert_eq!(load.mean_cost(), Some(10 * MS));
         assert_eq!(
