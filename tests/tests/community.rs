@@ -170,3 +170,30 @@ fn another_tenants_resident_is_not_found_even_by_id() {
         .assert_problem(404, "not_found");
     assert_eq!(a.get(&format!("/residents/{id}")).send().status, 200);
 }
+
+/// A fresh database's first reads arrive together: each finds the schema
+/// missing, one migrates it, and every one of them reads again and
+/// answers. Before, a read whose look at the ledger came after another's
+/// migration took it for a statement naming what no migration creates and
+/// answered 500 (seen beside a 64-connection flood on a fresh app).
+#[test]
+fn concurrent_first_reads_of_a_fresh_database_all_succeed() {
+    let app = SpinApp::start();
+    // Identity migrates creating the tenant; community is still empty.
+    let acme = app.tenant("acme");
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..48)
+            .map(|_| s.spawn(|| acme.get("/residents").send().status))
+            .collect();
+        readers.into_iter().map(|r| r.join().unwrap_or(0)).collect()
+    });
+    let failed: Vec<&u16> = statuses.iter().filter(|&&s| s != 200).collect();
+    assert!(failed.is_empty(), "statuses other than 200: {failed:?}");
+    let bugs: Vec<String> = app
+        .log_lines("community")
+        .iter()
+        .filter(|l| l["event"] == "failure")
+        .map(|l| l.to_string())
+        .collect();
+    assert!(bugs.is_empty(), "community logged failures: {bugs:?}");
+}
