@@ -131,8 +131,11 @@ impl<E: Calls> Gateway<E> {
             // What admission learns: whether the request finished in time
             // (not out of budget, and within half of it by our clock: the
             // rest is the margin for queueing we cannot see), and its cost.
-            // The tenant's own window only once identity vouched for the
-            // slug: a name nobody resolved writes no keys.
+            // The tenant's own window unless identity refused the slug or
+            // its credential (a name nobody resolves writes no keys); a
+            // request that ran out of time before identity answered does
+            // count, or a tenant whose flood starves identity would look
+            // quiet.
             let took = now.since(arrived);
             let finished = response.status != 504
                 && served_ctx
@@ -141,7 +144,8 @@ impl<E: Calls> Gateway<E> {
             let roll = self.upstream.jitter.clone().next_u64();
             let admission = crate::limits::admission(&self.upstream, &self.config, route);
             let resolved = served_ctx.as_ref().is_some_and(|c| c.tenant().is_some());
-            match resolved {
+            let refused = matches!(response.status, 401 | 403 | 404);
+            match resolved || !refused {
                 true => admission.for_tenant(slug),
                 false => admission,
             }
