@@ -81,7 +81,7 @@ struct Sample {
 /// answers (content-length bodies, as Spin sends buffered ones).
 struct Conn {
     reader: BufReader<TcpStream>,
-    /// The request's head up to the blank line that ends it.
+    /// The whole request (a head ending in its blank line).
     request: Vec<u8>,
     stamp: bool,
 }
@@ -98,6 +98,7 @@ impl Conn {
             request.push_str(h);
             request.push_str("\r\n");
         }
+        request.push_str("\r\n");
         Some(Self {
             reader: BufReader::new(stream),
             request: request.into_bytes(),
@@ -108,17 +109,20 @@ impl Conn {
     /// Sends the request and reads the answer's status; `None` when the
     /// connection broke (the caller opens another).
     fn send(&mut self) -> Option<u16> {
-        let mut request = self.request.clone();
         if self.stamp {
+            // The stamp goes in before the blank line that ends the head.
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .ok()?;
-            request.extend_from_slice(
-                format!("x-request-start: t={}\r\n", now.as_micros()).as_bytes(),
-            );
+            let head = self.request.strip_suffix(b"\r\n")?;
+            let stamp = format!("x-request-start: t={}\r\n\r\n", now.as_micros());
+            self.reader
+                .get_mut()
+                .write_all(&[head, stamp.as_bytes()].concat())
+                .ok()?;
+        } else {
+            self.reader.get_mut().write_all(&self.request).ok()?;
         }
-        request.extend_from_slice(b"\r\n");
-        self.reader.get_mut().write_all(&request).ok()?;
         let mut line = String::new();
         self.reader.read_line(&mut line).ok()?;
         let status = line.split_whitespace().nth(1)?.parse().ok()?;
