@@ -162,15 +162,16 @@ where
             // migration's look at a missing ledger sets it too).
             let still_behind = again.schema_behind.clone();
             still_behind.set(false);
-            let second = app(ctx, again.store, request.clone()).await;
+            let route = format!(
+                "{} {}",
+                request.method,
+                route_template(spec.routes, &request.path)
+            );
+            let second = app(ctx, again.store, request).await;
             if still_behind.get() {
                 failure(
                     "storage: a statement names a table or column no migration creates",
-                    format!(
-                        "{} {}",
-                        request.method,
-                        route_template(spec.routes, &request.path)
-                    ),
+                    route,
                 );
             }
             second
