@@ -47,7 +47,6 @@ work="$PWD/target/shim"
 # A container left by an interrupted run keeps its rootfs mounted, and the
 # shim its state under /run/containerd/spin/<namespace>/<id>.
 rm -rf /run/containerd/spin/meridian
-# (the mounts)
 grep -o " $work/[^ ]*" /proc/mounts 2>/dev/null | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
 rm -rf "$work"
 mkdir -p "$work/bin" "$work/registry" "$work/containerd"
