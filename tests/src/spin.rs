@@ -208,6 +208,7 @@ impl SpinApp {
             (None, _) => write_runtime_config_placing(
                 state.path(),
                 options.key_value_file,
+                Layout::from_env(),
                 &options.database_dirs,
             ),
         };
@@ -392,15 +393,17 @@ impl SpinApp {
         &self.base_url
     }
 
-    /// The file of the default key-value store `component` uses: the
-    /// app's, or in the split layout that component's own process's.
-    pub fn key_value_store(&self, component: &str) -> PathBuf {
-        let state = if self.split.is_empty() {
-            "spin-state".to_owned()
-        } else {
-            format!("spin-state-{component}")
-        };
-        self.state.path().join(state).join("sqlite_key_value.db")
+    /// The file of the default key-value store (started with
+    /// [`SpinOptions::key_value_file`]): the app's, or in the split layout
+    /// the one file of all four processes.
+    pub fn key_value_store(&self) -> PathBuf {
+        if !self.split.is_empty() {
+            return self.state.path().join(SHARED_KEY_VALUE);
+        }
+        self.state
+            .path()
+            .join("spin-state")
+            .join("sqlite_key_value.db")
     }
 
     /// The SQLite file behind a label (`identity`, `community`, `billing`).
@@ -790,11 +793,32 @@ fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
 /// process, kept off the disk).
 const KV_IN_MEMORY: &str = "[key_value_store.default]\ntype = \"spin\"\n\n";
 
-/// Writes `dir/runtime-config.toml`: each SQLite label a file in `dir`,
-/// and the failure memory's store in memory (or, with `kv_file`, Spin's
-/// default file under the state directory).
-pub fn write_runtime_config(dir: &Path, kv_file: bool) -> PathBuf {
-    write_runtime_config_placing(dir, kv_file, &[])
+/// The `default` key-value store's section of a runtime configuration in
+/// `dir`. All in one `spin up`: in memory (or, with `kv_file`, Spin's
+/// default file under the state directory), which every component of the
+/// app shares. In the split layout, one file in `dir` for the four
+/// processes, as a cluster's Redis is one store for every app: the
+/// resolution cache's generations, which identity moves on, are the ones
+/// the gateway reads.
+fn key_value_section(dir: &Path, kv_file: bool, layout: Layout) -> String {
+    match (layout, kv_file) {
+        (Layout::Split, _) => format!(
+            "[key_value_store.default]\ntype = \"spin\"\npath = {:?}\n\n",
+            dir.join(SHARED_KEY_VALUE).display().to_string()
+        ),
+        (Layout::AllInOne, false) => KV_IN_MEMORY.to_owned(),
+        (Layout::AllInOne, true) => String::new(),
+    }
+}
+
+/// The split layout's shared key-value store file, in the state directory.
+const SHARED_KEY_VALUE: &str = "key_value.db";
+
+/// Writes `dir/runtime-config.toml` for `layout`: each SQLite label a file
+/// in `dir`, and the `default` key-value store as [`key_value_section`]
+/// places it.
+pub fn write_runtime_config(dir: &Path, layout: Layout) -> PathBuf {
+    write_runtime_config_placing(dir, false, layout, &[])
 }
 
 /// [`write_runtime_config`], with the labels in `placed` kept in the
@@ -802,12 +826,10 @@ pub fn write_runtime_config(dir: &Path, kv_file: bool) -> PathBuf {
 fn write_runtime_config_placing(
     dir: &Path,
     kv_file: bool,
+    layout: Layout,
     placed: &[(&'static str, PathBuf)],
 ) -> PathBuf {
-    let mut config = String::new();
-    if !kv_file {
-        config.push_str(KV_IN_MEMORY);
-    }
+    let mut config = key_value_section(dir, kv_file, layout);
     for label in ["identity", "community", "billing"] {
         let home = placed
             .iter()
@@ -891,7 +913,7 @@ fn start_libsql(
     kv_file: bool,
     placed: &[(&'static str, PathBuf)],
 ) -> (PathBuf, Vec<Sqld>) {
-    let mut config = String::from(if kv_file { "" } else { KV_IN_MEMORY });
+    let mut config = key_value_section(dir, kv_file, Layout::from_env());
     let mut servers = Vec::new();
     for label in ["identity", "community", "billing"] {
         let home = placed

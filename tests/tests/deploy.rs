@@ -7,16 +7,18 @@ use meridian_e2e::{SpinApp, SpinOptions};
 
 #[test]
 fn spin_up_accepts_the_libsql_runtime_configuration_and_degrades_cleanly() {
-    // The failure memory, tenant limits and admission are off: their store
-    // there is a Redis at a cluster address, and Spin's Redis client spends
-    // ~30 s failing to reach it before the store errors (a call to the
-    // store cannot be bounded by the guest; README "Failure memory").
+    // The failure memory, tenant limits, admission and the resolution cache
+    // are off: their store there is a Redis at a cluster address, and Spin's
+    // Redis client spends ~30 s failing to reach it before the store errors
+    // (a call to the store cannot be bounded by the guest; README "Failure
+    // memory").
     let app = SpinApp::start_with(
         SpinOptions::default()
             .runtime_config("deploy/runtime-config/libsql.toml")
             .variable("failure_memory", "off")
             .variable("tenant_rate_limit", "off")
-            .variable("admission", "off"),
+            .variable("admission", "off")
+            .variable("resolution_cache", "off"),
     );
     let logs = app.logs();
     for label in ["identity", "community", "billing"] {

@@ -365,8 +365,8 @@ fn a_failing_write_without_a_key_is_sent_once() {
     r.assert_problem(502, "upstream_unavailable");
     assert_eq!(
         r.header("x-meridian-attempts"),
-        Some("4"),
-        "a keyed write may be replayed"
+        Some("3"),
+        "a keyed write may be replayed (the resolution remembered: no attempt)"
     );
     assert_eq!(billing.received().len(), 4, "1 unkeyed + 3 keyed attempts");
 }

@@ -2,7 +2,7 @@
 //! tokens, one resolution per request, and no leaks across tenants.
 
 use meridian_e2e::api::call;
-use meridian_e2e::{SpinApp, ADMIN_TOKEN};
+use meridian_e2e::{SpinApp, SpinOptions, ADMIN_TOKEN};
 use serde_json::json;
 
 #[test]
@@ -145,7 +145,9 @@ fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
     let client = app.client();
     let acme = app.tenant("acme");
     let (member, member_token) = acme.member("bo@acme.org", "manager");
-    assert_eq!(acme.get("").token(&member_token).send().status, 200);
+    // Both tokens remembered by the gateway first: the cache is on here,
+    // and a change must still be seen on the very next request.
+    assert_remembered(&acme, &member_token);
 
     // Revocation: a second token of the member's, revoked, stops at once.
     let r = acme.post("/tokens").token(&member_token).send();
@@ -154,7 +156,7 @@ fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
         r.json()["id"].as_str().unwrap().to_owned(),
         r.json()["token"].as_str().unwrap().to_owned(),
     );
-    assert_eq!(acme.get("").token(&second).send().status, 200);
+    assert_remembered(&acme, &second);
     assert_eq!(
         acme.delete(&format!("/tokens/{id}"))
             .token(&member_token)
@@ -177,6 +179,92 @@ fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
         .token(&member_token)
         .send()
         .assert_problem(401, "unauthorized");
+}
+
+/// Reads with `token` until the gateway answers from its resolution cache
+/// (the second read, unless the first ran into an entry's end).
+fn assert_remembered(tenant: &meridian_e2e::api::Tenant, token: &str) {
+    let cached = (0..3).any(|_| {
+        let r = tenant.get("").token(token).send();
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.header("server-timing")
+            .is_some_and(|t| t.contains("resolve-cached;dur="))
+    });
+    assert!(cached, "the resolution was never remembered");
+}
+
+/// Readers hammer the gateway with a remembered token while it is revoked
+/// (and, in a second round, while its member is removed): no read that
+/// started after the change was answered may succeed, whichever process
+/// or instance remembered it.
+#[test]
+fn a_remembered_resolution_is_never_served_after_identity_changed_its_answer() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
+    // No rate limit: a credential over it is refused before resolution,
+    // with a 429 that would hide what this looks for.
+    let app = SpinApp::start_with(SpinOptions::default().variable("tenant_rate_limit", "off"));
+    let acme = app.tenant("acme");
+    for round in 0..6 {
+        let removal = round % 2 == 1;
+        let (member, member_token) = acme.member(&format!("m{round}@acme.org"), "manager");
+        let r = acme.post("/tokens").token(&member_token).send();
+        assert_eq!(r.status, 201, "{}", r.body);
+        let (id, token) = (
+            r.json()["id"].as_str().unwrap().to_owned(),
+            r.json()["token"].as_str().unwrap().to_owned(),
+        );
+        assert_remembered(&acme, &token);
+        let stop = AtomicBool::new(false);
+        let changed_at = std::sync::Mutex::new(None::<Instant>);
+        let served_after: Vec<String> = std::thread::scope(|s| {
+            let readers: Vec<_> = (0..3)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut late = Vec::new();
+                        while !stop.load(Ordering::SeqCst) {
+                            let started = Instant::now();
+                            let r = acme.get("/residents").token(&token).send();
+                            let after_change = changed_at
+                                .lock()
+                                .unwrap()
+                                .is_some_and(|changed| started > changed);
+                            if after_change && r.status != 401 {
+                                late.push(format!("{} {}", r.status, r.body));
+                            }
+                        }
+                        late
+                    })
+                })
+                .collect();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let status = if removal {
+                let path = format!("/members/{}", member["id"].as_str().unwrap());
+                acme.delete(&path).send().status
+            } else {
+                acme.delete(&format!("/tokens/{id}"))
+                    .token(&member_token)
+                    .send()
+                    .status
+            };
+            assert_eq!(status, 204, "round {round}");
+            *changed_at.lock().unwrap() = Some(Instant::now());
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            stop.store(true, Ordering::SeqCst);
+            readers
+                .into_iter()
+                .flat_map(|r| r.join().unwrap())
+                .collect()
+        });
+        assert!(
+            served_after.is_empty(),
+            "round {round} (removal: {removal}): answered after the change: {served_after:?}"
+        );
+        acme.get("")
+            .token(&token)
+            .send()
+            .assert_problem(401, "unauthorized");
+    }
 }
 
 #[test]

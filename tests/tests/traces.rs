@@ -89,7 +89,10 @@ fn one_request_is_one_trace_across_the_components_it_crossed_and_its_log_lines_n
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
             .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
             // Export within a fraction of a second, not the default 5 s.
-            .env("OTEL_BSP_SCHEDULE_DELAY", "200"),
+            .env("OTEL_BSP_SCHEDULE_DELAY", "200")
+            // Every read crosses identity: the resolution is one of the
+            // hops the trace must name (remembered, it would be none).
+            .variable("resolution_cache", "off"),
     );
     let acme = app.tenant("acme");
     let resident = acme.resident("Ada");

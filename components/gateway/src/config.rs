@@ -2,6 +2,7 @@
 
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::limits::{AdmissionConfig, RateSettings};
+use meridian_platform::tenancy::cache::CacheConfig;
 
 use crate::routes::Service;
 
@@ -20,6 +21,8 @@ pub struct GatewayConfig {
     pub rates: RateSettings,
     /// Admission under overload.
     pub admission: AdmissionConfig,
+    /// Resolutions remembered in the shared store, or not.
+    pub resolution_cache: CacheConfig,
     /// Whether a front proxy's `X-Request-Start` starts the budget.
     pub trust_request_start: bool,
     /// The platform admin's token, read only for the routes that take it

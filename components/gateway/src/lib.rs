@@ -54,6 +54,7 @@ mod entry {
                 billing_url: vars::service_url("billing_url", "http://billing.spin.internal"),
                 rates: vars::rate_settings(),
                 admission: vars::admission_config(),
+                resolution_cache: vars::resolution_cache(),
                 trust_request_start: vars::get("trust_request_start").as_deref() == Some("on"),
                 // Read only where it is checked: one variable less per request.
                 admin_token: request

@@ -1,13 +1,16 @@
 //! Tenant resolution: slug and bearer token to tenant, actor and role, in
-//! one retry-safe call to identity.
+//! one retry-safe call to identity, or from the resolution cache when
+//! identity's answer is remembered and still current
+//! ([`meridian_platform::tenancy::cache`]).
 
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::OutboundRequest;
 use meridian_platform::log::journal::{self, Event};
+use meridian_platform::tenancy::cache::{Lookup, ResolutionCache};
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::wire::headers;
-use meridian_platform::{ErrorCode, Problem};
+use meridian_platform::{Clock, ErrorCode, Problem};
 
 use crate::exchange::{Exchange, Refusal};
 use crate::proxy::{call_failed, pass_on};
@@ -20,12 +23,23 @@ impl<E: Calls> Exchange<'_, E> {
         slug: &str,
         authorization: Option<&str>,
     ) -> Result<TenantScope, Refusal> {
-        let authorization = authorization
-            .filter(|a| headers::bearer_token(a).is_some())
+        let (authorization, token) = authorization
+            .and_then(|a| Some((a, headers::bearer_token(a)?)))
             .ok_or_else(|| Problem::new(ErrorCode::Unauthorized, "a bearer token is required"))?;
         // A malformed slug names no tenant; saying so costs no call.
         let slug = TenantSlug::parse(slug)
             .map_err(|_| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
+        // Remembered and still current (its tenant's generation unmoved):
+        // no call. Otherwise the generation read now is what the answer is
+        // remembered under.
+        let cache = ResolutionCache::new(&self.upstream.counters, self.config.resolution_cache);
+        let started = self.upstream.clock.now();
+        let lookup = cache.look_up(&slug, token, started);
+        if let Lookup::Hit(scope) = lookup {
+            let took = self.upstream.clock.now().since(started);
+            self.trace.timing.record("resolve-cached", took);
+            return Ok(scope);
+        }
 
         let request = OutboundRequest::new(
             "GET",
@@ -56,17 +70,18 @@ impl<E: Calls> Exchange<'_, E> {
                 Err(problem) => problem.into(),
             });
         }
-        parse_resolution(&response.body).ok_or_else(|| {
+        let scope = parse_resolution(&response.body).ok_or_else(|| {
             journal::event(Event::Failure {
                 what: "reading identity's resolution",
                 cause: "not a resolution".into(),
             });
-            Problem::new(
+            Refusal::from(Problem::new(
                 ErrorCode::UpstreamUnavailable,
                 "the identity service answered unexpectedly",
-            )
-            .into()
-        })
+            ))
+        })?;
+        cache.remember(lookup, &scope, self.upstream.clock.now());
+        Ok(scope)
     }
 }
 

@@ -5,6 +5,7 @@
 //! methods its table declares, answering 405 with that `Allow` otherwise.
 
 use meridian_platform::http::memory::{LocalCounters, MemoryConfig};
+use meridian_platform::tenancy::cache::LocalEntries;
 use std::collections::{BTreeMap, BTreeSet};
 
 use billing::app::{Billing, Env};
@@ -176,6 +177,7 @@ fn each_service_takes_exactly_the_methods_it_declares() {
     let identity = Identity {
         store: migrated_store_on(clock, identity::migrations::ALL),
         admin_token: "admin-secret".into(),
+        resolutions: Box::<LocalEntries>::default(),
     };
     let community = Community {
         store: migrated_store_on(clock, community::migrations::ALL),

@@ -16,6 +16,8 @@ use meridian_platform::http::{
     internal_headers, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
 use meridian_platform::limits::{AdmissionConfig, RateSettings};
+use meridian_platform::tenancy::cache::{invalidate, CacheConfig};
+use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext, UnixMillis};
 use meridian_testing::{upstream, ManualEnv};
@@ -187,6 +189,7 @@ impl Harness {
                 billing_url: "http://billing.test".into(),
                 rates: RateSettings::default(),
                 admission: AdmissionConfig::default(),
+                resolution_cache: CacheConfig::default(),
                 trust_request_start: false,
                 admin_token: Some("admin-secret".into()),
             },
@@ -890,8 +893,8 @@ fn a_tenant_over_its_rate_gets_a_429_and_its_credential_no_further_call() {
             Some(format!("\"tenant\";r={left};t=1").as_str())
         );
     }
-    // Over the rate: judged once identity vouched for the caller (one
-    // resolution, nothing forwarded), and held before it is sent, so a
+    // Over the rate: judged once identity vouched for the caller (here
+    // from the resolution cache, nothing forwarded), and held before it is sent, so a
     // client that ignores Retry-After cannot turn refusals into a flood.
     let calls = h.seen().len();
     let before = h.elapsed();
@@ -903,14 +906,14 @@ fn a_tenant_over_its_rate_gets_a_429_and_its_credential_no_further_call() {
     assert_eq!(body(&r)["retryable"], true);
     assert_eq!(r.header("retry-after"), Some("1"));
     assert_eq!(r.header("ratelimit"), Some("\"tenant\";r=0;t=1"));
-    assert_eq!(h.seen().len(), calls + 1, "the resolution alone");
+    assert_eq!(h.seen().len(), calls, "its resolution remembered: no call");
     let held = h.elapsed() - before;
     assert!(held >= Duration::from_secs(1), "held {held:?}");
     // The same credential within the window: refused before any call.
     let before = h.elapsed();
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
     assert_eq!(r.status, 429);
-    assert_eq!(h.seen().len(), calls + 1, "no call at all");
+    assert_eq!(h.seen().len(), calls, "no call at all");
     assert!(h.elapsed() - before <= Duration::from_secs(1));
     // Another tenant has its own quota.
     assert_eq!(h.send("GET", "/v1/other/residents", &[AUTH]).status, 200);
@@ -1080,4 +1083,63 @@ proptest::proptest! {
 
 fn body_text(r: &EdgeResponse) -> String {
     String::from_utf8_lossy(&r.body).into_owned()
+}
+
+const RESOLVE: &str = "http://identity.test/internal/resolve";
+
+#[test]
+fn a_resolution_is_remembered_until_the_tenant_changes_or_it_expires() {
+    let h = Harness::tenant("http://community.test/", vec![ok("{}")]);
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 200);
+    assert_eq!(h.received_by(RESOLVE), 1);
+    // Remembered: no call to identity, and the timing says so.
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_eq!(r.status, 200);
+    assert_eq!(h.received_by(RESOLVE), 1);
+    let timing = r.header("server-timing").unwrap();
+    assert!(timing.starts_with("resolve-cached;dur="), "{timing}");
+    // Another token is its own entry.
+    let other = ("authorization", "Bearer other");
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[other]).status, 200);
+    assert_eq!(h.received_by(RESOLVE), 2);
+    // Identity moved the tenant's generation on (a member removed, a token
+    // revoked): the next request asks again, and is remembered again.
+    let acme = TenantSlug::parse("acme").unwrap();
+    invalidate(&h.gateway.upstream.counters, &acme).unwrap();
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 200);
+    assert_eq!(h.received_by(RESOLVE), 3);
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 200);
+    assert_eq!(h.received_by(RESOLVE), 3);
+    // Trusted for 30 s after it was written.
+    h.clock.advance(Duration::from_secs(30));
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 200);
+    assert_eq!(h.received_by(RESOLVE), 4);
+}
+
+#[test]
+fn a_refused_resolution_is_never_remembered() {
+    let h = Harness::new(vec![
+        (RESOLVE, vec![problem(401, "unauthorized")]),
+        ("http://community.test/", vec![ok("{}")]),
+    ]);
+    for asked in 1..=3 {
+        assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 401);
+        assert_eq!(h.received_by(RESOLVE), asked);
+    }
+}
+
+#[test]
+fn without_the_cache_or_its_store_every_request_asks_identity() {
+    let mut h = Harness::tenant("http://community.test/", vec![ok("{}")]);
+    h.gateway.upstream.counters.entries.failing.set(true);
+    for asked in 1..=2 {
+        assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 200);
+        assert_eq!(h.received_by(RESOLVE), asked);
+    }
+    h.gateway.upstream.counters.entries.failing.set(false);
+    h.gateway.config.resolution_cache = CacheConfig::parse(Some("off")).unwrap();
+    for asked in 3..=4 {
+        assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status, 200);
+        assert_eq!(h.received_by(RESOLVE), asked);
+    }
 }

@@ -1,20 +1,44 @@
 //! Identity's collaborators, and helpers its handlers share.
 
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::store::db::{Database, Store};
+use meridian_platform::tenancy::cache::{self, Entries};
+use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::time::Timestamp;
 use meridian_platform::Clock;
 
-/// The identity service: its store and the platform admin's token.
+/// The identity service: its store, the platform admin's token, and the
+/// key-value store the gateway's resolution cache lives in.
 pub struct Identity<D, C> {
     /// The identity database.
     pub store: Store<D, C>,
     /// `admin_token`; empty when unset, which refuses tenant creation.
     pub admin_token: String,
+    /// Where the resolution cache's generations are (Spin's `default`
+    /// key-value store, shared with the gateway).
+    pub resolutions: Box<dyn Entries>,
 }
 
 impl<D: Database, C: Clock> Identity<D, C> {
     /// Now, as stored in `created_at` columns.
     pub fn timestamp(&self) -> Timestamp {
         Timestamp::at(self.store.clock().now())
+    }
+
+    /// After a change that can change how `slug`'s tokens resolve has
+    /// committed, and before it is answered: the gateway's remembered
+    /// resolutions of the tenant stop being served. A store that refuses
+    /// leaves them for at most their time to live (30 s); the change
+    /// itself stands, and the operator is told.
+    pub fn resolutions_changed(&self, slug: &str) {
+        let Ok(slug) = TenantSlug::parse(slug) else {
+            return; // names no tenant: nothing of it can be remembered
+        };
+        if let Err(cause) = cache::invalidate(self.resolutions.as_ref(), &slug) {
+            journal::event(Event::Failure {
+                what: "moving the tenant's resolution generation on",
+                cause,
+            });
+        }
     }
 }

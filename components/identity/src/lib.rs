@@ -55,9 +55,15 @@ pub fn handle<D: Database, C: Clock>(
         ("GET", ["v1", slug]) if *slug != "tenants" => tenants::get(app, ctx),
         ("GET", ["v1", _, "members"]) => members::list(app, ctx, request),
         ("POST", ["v1", _, "members"]) => members::create(app, ctx, request),
-        ("DELETE", ["v1", _, "members", id]) => members::delete(app, ctx, request, id),
+        // The two changes that can change a resolution: the gateway's
+        // remembered ones of the tenant stop being served before the answer.
+        ("DELETE", ["v1", slug, "members", id]) => {
+            members::delete(app, ctx, request, id).inspect(|_| app.resolutions_changed(slug))
+        }
         ("POST", ["v1", _, "tokens"]) => tokens::create(app, ctx, request),
-        ("DELETE", ["v1", _, "tokens", id]) => tokens::revoke(app, ctx, request, id),
+        ("DELETE", ["v1", slug, "tokens", id]) => {
+            tokens::revoke(app, ctx, request, id).inspect(|_| app.resolutions_changed(slug))
+        }
         (_, path) => Err(routes::unmatched(ROUTES, method, path)),
     };
     result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
@@ -78,6 +84,7 @@ meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move 
     let app = crate::app::Identity {
         store,
         admin_token: meridian_spin::vars::get("admin_token").unwrap_or_default(),
+        resolutions: Box::new(meridian_spin::counters::SpinCounters::default()),
     };
     crate::handle(&app, &ctx, &request)
 });

@@ -1,13 +1,15 @@
 //! Identity's handlers over a real (host) SQLite with the real migrations:
 //! tenants, members, tokens, resolution, idempotency and bad input.
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use identity::app::Identity;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::store::db::Store;
 use meridian_platform::store::migrate::migrate;
-use meridian_platform::tenancy::{Role, TenantScope};
+use meridian_platform::tenancy::cache::{generation_key, LocalEntries};
+use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::time::ManualClock;
 use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, Deadline, RequestContext, UnixMillis};
@@ -19,6 +21,8 @@ const ADMIN_TOKEN: &str = "platform-admin-secret";
 
 struct Harness {
     app: Identity<HostSqlite, &'static ManualClock>,
+    /// What the app writes to the key-value store.
+    resolutions: Rc<LocalEntries>,
 }
 
 /// Who is calling, as the gateway would have resolved it.
@@ -35,14 +39,23 @@ impl Harness {
             UnixMillis::from_millis(1_700_000_000_000),
         )));
         let store = Store::new(HostSqlite::in_memory(), clock);
+        let resolutions = Rc::new(LocalEntries::default());
         let h = Self {
             app: Identity {
                 store,
                 admin_token: ADMIN_TOKEN.into(),
+                resolutions: Box::new(resolutions.clone()),
             },
+            resolutions,
         };
         migrate(&h.app.store, &h.ctx(None), identity::migrations::ALL).unwrap();
         h
+    }
+
+    /// The tenant's resolution generation (`None`: never moved).
+    fn generation(&self, slug: &str) -> Option<Vec<u8>> {
+        self.resolutions
+            .get(&generation_key(&TenantSlug::parse(slug).unwrap()))
     }
 
     fn ctx(&self, caller: Option<Caller>) -> RequestContext {
@@ -430,6 +443,7 @@ fn removing_a_member_stops_their_tokens_and_the_last_admin_stays() {
     };
     let (_, token) = h.new_token(bo);
     assert_eq!(h.resolve("acme", &token).status, 200);
+    assert_eq!(h.generation("acme"), None);
     let path = format!("/v1/acme/members/{}", member["id"].as_str().unwrap());
     assert_eq!(
         h.call(Some(admin), ServiceRequest::new("DELETE", &path))
@@ -437,10 +451,18 @@ fn removing_a_member_stops_their_tokens_and_the_last_admin_stays() {
         204
     );
     assert_eq!(h.resolve("acme", &token).status, 401);
+    // The gateway's remembered resolutions of acme stop being served.
+    let moved = h.generation("acme");
+    assert!(moved.is_some());
     assert_eq!(
         h.call(Some(admin), ServiceRequest::new("DELETE", &path))
             .status,
         404
+    );
+    assert_eq!(
+        h.generation("acme"),
+        moved,
+        "a refused change moves nothing"
     );
     let admin_membership = h
         .call(Some(admin), ServiceRequest::new("GET", "/v1/acme/members"))
@@ -454,6 +476,7 @@ fn removing_a_member_stops_their_tokens_and_the_last_admin_stays() {
     );
     assert_eq!((r.status, code(&r).as_str()), (409, "conflict"));
     assert_eq!(h.resolve("acme", &admin_token).status, 200);
+    assert_eq!(h.generation("acme"), moved);
 }
 
 #[test]
@@ -463,6 +486,11 @@ fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
     let (id, token) = h.new_token(admin);
     assert_eq!(h.resolve("acme", &token).status, 200);
     assert_eq!(
+        h.generation("acme"),
+        None,
+        "a new token changes no resolution"
+    );
+    assert_eq!(
         h.call(
             Some(admin),
             ServiceRequest::new("DELETE", &format!("/v1/acme/tokens/{id}"))
@@ -471,6 +499,7 @@ fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
         204
     );
     assert_eq!(h.resolve("acme", &token).status, 401);
+    assert!(h.generation("acme").is_some());
     let r = h.call(
         Some(admin),
         ServiceRequest::new("POST", "/v1/acme/tokens").with_body(r#"{"scope":"all"}"#),

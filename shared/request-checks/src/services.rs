@@ -16,6 +16,7 @@ use meridian_platform::http::{
     internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
 };
 use meridian_platform::store::db::Store;
+use meridian_platform::tenancy::cache::LocalEntries;
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext};
@@ -144,6 +145,7 @@ fn seed_identity() -> Seeded {
     let app = Identity {
         store: migrated_store_on(clock(), identity::migrations::ALL),
         admin_token: ADMIN_TOKEN.into(),
+        resolutions: Box::<LocalEntries>::default(),
     };
     let platform = meridian_testing::context_at(clock().now(), Duration::from_secs(2), "identity");
     let made = identity::handle(
@@ -180,6 +182,7 @@ pub fn identity_request(data: &[u8]) {
         let app = Identity {
             store: seeded.store(),
             admin_token: ADMIN_TOKEN.into(),
+            resolutions: Box::<LocalEntries>::default(),
         };
         let ctx = ctx(&mut input, "identity", seeded.caller());
         // The token, half the time: tenant creation is then reached past

@@ -10,6 +10,7 @@ use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::limits::{AdmissionConfig, RateSettings};
+use meridian_platform::tenancy::cache::CacheConfig;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{RequestContext, UnixMillis};
 use meridian_testing::{upstream, ManualEnv};
@@ -71,6 +72,7 @@ pub fn gateway() -> Gateway<Env> {
             billing_url: "http://billing.test".into(),
             rates: RateSettings::default(),
             admission: AdmissionConfig::default(),
+            resolution_cache: CacheConfig::default(),
             trust_request_start: false,
             admin_token: Some("admin-secret".into()),
         },

@@ -1,5 +1,6 @@
-//! The failure memory's counters in Spin's key-value store (`wasi:keyvalue`,
-//! the store labelled `default`): atomic increments, one batch read.
+//! The failure memory's counters and the resolution cache's entries in
+//! Spin's key-value store (`wasi:keyvalue`, the store labelled `default`):
+//! atomic increments, one batch read.
 //! Locally the store is Spin's SQLite file; on a cluster the runtime
 //! configuration maps `default` to Redis (or another shared store), so every
 //! replica sees the same history.
@@ -7,6 +8,7 @@
 use std::cell::OnceCell;
 
 use meridian_platform::http::memory::Counters;
+use meridian_platform::tenancy::cache::Entries;
 #[cfg(not(feature = "without-atomics"))]
 use spin_sdk::wit::wasi::keyvalue::atomics;
 use spin_sdk::wit::wasi::keyvalue::{batch, store};
@@ -94,6 +96,25 @@ impl Counters for SpinCounters {
 
     fn forget(&self, keys: &[String]) -> Result<(), String> {
         batch::delete_many(self.bucket()?, keys).map_err(|e| format!("{e:?}"))
+    }
+}
+
+impl Entries for SpinCounters {
+    fn entries(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String> {
+        let mut found = batch::get_many(self.bucket()?, keys).map_err(|e| format!("{e:?}"))?;
+        // In the order asked: a store may answer in any order, or leave an
+        // absent key out.
+        Ok(keys
+            .iter()
+            .map(|key| {
+                let at = found.iter().position(|(k, _)| k == key)?;
+                found.swap_remove(at).1
+            })
+            .collect())
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), String> {
+        self.bucket()?.set(key, value).map_err(|e| format!("{e:?}"))
     }
 }
 

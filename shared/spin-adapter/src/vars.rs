@@ -7,6 +7,7 @@ use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::limits::{AdmissionConfig, RateSettings};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::settings::Settings;
+use meridian_platform::tenancy::cache::CacheConfig;
 
 /// A variable's value, or `None` when it is undefined or empty: from the
 /// component's composed `settings` when they hold it (read once per
@@ -83,6 +84,14 @@ pub fn rate_settings() -> RateSettings {
     or_default(
         "reading the tenant rate limit (default used)",
         RateSettings::parse(get("tenant_rate_limit").as_deref()),
+    )
+}
+
+/// The resolution cache (`resolution_cache`: `on`, `off`).
+pub fn resolution_cache() -> CacheConfig {
+    or_default(
+        "reading the resolution cache setting (on)",
+        CacheConfig::parse(get("resolution_cache").as_deref()),
     )
 }
 

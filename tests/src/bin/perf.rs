@@ -3,7 +3,8 @@
 //!
 //! Run through `scripts/bench.sh` (it builds the components and installs
 //! `wrk`); by hand: `cargo run -p meridian-e2e --release --bin perf --
-//! [--seconds S] [--rounds R] [--per-budget N] [--write]`.
+//! [--seconds S] [--rounds R] [--per-budget N] [--write] [--uncached]`
+//! (`--uncached`: also Meridian with its resolution cache off, same rounds).
 //!
 //! - **P1**: `wrk` (keep-alive, 1 and 8 connections) against Meridian's
 //!   `GET /v1/{t}/residents?limit=20` and keyed `POST /v1/{t}/invoices`, and
@@ -46,6 +47,10 @@ struct Args {
     /// `p2`: time-to-504; `p3`: overload), printing its figures and writing
     /// nothing: for profiling one change.
     only: Option<String>,
+    /// Also measure Meridian with `resolution_cache = "off"` (a second app
+    /// beside it, in the same alternating rounds): the cache's effect,
+    /// same run.
+    uncached: bool,
 }
 
 impl Args {
@@ -57,6 +62,7 @@ impl Args {
             budgets: vec![100, 400, 1_000, 3_000],
             write: false,
             only: None,
+            uncached: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -78,6 +84,7 @@ impl Args {
                         .collect::<Result<_>>()?;
                 }
                 "--write" => args.write = true,
+                "--uncached" => args.uncached = true,
                 "--only" => {
                     let part = it.next().context("--only needs p1, p2 or p3")?;
                     ensure!(
@@ -567,6 +574,24 @@ fn main() -> Result<()> {
         .map(|i| add_resident(&client, &tenant, &format!("Resident {i}")))
         .next_back()
         .context("residents")?;
+    // The same app and rows with every request asking identity.
+    let uncached = args
+        .uncached
+        .then(|| -> Result<_> {
+            let app = SpinApp::start_with(
+                SpinOptions::default()
+                    .variable("tenant_rate_limit", "off")
+                    .variable("resolution_cache", "off"),
+            );
+            let client = app.client();
+            let tenant = create_tenant(&client, "bench");
+            let resident = (0..25)
+                .map(|i| add_resident(&client, &tenant, &format!("Resident {i}")))
+                .next_back()
+                .context("residents")?;
+            Ok((app, tenant, resident))
+        })
+        .transpose()?;
 
     let auth = |token: &str| vec![("authorization".to_owned(), format!("Bearer {token}"))];
     let floor_auth = auth("floor-token");
@@ -578,31 +603,29 @@ fn main() -> Result<()> {
         body: None,
         keyed: false,
     };
-    let invoice = json!({"resident_id": resident, "amount_cents": 1250, "currency": "EUR",
-        "description": "bench", "due_date": "2026-12-31"})
-    .to_string();
-    let post = |name, url: String, keyed| Target {
+    let invoice_of = |resident: &str| {
+        json!({"resident_id": resident, "amount_cents": 1250, "currency": "EUR",
+            "description": "bench", "due_date": "2026-12-31"})
+        .to_string()
+    };
+    let post = |name, url: String, token: Option<&str>, body: String| Target {
         name,
         url,
         method: "POST",
         headers: [
-            if keyed {
-                auth(&tenant.token)
-            } else {
-                floor_auth.clone()
-            },
+            token.map_or_else(|| floor_auth.clone(), auth),
             vec![("content-type".into(), "application/json".into())],
         ]
         .concat(),
-        body: Some(invoice.clone()),
-        keyed,
+        body: Some(body),
+        keyed: token.is_some(),
     };
     let residents = get(
         "Meridian",
         format!("{}{}", app.url(), tenant.path("/residents?limit=20")),
         auth(&tenant.token),
     );
-    let reads = [
+    let mut reads = vec![
         get("floor, no-op", format!("{}/noop", floor.url()), Vec::new()),
         get(
             "floor, SQLite",
@@ -611,18 +634,33 @@ fn main() -> Result<()> {
         ),
         residents.clone(),
     ];
-    let writes = [
+    let mut writes = vec![
         post(
             "floor, SQLite",
             format!("{}/sqlite/invoices", floor.url()),
-            false,
+            None,
+            invoice_of(&resident),
         ),
         post(
             "Meridian",
             format!("{}{}", app.url(), tenant.path("/invoices")),
-            true,
+            Some(&tenant.token),
+            invoice_of(&resident),
         ),
     ];
+    if let Some((app, tenant, resident)) = &uncached {
+        reads.push(get(
+            UNCACHED,
+            format!("{}{}", app.url(), tenant.path("/residents?limit=20")),
+            auth(&tenant.token),
+        ));
+        writes.push(post(
+            UNCACHED,
+            format!("{}{}", app.url(), tenant.path("/invoices")),
+            Some(&tenant.token),
+            invoice_of(resident),
+        ));
+    }
     if args.only.as_deref() == Some("p3") {
         overload(&app, &residents, &args)?;
         return Ok(());
@@ -646,15 +684,16 @@ fn main() -> Result<()> {
     }
     for m in &measured {
         let floor = m.run(FLOOR);
-        let ours = m.run("Meridian");
-        eprintln!(
-            "{} c={}: Meridian / floor p50 {:.2}, p99 {:.2}, throughput {:.2}",
-            m.scenario,
-            m.connections,
-            ours.at(50.0) / floor.at(50.0),
-            ours.at(99.0) / floor.at(99.0),
-            ours.rps() / floor.rps()
-        );
+        for (name, ours) in m.runs.iter().filter(|(n, _)| n.starts_with("Meridian")) {
+            eprintln!(
+                "{} c={}: {name} / floor p50 {:.2}, p99 {:.2}, throughput {:.2}",
+                m.scenario,
+                m.connections,
+                ours.at(50.0) / floor.at(50.0),
+                ours.at(99.0) / floor.at(99.0),
+                ours.rps() / floor.rps()
+            );
+        }
         for (name, run) in &m.runs {
             ensure!(
                 run.failures == 0,
@@ -669,6 +708,7 @@ fn main() -> Result<()> {
     if args.only.as_deref().is_some_and(|p| p.starts_with("p1")) {
         return Ok(());
     }
+    drop(uncached);
     let overload = overload(&app, &residents, &args)?;
     drop(app);
     drop(floor);
@@ -723,6 +763,9 @@ struct Report<'a> {
 
 /// The floor each scenario's Meridian is compared with.
 const FLOOR: &str = "floor, SQLite";
+
+/// Meridian without the resolution cache (`--uncached`).
+const UNCACHED: &str = "Meridian, resolution cache off";
 
 impl Report<'_> {
     fn json(&self) -> Value {

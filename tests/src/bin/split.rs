@@ -13,7 +13,7 @@ use std::process::{Child, Command};
 
 use anyhow::{bail, Context};
 use meridian_e2e::split::{manifest_path, service_manifest, SERVICES};
-use meridian_e2e::{repo_root, spin_binary, write_runtime_config};
+use meridian_e2e::{repo_root, spin_binary, write_runtime_config, Layout};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -52,9 +52,10 @@ fn up(gateway_port: u16) -> anyhow::Result<()> {
     let root = repo_root();
     let state = root.join(".spin/split");
     std::fs::create_dir_all(&state)?;
-    // The split layout's own databases, shared by no other layout; the
-    // failure memory in memory, as `runtime-config.toml` has it.
-    let config = write_runtime_config(&state, false);
+    // The split layout's own databases, shared by no other layout, and one
+    // key-value store file for the four processes (the resolution cache's
+    // generations must be the ones identity moves on).
+    let config = write_runtime_config(&state, Layout::Split);
     let port_of = |service: &str| match service {
         "gateway" => gateway_port,
         "identity" => gateway_port + 1,

@@ -59,6 +59,8 @@
 
 use std::time::Duration;
 
+use crate::tenancy::cache::{Entries, LocalEntries};
+
 use crate::time::{duration_ms, UnixMillis};
 
 /// Atomic counters in a shared store (Spin's key-value store in a
@@ -454,38 +456,43 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
     }
 }
 
-/// Counters in a map: tests, and anything that wants the logic without a
-/// shared store.
+/// Counters in a map, and byte entries beside them: tests, and anything
+/// that wants the logic without a shared store.
 #[derive(Debug, Default)]
-pub struct LocalCounters(std::cell::RefCell<std::collections::HashMap<String, i64>>);
+pub struct LocalCounters {
+    numbers: std::cell::RefCell<std::collections::HashMap<String, i64>>,
+    /// The byte entries (the resolution cache's), kept apart from the
+    /// numbers [`Self::len`] and [`Self::keys`] report.
+    pub entries: LocalEntries,
+}
 
 impl LocalCounters {
-    /// How many keys it holds.
+    /// How many counters it holds.
     pub fn len(&self) -> usize {
-        self.0.borrow().len()
+        self.numbers.borrow().len()
     }
 
-    /// Whether it holds none.
+    /// Whether it holds no counter.
     pub fn is_empty(&self) -> bool {
-        self.0.borrow().is_empty()
+        self.numbers.borrow().is_empty()
     }
 
-    /// The keys it holds.
+    /// The counters' keys.
     pub fn keys(&self) -> Vec<String> {
-        self.0.borrow().keys().cloned().collect()
+        self.numbers.borrow().keys().cloned().collect()
     }
 }
 
 impl Counters for LocalCounters {
     fn add(&self, key: &str, delta: i64) -> Result<i64, String> {
-        let mut map = self.0.borrow_mut();
+        let mut map = self.numbers.borrow_mut();
         let value = map.entry(key.to_owned()).or_insert(0);
         *value += delta;
         Ok(*value)
     }
 
     fn read(&self, keys: &[String]) -> Result<Vec<i64>, String> {
-        let map = self.0.borrow();
+        let map = self.numbers.borrow();
         Ok(keys
             .iter()
             .map(|k| map.get(k).copied().unwrap_or(0))
@@ -493,16 +500,26 @@ impl Counters for LocalCounters {
     }
 
     fn set(&self, key: &str, value: i64) -> Result<(), String> {
-        self.0.borrow_mut().insert(key.to_owned(), value);
+        self.numbers.borrow_mut().insert(key.to_owned(), value);
         Ok(())
     }
 
     fn forget(&self, keys: &[String]) -> Result<(), String> {
-        let mut map = self.0.borrow_mut();
+        let mut map = self.numbers.borrow_mut();
         for key in keys {
             map.remove(key);
         }
         Ok(())
+    }
+}
+
+impl Entries for LocalCounters {
+    fn entries(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String> {
+        self.entries.entries(keys)
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), String> {
+        self.entries.put(key, value)
     }
 }
 
@@ -787,11 +804,9 @@ mod tests {
             );
         }
         let claims: Vec<String> = counters
-            .0
-            .borrow()
             .keys()
+            .into_iter()
             .filter(|k| k.contains("/probe/"))
-            .cloned()
             .collect();
         assert!(claims.is_empty(), "{claims:?}");
     }

@@ -10,6 +10,7 @@ use crate::http::retry::{self, Jitter, RetryPolicy, Sleeper};
 use crate::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use crate::log::journal::{self, CallRecord, Event};
 use crate::log::route_template;
+use crate::tenancy::cache::Entries;
 use crate::time::{duration_ms, Clock};
 
 /// What calls to other services run on, named once: Spin's client, clock,
@@ -25,8 +26,9 @@ pub trait Calls {
     type Sleeper: Sleeper;
     /// Backoff jitter.
     type Jitter: Jitter + Clone;
-    /// The failure memory's shared counters.
-    type Counters: Counters;
+    /// The shared key-value store: the failure memory's counters, and the
+    /// resolution cache's entries.
+    type Counters: Counters + Entries;
 }
 
 /// Everything needed to call another service under the budget.

@@ -1,5 +1,7 @@
 //! Tenant and actor identity as resolved once at the gateway.
 
+pub mod cache;
+
 use std::fmt;
 use std::str::FromStr;
 
