@@ -22,6 +22,18 @@ impl Reply {
         crate::find_header(&self.headers, name)
     }
 
+    /// The gateway's attempts beyond the tenant's resolution
+    /// (`x-meridian-attempts` less the one attempt at identity, which a
+    /// resolution remembered by the gateway did not make: `Server-Timing`
+    /// then names `resolve-cached`).
+    pub fn attempts_beyond_resolution(&self) -> Option<u32> {
+        let attempts: u32 = self.header("x-meridian-attempts")?.parse().ok()?;
+        let remembered = self
+            .header("server-timing")
+            .is_some_and(|t| t.contains("resolve-cached;"));
+        attempts.checked_sub(u32::from(!remembered))
+    }
+
     /// The body as JSON (`Null` when it is not JSON).
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
