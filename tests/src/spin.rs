@@ -229,7 +229,7 @@ impl SpinApp {
     pub fn start_floor() -> Self {
         let floor = Self::start_manifest(
             &repo_root().join("bench/floor.toml"),
-            &["mid", "back"],
+            &["mid", "back", "side"],
             "/healthz",
         );
         let setup = floor.client().send("POST", "/setup", &[], None);

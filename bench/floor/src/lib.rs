@@ -12,6 +12,16 @@
 //!   resolves the bearer token with one indexed read, `back` reads a page of
 //!   up to 20 residents as JSON, or inserts one invoice — the SQLite work a
 //!   full read or write cannot do without.
+//! - **same-work write** (`POST /samework/invoices`, with an
+//!   `Idempotency-Key`): the hops and statements of Meridian's keyed
+//!   invoice. `mid` resolves; `back` (billing) claims the key in its own
+//!   transaction (look-up, insert), asks `side` (community) whether the
+//!   resident exists (one indexed read), writes the invoice, its outbox
+//!   row and the key's stored answer in one transaction, delivers the event
+//!   to `side` (one insert), marks it delivered, and answers 201. A replayed
+//!   key answers the stored response. So the write ratio measures
+//!   Meridian's overhead (budget, retries, validation, logs), not its
+//!   features.
 //!
 //! Nothing else: no budget, no validation beyond what the SQL needs, no
 //! logs. `POST /setup` creates and fills the tables.
@@ -35,7 +45,11 @@ async fn handle(req: Request) -> Response {
         (Method::Get, "/healthz") => status(200),
         // front
         (Method::Post, "/setup") => {
-            for target in ["http://mid.spin.internal/mid/setup", "http://back.spin.internal/back/setup"] {
+            for target in [
+                "http://mid.spin.internal/mid/setup",
+                "http://back.spin.internal/back/setup",
+                "http://side.spin.internal/side/setup",
+            ] {
                 let answer = call(Method::Post, target, None, Vec::new()).await;
                 if answer.status() != &200 {
                     return answer;
@@ -47,7 +61,9 @@ async fn handle(req: Request) -> Response {
             call(Method::Get, "http://mid.spin.internal/mid/noop", None, Vec::new()).await;
             call(Method::Get, "http://back.spin.internal/back/noop", None, Vec::new()).await
         }
-        (Method::Get, "/sqlite/residents") | (Method::Post, "/sqlite/invoices") => {
+        (Method::Get, "/sqlite/residents")
+        | (Method::Post, "/sqlite/invoices")
+        | (Method::Post, "/samework/invoices") => {
             let token = req
                 .header("authorization")
                 .and_then(|v| v.as_str())
@@ -62,8 +78,15 @@ async fn handle(req: Request) -> Response {
             if req.method() == &Method::Get {
                 let url = format!("http://back.spin.internal/back/residents?tenant={tenant}");
                 call(Method::Get, &url, None, Vec::new()).await
-            } else {
+            } else if path == "/sqlite/invoices" {
                 let url = format!("http://back.spin.internal/back/invoices?tenant={tenant}");
+                call(Method::Post, &url, None, req.body().to_vec()).await
+            } else {
+                let key = req
+                    .header("idempotency-key")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default();
+                let url = format!("http://back.spin.internal/back/samework?tenant={tenant}&key={key}");
                 call(Method::Post, &url, None, req.body().to_vec()).await
             }
         }
@@ -97,6 +120,35 @@ async fn handle(req: Request) -> Response {
         (Method::Post, "/back/setup") => back_setup(),
         (Method::Get, "/back/residents") => residents(&tenant_of(&req)),
         (Method::Post, "/back/invoices") => invoice(&tenant_of(&req), req.body()),
+        (Method::Post, "/back/samework") => same_work_invoice(&req).await,
+        // side
+        (Method::Post, "/side/setup") => side_setup(),
+        (Method::Get, "/side/resident") => {
+            let found = Connection::open("side").and_then(|db| {
+                db.execute(
+                    "SELECT id FROM residents WHERE tenant_id = ? AND id = ?",
+                    &[Value::Text(tenant_of(&req)), Value::Text(param(&req, "id"))],
+                )
+            });
+            match found {
+                Ok(rows) if rows.rows().next().is_some() => status(200),
+                Ok(_) => status(404),
+                Err(_) => status(500),
+            }
+        }
+        (Method::Post, "/side/notifications") => {
+            let inserted = Connection::open("side").and_then(|db| {
+                db.execute(
+                    "INSERT OR IGNORE INTO notifications (event_id, tenant_id, body) VALUES (?, ?, ?)",
+                    &[
+                        Value::Text(param(&req, "event")),
+                        Value::Text(tenant_of(&req)),
+                        Value::Text(String::from_utf8_lossy(req.body()).into_owned()),
+                    ],
+                )
+            });
+            status(if inserted.is_ok() { 204 } else { 500 })
+        }
         _ => status(404),
     }
 }
@@ -159,11 +211,127 @@ fn invoice(tenant: &str, body: &[u8]) -> Response {
     }
 }
 
+/// The same-work keyed invoice at `back`: claim, resident check at `side`,
+/// one transaction for the invoice, its outbox row and the stored answer,
+/// the event delivered to `side` and marked delivered.
+async fn same_work_invoice(req: &Request) -> Response {
+    let (tenant, key) = (tenant_of(req), param(req, "key"));
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_slice(req.body()) else {
+        return status(400);
+    };
+    let text = |name: &str| {
+        fields
+            .get(name)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (resident, amount) = (
+        text("resident_id"),
+        fields
+            .get("amount_cents")
+            .and_then(|v| v.as_i64())
+            .unwrap_or_default(),
+    );
+    let Ok(db) = Connection::open("back") else {
+        return status(500);
+    };
+    // The claim: a replay answers what was stored.
+    let claimed = (|| {
+        db.execute("BEGIN IMMEDIATE", &[])?;
+        let found = db.execute(
+            "SELECT state, response FROM idempotency WHERE tenant_id = ? AND key = ?",
+            &[Value::Text(tenant.clone()), Value::Text(key.clone())],
+        )?;
+        if let Some(row) = found.rows().next() {
+            let stored = row.get::<&str>("response").unwrap_or_default().to_owned();
+            db.execute("COMMIT", &[])?;
+            return Ok(Some(stored));
+        }
+        db.execute(
+            "INSERT INTO idempotency (tenant_id, key, state) VALUES (?, ?, 'claimed')",
+            &[Value::Text(tenant.clone()), Value::Text(key.clone())],
+        )?;
+        db.execute("COMMIT", &[])?;
+        Ok::<_, spin_sdk::sqlite::Error>(None)
+    })();
+    match claimed {
+        Ok(Some(stored)) => return json(201, stored),
+        Ok(None) => {}
+        Err(_) => return status(500),
+    }
+    let check = format!("http://side.spin.internal/side/resident?tenant={tenant}&id={resident}");
+    if call(Method::Get, &check, None, Vec::new()).await.status() != &200 {
+        return status(422);
+    }
+    let event = format!("{key}-event");
+    let written = (|| {
+        db.execute("BEGIN IMMEDIATE", &[])?;
+        let rows = db.execute(
+            "INSERT INTO invoices (tenant_id, amount_cents, body, created_at)
+             VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) RETURNING id",
+            &[
+                Value::Text(tenant.clone()),
+                Value::Integer(amount),
+                Value::Text(String::from_utf8_lossy(req.body()).into_owned()),
+            ],
+        )?;
+        let id = rows.rows().next().and_then(|r| r.get::<i64>("id"));
+        let answer = serde_json::json!({ "id": id, "amount_cents": amount }).to_string();
+        db.execute(
+            "INSERT INTO outbox (event_id, tenant_id, body, delivered) VALUES (?, ?, ?, 0)",
+            &[
+                Value::Text(event.clone()),
+                Value::Text(tenant.clone()),
+                Value::Text(answer.clone()),
+            ],
+        )?;
+        db.execute(
+            "UPDATE idempotency SET state = 'completed', response = ? WHERE tenant_id = ? AND key = ?",
+            &[Value::Text(answer.clone()), Value::Text(tenant.clone()), Value::Text(key.clone())],
+        )?;
+        db.execute("COMMIT", &[])?;
+        Ok::<_, spin_sdk::sqlite::Error>(answer)
+    })();
+    let Ok(answer) = written else {
+        return status(500);
+    };
+    let deliver =
+        format!("http://side.spin.internal/side/notifications?tenant={tenant}&event={event}");
+    if call(Method::Post, &deliver, None, answer.clone().into_bytes())
+        .await
+        .status()
+        == &204
+    {
+        let _ = db.execute(
+            "UPDATE outbox SET delivered = 1 WHERE event_id = ?",
+            &[Value::Text(event)],
+        );
+    }
+    json(201, answer)
+}
+
+fn side_setup() -> Response {
+    let mut statements = vec![
+        "CREATE TABLE IF NOT EXISTS residents (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL)".to_owned(),
+        "CREATE TABLE IF NOT EXISTS notifications (event_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, body TEXT NOT NULL)".to_owned(),
+    ];
+    for n in 0..RESIDENTS {
+        statements.push(format!(
+            "INSERT OR REPLACE INTO residents VALUES ('resident-{n:04}', '{TENANT}')"
+        ));
+    }
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    sql("side", &statements)
+}
+
 fn back_setup() -> Response {
     let mut statements = vec![
         "CREATE TABLE IF NOT EXISTS residents (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL, unit TEXT NOT NULL, email TEXT, created_at TEXT NOT NULL)".to_owned(),
         "CREATE INDEX IF NOT EXISTS residents_by_tenant ON residents (tenant_id, id)".to_owned(),
         "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, amount_cents INTEGER NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL)".to_owned(),
+        "CREATE TABLE IF NOT EXISTS idempotency (tenant_id TEXT NOT NULL, key TEXT NOT NULL, state TEXT NOT NULL, response TEXT, PRIMARY KEY (tenant_id, key))".to_owned(),
+        "CREATE TABLE IF NOT EXISTS outbox (event_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, body TEXT NOT NULL, delivered INTEGER NOT NULL)".to_owned(),
     ];
     for n in 0..RESIDENTS {
         statements.push(format!(
@@ -191,8 +359,14 @@ fn sql(label: &str, statements: &[&str]) -> Response {
 
 /// The `tenant` query parameter `front` adds.
 fn tenant_of(req: &Request) -> String {
+    param(req, "tenant")
+}
+
+/// Query parameter `name` (the floor's own values need no decoding).
+fn param(req: &Request, name: &str) -> String {
     req.query()
-        .strip_prefix("tenant=")
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
         .unwrap_or_default()
         .to_owned()
 }

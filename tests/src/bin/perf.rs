@@ -10,7 +10,10 @@
 //!   `GET /v1/{t}/residents?limit=20` and keyed `POST /v1/{t}/invoices`, and
 //!   against the floor app (`bench/floor.toml`): a no-op chain of three
 //!   components and the same chain doing the SQLite work (one indexed read,
-//!   then a page of 20 rows or one insert). Rounds alternate the order.
+//!   then a page of 20 rows or one insert), and for the keyed write a floor
+//!   with its hops and statements (`floor, same work`: the claim, the
+//!   resident check, one transaction, the event), which the write's ratio
+//!   is taken against. Rounds alternate the order.
 //! - **P2**: time-to-504 behind a hung community, per budget.
 //! - **P3**: overload — more connections than the machine serves within a
 //!   tight budget; statements started after their deadline (the services'
@@ -252,6 +255,15 @@ struct Measured {
 }
 
 impl Measured {
+    /// The floor this scenario's Meridian is compared with: the SQLite
+    /// floor for reads, the same-work floor for the keyed write.
+    fn floor(&self) -> &Run {
+        match self.scenario.starts_with("POST") {
+            true => self.run(SAME_WORK),
+            false => self.run(FLOOR),
+        }
+    }
+
     fn run(&self, name: &str) -> &Run {
         &self
             .runs
@@ -641,6 +653,15 @@ fn main() -> Result<()> {
             None,
             invoice_of(&resident),
         ),
+        Target {
+            keyed: true,
+            ..post(
+                SAME_WORK,
+                format!("{}/samework/invoices", floor.url()),
+                None,
+                invoice_of("resident-0001"),
+            )
+        },
         post(
             "Meridian",
             format!("{}{}", app.url(), tenant.path("/invoices")),
@@ -683,7 +704,7 @@ fn main() -> Result<()> {
         }
     }
     for m in &measured {
-        let floor = m.run(FLOOR);
+        let floor = m.floor();
         for (name, ours) in m.runs.iter().filter(|(n, _)| n.starts_with("Meridian")) {
             eprintln!(
                 "{} c={}: {name} / floor p50 {:.2}, p99 {:.2}, throughput {:.2}",
@@ -764,6 +785,9 @@ struct Report<'a> {
 /// The floor each scenario's Meridian is compared with.
 const FLOOR: &str = "floor, SQLite";
 
+/// The keyed write's floor: the same hops and statements (bench/floor).
+const SAME_WORK: &str = "floor, same work";
+
 /// Meridian without the resolution cache (`--uncached`).
 const UNCACHED: &str = "Meridian, resolution cache off";
 
@@ -824,7 +848,7 @@ impl Report<'_> {
         let _ = writeln!(md, "| scenario | conns | target | p50 | p99 | req/s | p50 × floor | p99 × floor | req/s × floor |");
         let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
         for m in self.measured {
-            let floor = m.run(FLOOR);
+            let floor = m.floor();
             for (name, r) in &m.runs {
                 let ratio = |a: f64, b: f64| format!("{:.2}", a / b);
                 let _ = writeln!(
@@ -931,6 +955,32 @@ impl Report<'_> {
             mark(rps.iter().all(|x| *x >= 0.75)),
             list(&rps)
         );
+        let writes: Vec<&Measured> = self
+            .measured
+            .iter()
+            .filter(|m| m.scenario.starts_with("POST"))
+            .collect();
+        let write_ratio = |m: &Measured, p: f64| m.run("Meridian").at(p) / m.floor().at(p);
+        let p50: Vec<String> = writes
+            .iter()
+            .map(|m| format!("{:.2} × ({} conn.)", write_ratio(m, 50.0), m.connections))
+            .collect();
+        let _ = writeln!(
+            md,
+            "| P1 keyed `POST` p50 ≤ 1.5 × the same-work floor | {} | {} |",
+            mark(writes.iter().all(|m| write_ratio(m, 50.0) <= 1.5)),
+            p50.join(", ")
+        );
+        let at8: Vec<&&Measured> = writes.iter().filter(|m| m.connections == 8).collect();
+        let _ = writeln!(
+            md,
+            "| P1 keyed `POST` p99 at 8 connections ≤ 2 × the same-work floor's | {} | {} |",
+            mark(at8.iter().all(|m| write_ratio(m, 99.0) <= 2.0)),
+            at8.iter()
+                .map(|m| format!("{:.2} ×", write_ratio(m, 99.0)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         let p2 = self.expiry.iter().all(|e| {
             let b = e.budget_ms as f64;
             e.at(99.0) >= b - 10.0 && e.at(100.0) <= b && e.times.len() >= 50
@@ -980,6 +1030,7 @@ impl Report<'_> {
         let color_of = |name: &str, j: usize| match name {
             "floor, no-op" => COLORS[0],
             FLOOR => COLORS[1],
+            SAME_WORK => COLORS[3],
             "Meridian" => COLORS[2],
             _ => COLORS[j % COLORS.len()],
         };
