@@ -18,6 +18,24 @@ pub use spin::{
 };
 pub use standin::{Received, StandIn, StandInReply, Truncating};
 
+/// Polls `check` every 20 ms until it gives a value, for at most 5 s, for
+/// what happens after an answer: a write's events are delivered once its
+/// 201 has gone. Panics naming `what` when it never does.
+#[track_caller]
+pub fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "never happened: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The first value of header `name` (any case) among `headers`.
 pub(crate) fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use meridian_e2e::api::Tenant;
-use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::{eventually, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 fn invoice(resident: &str, amount: i64) -> Value {
@@ -18,6 +18,14 @@ fn notifications(tenant: &Tenant, resident: &str) -> Vec<Value> {
         .send();
     assert_eq!(r.status, 200, "{}", r.body);
     r.json()["items"].as_array().unwrap().clone()
+}
+
+/// The resident's notifications once there are `n`: events are delivered
+/// after the write's answer has gone.
+fn notifications_once(tenant: &Tenant, resident: &str, n: usize) -> Vec<Value> {
+    eventually(&format!("{n} notifications"), || {
+        Some(notifications(tenant, resident)).filter(|notes| notes.len() >= n)
+    })
 }
 
 fn count_invoices(tenant: &Tenant) -> usize {
@@ -52,7 +60,7 @@ fn an_invoice_and_its_payments_reach_the_resident_as_notifications() {
         (got["status"].as_str(), got["balance_cents"].as_i64()),
         (Some("paid"), Some(0))
     );
-    let kinds: Vec<String> = notifications(&acme, &resident)
+    let kinds: Vec<String> = notifications_once(&acme, &resident, 3)
         .iter()
         .map(|n| n["type"].as_str().unwrap().to_owned())
         .collect();
@@ -116,7 +124,7 @@ fn a_client_retrying_a_keyed_invoice_gets_one_invoice_and_one_notification() {
     ids.dedup();
     assert_eq!(ids.len(), 1);
     assert_eq!(count_invoices(&acme), 1);
-    assert_eq!(notifications(&acme, &resident).len(), 1);
+    assert_eq!(notifications_once(&acme, &resident, 1).len(), 1);
     let mut other = body.clone();
     other["amount_cents"] = json!(4_300);
     acme.post("/invoices")
@@ -207,10 +215,13 @@ fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing(
         "the invoice does not wait for delivery: {}",
         r.body
     );
-    assert!(
-        flaky.received().iter().any(|r| r.url == "/internal/events"),
-        "inline delivery was attempted"
-    );
+    eventually("a delivery after the answer was attempted", || {
+        flaky
+            .received()
+            .iter()
+            .any(|r| r.url == "/internal/events")
+            .then_some(())
+    });
 
     // Back to the real community: nothing has reached the resident yet.
     let app = app.restart_with(SpinOptions::default());
@@ -266,15 +277,15 @@ fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
     let app = app.restart_with(SpinOptions::default().variable("community_url", proxy.url()));
     let r = acme.post("/invoices").json(&invoice(&resident, 2_000));
     assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
-    let deliveries = proxy
-        .received()
-        .iter()
-        .filter(|r| r.url == "/internal/events")
-        .count();
-    assert!(
-        deliveries >= 2,
-        "inline delivery retried a lost acknowledgement ({deliveries})"
-    );
+    // After the answer, the delivery retried the lost acknowledgement.
+    eventually("a second delivery of the event", || {
+        let deliveries = proxy
+            .received()
+            .iter()
+            .filter(|r| r.url == "/internal/events")
+            .count();
+        (deliveries >= 2).then_some(())
+    });
 
     let app = app.restart_with(SpinOptions::default());
     let client = app.client();

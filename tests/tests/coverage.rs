@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use meridian_e2e::api::{call, Tenant};
-use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::{eventually, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 fn invoice(resident: &str, amount: i64) -> Value {
@@ -94,6 +94,13 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
             json!({"title": format!("a{i}"), "body": "x"}),
         );
     }
+
+    // Ada's events are delivered after each answer: all six in before the
+    // lists are paged.
+    let notifications = format!("/residents/{ada}/notifications");
+    eventually("six notifications", || {
+        (t.list(&notifications).len() == 6).then_some(())
+    });
 
     // Every list: paging two at a time sees each row once, in order.
     for (path, key) in [

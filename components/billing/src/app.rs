@@ -28,6 +28,9 @@ pub struct Billing<E: Env> {
     pub community_url: String,
     /// `admin_token`, for relay triggers from outside; empty refuses them.
     pub admin_token: String,
+    /// Events a write committed, delivered once its answer has gone
+    /// ([`Billing::deliver_after_answer`]).
+    pub after_answer: std::cell::RefCell<Vec<crate::model::OutboxEvent>>,
 }
 
 impl<E: Env> Billing<E> {

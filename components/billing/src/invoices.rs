@@ -206,7 +206,7 @@ impl<E: Env> Billing<E> {
             repo::enqueue(tx, ctx, &event)?;
             Ok(Written::same(201, &invoice))
         })?;
-        self.deliver_inline(ctx, vec![event]).await;
+        self.deliver_later(vec![event]);
         Ok(response)
     }
 

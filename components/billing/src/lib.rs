@@ -81,6 +81,12 @@ meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move 
             true => vars::get("admin_token").unwrap_or_default(),
             false => String::new(),
         },
+        after_answer: Default::default(),
     };
-    crate::handle(&app, &ctx, &request).await
+    let response = crate::handle(&app, &ctx, &request).await;
+    // The answer goes first; a write's events are delivered after it.
+    meridian_spin::service::Answer::then(
+        response,
+        async move { app.deliver_after_answer(&ctx).await },
+    )
 });

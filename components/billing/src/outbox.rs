@@ -137,10 +137,24 @@ impl<E: Env> Billing<E> {
         }
     }
 
-    /// After a write: delivers the events it created, if the budget has
-    /// room for an optional step. Whatever is not delivered is the relay's.
-    /// The write is committed already, so nothing here may cost its answer.
-    pub async fn deliver_inline(&self, ctx: &RequestContext, events: Vec<OutboxEvent>) {
+    /// After a write committed: its events, to deliver once the answer
+    /// has gone (the component sends the answer, then calls
+    /// [`Self::deliver_after_answer`]). The outbox row is committed with the
+    /// write, so an instance that dies before delivering loses nothing: the
+    /// relay delivers it.
+    pub fn deliver_later(&self, events: Vec<OutboxEvent>) {
+        self.after_answer.borrow_mut().extend(events);
+    }
+
+    /// Delivers the events the request's writes left for after the answer,
+    /// if the budget has room for an optional step. Whatever is not
+    /// delivered is the relay's. The client has its answer already, so
+    /// nothing here can cost it anything.
+    pub async fn deliver_after_answer(&self, ctx: &RequestContext) {
+        let events = self.after_answer.take();
+        if events.is_empty() {
+            return;
+        }
         if ctx
             .for_step()
             .ensure(self.store.clock().now(), steps::INLINE_DELIVERY)

@@ -104,7 +104,7 @@ impl<E: Env> Billing<E> {
             },
         )?;
         if let Some(event) = emitted {
-            self.deliver_inline(ctx, vec![event]).await;
+            self.deliver_later(vec![event]);
         }
         Ok(response)
     }

@@ -141,6 +141,7 @@ impl Harness {
             ),
             community_url: "http://community.test".into(),
             admin_token: "admin-secret".into(),
+            after_answer: Default::default(),
         };
         Self { app, clock }
     }
@@ -153,8 +154,12 @@ impl Harness {
         tenant_context(self.clock.now(), "billing", tenant, actor, role)
     }
 
+    /// As the component does: the answer, then the deliveries its writes
+    /// left for after it.
     fn send(&self, ctx: &RequestContext, request: ServiceRequest) -> ServiceResponse {
-        block_on(billing::handle(&self.app, ctx, &request))
+        let answer = block_on(billing::handle(&self.app, ctx, &request));
+        block_on(self.app.deliver_after_answer(ctx));
+        answer
     }
 
     /// A new invoice of `amount` for `resident`, made by a manager; its id.
@@ -575,7 +580,7 @@ fn when_community_is_down_nothing_is_written_and_the_key_can_be_retried() {
 }
 
 #[test]
-fn the_relay_delivers_what_inline_delivery_could_not_and_duplicates_change_nothing() {
+fn the_relay_delivers_what_delivery_after_the_answer_could_not_and_duplicates_change_nothing() {
     let h = Harness::new();
     let resident = h.new_resident();
     *h.community().down.borrow_mut() = Some("/internal/events");
@@ -617,20 +622,53 @@ fn the_relay_delivers_what_inline_delivery_could_not_and_duplicates_change_nothi
 }
 
 #[test]
-fn a_hanging_consumer_costs_the_inline_delivery_not_the_committed_answer() {
+fn the_answer_is_formed_before_the_event_is_delivered() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    let ctx = h.manager_within(Duration::from_secs(2));
+    let request = post("/v1/a/invoices", invoice_body(&resident, 700));
+    let before = h.community().calls.get();
+    let r = block_on(billing::handle(&h.app, &ctx, &request));
+    assert_eq!(r.status, 201, "{:?}", r.json_body());
+    // The resident check only: the event waits for the answer to go.
+    assert_eq!(h.community().calls.get() - before, 1);
+    assert!(h.notifications(&resident).is_empty());
+    block_on(h.app.deliver_after_answer(&ctx));
+    assert_eq!(h.notifications(&resident).len(), 1);
+    assert_eq!(
+        h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE delivered_at IS NULL"),
+        0
+    );
+    // Nothing is left for a second time.
+    let calls = h.community().calls.get();
+    block_on(h.app.deliver_after_answer(&ctx));
+    assert_eq!(h.community().calls.get(), calls);
+}
+
+#[test]
+fn a_hanging_consumer_costs_the_delivery_after_the_answer_not_the_answer() {
     let h = Harness::new();
     let resident = h.new_resident();
     *h.community().hang.borrow_mut() = Some("/internal/events");
     let started = h.clock.now();
     let ctx = h.manager_within(Duration::from_millis(400));
-    let r = h.send(&ctx, post("/v1/a/invoices", invoice_body(&resident, 700)));
+    let r = block_on(billing::handle(
+        &h.app,
+        &ctx,
+        &post("/v1/a/invoices", invoice_body(&resident, 700)),
+    ));
     assert_eq!(r.status, 201, "{:?}", r.json_body());
-    // Abandoned at the work deadline (400 ms less the answer reserve); the
-    // reserve was left to record the failure and answer.
+    let answered = h.clock.now().since(started);
+    assert!(
+        answered < Duration::from_millis(50),
+        "answered after {answered:?}"
+    );
+    block_on(h.app.deliver_after_answer(&ctx));
+    // Abandoned at the work deadline (400 ms less the answer reserve).
     let took = h.clock.now().since(started);
     assert!(
         took <= Duration::from_millis(400) - steps::ANSWER_COST + Duration::from_millis(5),
-        "answered after {took:?}"
+        "delivery gave up after {took:?}"
     );
     assert_eq!(
         h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE attempts = 1 AND last_error IS NOT NULL AND delivered_at IS NULL"),
@@ -675,7 +713,7 @@ fn an_undecodable_outbox_row_is_set_aside_and_does_not_block_the_relay() {
 }
 
 #[test]
-fn a_short_budget_skips_inline_delivery_but_keeps_the_event() {
+fn a_short_budget_skips_the_delivery_but_keeps_the_event() {
     let h = Harness::new();
     let resident = h.new_resident();
     let short = h.manager_within(Duration::from_millis(40));

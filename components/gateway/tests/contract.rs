@@ -187,6 +187,7 @@ fn each_service_takes_exactly_the_methods_it_declares() {
         upstream: upstream(Unreachable, clock, MemoryConfig::default()),
         community_url: "http://community.test".into(),
         admin_token: "admin-secret".into(),
+        after_answer: Default::default(),
     };
     for (service, table) in services() {
         for spec in table {

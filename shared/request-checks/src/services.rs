@@ -325,6 +325,7 @@ fn billing_app(billing_db: &Seeded, community_db: &Seeded) -> Billing<BillingEnv
         ),
         community_url: "http://community.test".into(),
         admin_token: ADMIN_TOKEN.into(),
+        after_answer: Default::default(),
     }
 }
 

@@ -122,31 +122,33 @@ pub fn checks_ledger(request: &ServiceRequest) -> bool {
 /// Serves one admitted request: answers `GET /health`, or opens the store
 /// and hands the request to `app` — a second time, for a read that found
 /// the schema behind, once it is brought up to date.
-async fn serve<F, Fut>(
+async fn serve<F, Fut, A>(
     ctx: RequestContext,
     request: ServiceRequest,
     spec: &ServiceSpec,
     app: F,
-) -> ServiceResponse
+) -> Answer
 where
     F: Fn(RequestContext, SpinStore, ServiceRequest) -> Fut,
-    Fut: Future<Output = ServiceResponse>,
+    Fut: Future<Output = A>,
+    A: Into<Answer>,
 {
     let check = checks_ledger(&request);
     let opened = match spec.open_store(&ctx, check) {
-        Err(problem) => return ServiceResponse::problem(&ctx, problem),
+        Err(problem) => return ServiceResponse::problem(&ctx, problem).into(),
         Ok(opened) => opened,
     };
     if request.path == "/health" {
         return ServiceResponse::json(
             200,
             &serde_json::json!({"status": "ok", "service": spec.hop}),
-        );
+        )
+        .into();
     }
     if check {
-        return app(ctx, opened.store, request).await;
+        return app(ctx, opened.store, request).await.into();
     }
-    let first = app(ctx.clone(), opened.store, request.clone()).await;
+    let first = app(ctx.clone(), opened.store, request.clone()).await.into();
     if !opened.schema_behind.get() {
         return first;
     }
@@ -167,7 +169,7 @@ where
                 request.method,
                 route_template(spec.routes, &request.path)
             );
-            let second = app(ctx, again.store, request).await;
+            let second = app(ctx, again.store, request).await.into();
             if still_behind.get() {
                 failure(
                     "storage: a statement names a table or column no migration creates",
@@ -176,7 +178,7 @@ where
             }
             second
         }
-        Err(problem) => ServiceResponse::problem(&ctx, problem),
+        Err(problem) => ServiceResponse::problem(&ctx, problem).into(),
     }
 }
 
@@ -184,14 +186,15 @@ where
 /// head alone (so an expired or unauthorized request is refused before its
 /// body is read), reads the body within the limit and the work deadline,
 /// serves it with `app`, and sends the answer.
-pub async fn run<F, Fut>(
+pub async fn run<F, Fut, A>(
     incoming: IncomingRequest,
     out: ResponseOutparam,
     spec: &ServiceSpec,
     app: F,
 ) where
     F: Fn(RequestContext, SpinStore, ServiceRequest) -> Fut,
-    Fut: Future<Output = ServiceResponse>,
+    Fut: Future<Output = A>,
+    A: Into<Answer>,
 {
     let mut request = convert::read_head(&incoming);
     // Decided once, so the answer's body, its header and the log name the same id.
@@ -201,13 +204,13 @@ pub async fn run<F, Fut>(
         request.method.clone(),
         route_template(spec.routes, &request.path),
     );
-    let (ctx, response) = match internal::admit(&request, &request_id, spec.hop) {
-        Err(refusal) => (None, refusal),
+    let (ctx, answer) = match internal::admit(&request, &request_id, spec.hop) {
+        Err(refusal) => (None, Answer::from(refusal)),
         Ok(admitted) => {
             let ctx = admitted.ctx;
             let until = ctx.work_deadline();
             // Every answer to an admitted request carries its request id.
-            let mut response =
+            let mut answer =
                 match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
                     Ok(body) => {
                         request.body = body;
@@ -215,19 +218,56 @@ pub async fn run<F, Fut>(
                     }
                     Err(unread) => {
                         let problem = unread.to_problem().unwrap_or_else(|| ctx.spent().into());
-                        ServiceResponse::problem(&ctx, problem)
+                        ServiceResponse::problem(&ctx, problem).into()
                     }
                 };
-            response.set_header(headers::REQUEST_ID, request_id.as_str());
-            (Some(ctx), response)
+            answer
+                .response
+                .set_header(headers::REQUEST_ID, request_id.as_str());
+            (Some(ctx), answer)
         }
     };
     let served = Served {
         method: &method,
         route: &route,
     };
+    let Answer { response, after } = answer;
     RequestLine::new(served, ctx.as_ref(), &response, SystemClock.now()).emit();
     convert::send_response(out, response);
+    // The caller has its answer (the body is finished); the instance runs
+    // on until what was left for after it is done.
+    if let Some(after) = after {
+        after.await;
+    }
+}
+
+/// What a service's handler gives back: the response, and work to do once
+/// it has been sent (a write's event deliveries), which the caller need
+/// not wait for.
+pub struct Answer {
+    /// Sent as soon as the handler returns.
+    pub response: ServiceResponse,
+    /// Run after the response has gone.
+    pub after: Option<std::pin::Pin<Box<dyn Future<Output = ()>>>>,
+}
+
+impl Answer {
+    /// `response` now, then `after`.
+    pub fn then(response: ServiceResponse, after: impl Future<Output = ()> + 'static) -> Self {
+        Self {
+            response,
+            after: Some(Box::pin(after)),
+        }
+    }
+}
+
+impl From<ServiceResponse> for Answer {
+    fn from(response: ServiceResponse) -> Self {
+        Self {
+            response,
+            after: None,
+        }
+    }
 }
 
 /// The Spin entry point of a private service: `service_component!(SPEC,
