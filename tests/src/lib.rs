@@ -13,7 +13,7 @@ mod standin;
 
 pub use client::{Client, Reply};
 pub use spin::{
-    repo_root, spin_binary, write_runtime_config, Layout, SpinApp, SpinOptions, ADMIN_TOKEN,
+    repo_root, spin_binary, write_split_runtime_config, Layout, SpinApp, SpinOptions, ADMIN_TOKEN,
     INTERNAL_TOKEN, SPIN_REFUSED_UTF8,
 };
 pub use standin::{Received, StandIn, StandInReply, Truncating};

@@ -398,7 +398,15 @@ impl SpinApp {
     /// the one file of all four processes.
     pub fn key_value_store(&self) -> PathBuf {
         if !self.split.is_empty() {
-            return self.state.path().join(SHARED_KEY_VALUE);
+            // The file this start's runtime configuration names.
+            let config = std::fs::read_to_string(self.state.path().join("runtime-config.toml"))
+                .expect("the runtime configuration");
+            let path = config
+                .split("[key_value_store.default]")
+                .nth(1)
+                .and_then(|section| section.lines().find_map(|l| l.strip_prefix("path = ")))
+                .expect("the key-value store's path");
+            return PathBuf::from(path.trim_matches('"'));
         }
         self.state
             .path()
@@ -799,26 +807,39 @@ const KV_IN_MEMORY: &str = "[key_value_store.default]\ntype = \"spin\"\n\n";
 /// app shares. In the split layout, one file in `dir` for the four
 /// processes, as a cluster's Redis is one store for every app: the
 /// resolution cache's generations, which identity moves on, are the ones
-/// the gateway reads.
+/// the gateway reads. A new file at each start, so that a restart empties
+/// it as it empties the in-memory store of the other layout.
 fn key_value_section(dir: &Path, kv_file: bool, layout: Layout) -> String {
+    static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     match (layout, kv_file) {
-        (Layout::Split, _) => format!(
-            "[key_value_store.default]\ntype = \"spin\"\npath = {:?}\n\n",
-            dir.join(SHARED_KEY_VALUE).display().to_string()
-        ),
+        (Layout::Split, _) => {
+            let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let file = dir.join(format!("key_value-{n}.db"));
+            format!(
+                "[key_value_store.default]\ntype = \"spin\"\npath = {:?}\n\n",
+                file.display().to_string()
+            )
+        }
         (Layout::AllInOne, false) => KV_IN_MEMORY.to_owned(),
         (Layout::AllInOne, true) => String::new(),
     }
 }
 
-/// The split layout's shared key-value store file, in the state directory.
-const SHARED_KEY_VALUE: &str = "key_value.db";
-
-/// Writes `dir/runtime-config.toml` for `layout`: each SQLite label a file
-/// in `dir`, and the `default` key-value store as [`key_value_section`]
-/// places it.
-pub fn write_runtime_config(dir: &Path, layout: Layout) -> PathBuf {
-    write_runtime_config_placing(dir, false, layout, &[])
+/// Writes `dir/runtime-config.toml` for the split layout run by hand
+/// (`scripts/split.sh up`): each SQLite label a file in `dir`, and the
+/// `default` key-value store one file there, `key_value.db`, for all four
+/// processes, kept across restarts as the databases are.
+pub fn write_split_runtime_config(dir: &Path) -> PathBuf {
+    let mut config = format!(
+        "[key_value_store.default]\ntype = \"spin\"\npath = {:?}\n\n",
+        dir.join("key_value.db").display().to_string()
+    );
+    for label in ["identity", "community", "billing"] {
+        config.push_str(&sqlite_file(dir, label));
+    }
+    let path = dir.join("runtime-config.toml");
+    std::fs::write(&path, config).expect("runtime config");
+    path
 }
 
 /// [`write_runtime_config`], with the labels in `placed` kept in the

@@ -321,3 +321,38 @@ fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
         "the relay's redelivery changed nothing"
     );
 }
+
+/// What the client sees: the 201 leaves before the event's delivery ends.
+/// Community's event endpoint takes 1.5 s here (its other routes are the
+/// real community's); the answer does not wait for it, and the delivery
+/// still happens, from the same instance, after it.
+#[test]
+fn a_write_is_answered_before_its_event_is_delivered() {
+    let app = SpinApp::start();
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
+    let community = SpinApp::community_beside(&app);
+    let target = community.url().to_owned();
+    let proxy = StandIn::start(move |r| match r.url.as_str() {
+        "/internal/events" => StandInReply::Hang(Duration::from_millis(1_500)),
+        _ => StandInReply::Forward {
+            to: target.clone(),
+            lose_answer: false,
+        },
+    });
+    let app = app.restart_with(SpinOptions::default().variable("community_url", proxy.url()));
+    let r = acme.post("/invoices").json(&invoice(&resident, 2_000));
+    assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
+    assert!(
+        r.elapsed < Duration::from_millis(1_000),
+        "the 201 waited for the delivery: {:?}",
+        r.elapsed
+    );
+    eventually("the event delivered after the answer", || {
+        proxy
+            .received()
+            .iter()
+            .any(|r| r.url == "/internal/events")
+            .then_some(())
+    });
+}

@@ -13,7 +13,7 @@ use std::process::{Child, Command};
 
 use anyhow::{bail, Context};
 use meridian_e2e::split::{manifest_path, service_manifest, SERVICES};
-use meridian_e2e::{repo_root, spin_binary, write_runtime_config, Layout};
+use meridian_e2e::{repo_root, spin_binary, write_split_runtime_config};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -55,7 +55,7 @@ fn up(gateway_port: u16) -> anyhow::Result<()> {
     // The split layout's own databases, shared by no other layout, and one
     // key-value store file for the four processes (the resolution cache's
     // generations must be the ones identity moves on).
-    let config = write_runtime_config(&state, Layout::Split);
+    let config = write_split_runtime_config(&state);
     let port_of = |service: &str| match service {
         "gateway" => gateway_port,
         "identity" => gateway_port + 1,
