@@ -529,6 +529,9 @@ fn every_component_writes_one_json_line_per_request_it_answers() {
     assert_eq!(community["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
     let identity = one("identity", "logged-1");
     assert_eq!(identity["route"], "/internal/resolve", "{identity}");
+    // The resolution carries the client's trace too: with OpenTelemetry
+    // off, only the gateway can hand it on.
+    assert_eq!(identity["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
     // A refused write: its problem code, on the gateway's line and the
     // owner's (identity's resolution before it succeeded).
     for service in ["gateway", "community"] {

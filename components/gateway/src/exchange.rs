@@ -115,7 +115,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 let authorization = request.header("authorization");
                 self.check_rate(&slug, authorization)?;
                 self.admit_route(request, &slug)?;
-                let scope = self.resolve(&slug, authorization).await?;
+                let scope = self.resolve(&slug, request).await?;
                 self.enforce_rate(&slug, authorization)?;
                 self.ctx = self.ctx.clone().with_tenant(scope);
                 self.forward(service, request, policy, Credentials::Strip)

@@ -12,18 +12,21 @@ use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::wire::headers;
 use meridian_platform::{Clock, ErrorCode, Problem};
 
+use crate::edge::EdgeRequest;
 use crate::exchange::{Exchange, Refusal};
 use crate::proxy::{call_failed, pass_on};
 use crate::routes::Service;
 
 impl<E: Calls> Exchange<'_, E> {
-    /// Resolves `slug` and the bearer token once for the whole request.
+    /// Resolves `slug` and the bearer token of `request` once for the
+    /// whole request.
     pub async fn resolve(
         &mut self,
         slug: &str,
-        authorization: Option<&str>,
+        request: &EdgeRequest,
     ) -> Result<TenantScope, Refusal> {
-        let (authorization, token) = authorization
+        let (authorization, token) = request
+            .header("authorization")
             .and_then(|a| Some((a, headers::bearer_token(a)?)))
             .ok_or_else(|| Problem::new(ErrorCode::Unauthorized, "a bearer token is required"))?;
         // A malformed slug names no tenant; saying so costs no call.
@@ -41,7 +44,7 @@ impl<E: Calls> Exchange<'_, E> {
             return Ok(scope);
         }
 
-        let request = OutboundRequest::new(
+        let mut resolution = OutboundRequest::new(
             "GET",
             format!(
                 "{}/internal/resolve?slug={}",
@@ -50,10 +53,17 @@ impl<E: Calls> Exchange<'_, E> {
             ),
         )
         .with_header("authorization", authorization);
+        // The client's trace, as the forward carries it: identity's log
+        // line names it too (Spin adds its own only with OpenTelemetry on).
+        for name in ["traceparent", "tracestate"] {
+            if let Some(value) = request.header(name) {
+                resolution = resolution.with_header(name, value);
+            }
+        }
         // Resolution is a read: safe to repeat within the budget.
         let call = self
             .upstream
-            .call(&self.ctx, &RetryPolicy::standard(), request)
+            .call(&self.ctx, &RetryPolicy::standard(), resolution)
             .await;
         self.trace.timing.record("resolve", call.took);
         self.trace.count(&call);

@@ -1143,3 +1143,32 @@ fn without_the_cache_or_its_store_every_request_asks_identity() {
         assert_eq!(h.received_by(RESOLVE), asked);
     }
 }
+
+#[test]
+fn the_resolution_carries_the_clients_trace_as_the_forward_does() {
+    let h = Harness::tenant("http://community.test/", vec![ok("{}")]);
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let r = h.send(
+        "GET",
+        "/v1/acme/residents",
+        &[AUTH, ("traceparent", traceparent), ("tracestate", "k=v")],
+    );
+    assert_eq!(r.status, 200);
+    for seen in h.seen() {
+        let header = |name: &str| {
+            seen.request
+                .headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(
+            header("traceparent"),
+            Some(traceparent),
+            "{}",
+            seen.request.url
+        );
+        assert_eq!(header("tracestate"), Some("k=v"), "{}", seen.request.url);
+    }
+    assert_eq!(h.seen().len(), 2, "the resolution and the forward");
+}
