@@ -153,6 +153,9 @@ pub struct SpinApp {
     /// What this app's clients call; a restart points it at the new port.
     followed: Arc<RwLock<String>>,
     state: tempfile::TempDir,
+    /// The split layout's one key-value store file's directory (see
+    /// [`key_value_section`]); new at each start.
+    key_value_dir: Option<tempfile::TempDir>,
     /// Whether its components are Meridian's, whose every log line is a
     /// request or event line (not so for the benchmark's floor).
     structured_logs: bool,
@@ -193,6 +196,8 @@ impl SpinApp {
     }
 
     fn start_in(state: tempfile::TempDir, options: SpinOptions, mut servers: Vec<Sqld>) -> Self {
+        let key_value_dir = (Layout::from_env() == Layout::Split).then(shared_store_dir);
+        let shared = key_value_dir.as_ref().map(tempfile::TempDir::path);
         let runtime_config = match (
             &options.runtime_config,
             std::env::var("MERIDIAN_DB").as_deref(),
@@ -200,15 +205,19 @@ impl SpinApp {
             (Some(path), _) => path.clone(),
             (None, Ok("libsql")) if !servers.is_empty() => state.path().join("runtime-config.toml"),
             (None, Ok("libsql")) => {
-                let (config, sqld) =
-                    start_libsql(state.path(), options.key_value_file, &options.database_dirs);
+                let (config, sqld) = start_libsql(
+                    state.path(),
+                    options.key_value_file,
+                    shared,
+                    &options.database_dirs,
+                );
                 servers = sqld;
                 config
             }
             (None, _) => write_runtime_config_placing(
                 state.path(),
                 options.key_value_file,
-                Layout::from_env(),
+                shared,
                 &options.database_dirs,
             ),
         };
@@ -220,6 +229,7 @@ impl SpinApp {
             Layout::Split => Self::launch_split(state, &options, &runtime_config),
         };
         app.servers = servers;
+        app.key_value_dir = key_value_dir;
         app.wait_until_up("/healthz", Some(200));
         app
     }
@@ -365,6 +375,7 @@ impl SpinApp {
             followed: Arc::new(RwLock::new(url.clone())),
             base_url: url,
             state,
+            key_value_dir: None,
             structured_logs: true,
         }
     }
@@ -397,16 +408,8 @@ impl SpinApp {
     /// [`SpinOptions::key_value_file`]): the app's, or in the split layout
     /// the one file of all four processes.
     pub fn key_value_store(&self) -> PathBuf {
-        if !self.split.is_empty() {
-            // The file this start's runtime configuration names.
-            let config = std::fs::read_to_string(self.state.path().join("runtime-config.toml"))
-                .expect("the runtime configuration");
-            let path = config
-                .split("[key_value_store.default]")
-                .nth(1)
-                .and_then(|section| section.lines().find_map(|l| l.strip_prefix("path = ")))
-                .expect("the key-value store's path");
-            return PathBuf::from(path.trim_matches('"'));
+        if let Some(dir) = &self.key_value_dir {
+            return dir.path().join(SHARED_KEY_VALUE);
         }
         self.state
             .path()
@@ -801,28 +804,43 @@ fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
 /// process, kept off the disk).
 const KV_IN_MEMORY: &str = "[key_value_store.default]\ntype = \"spin\"\n\n";
 
-/// The `default` key-value store's section of a runtime configuration in
-/// `dir`. All in one `spin up`: in memory (or, with `kv_file`, Spin's
-/// default file under the state directory), which every component of the
-/// app shares. In the split layout, one file in `dir` for the four
+/// The `default` key-value store's section of a runtime configuration.
+/// All in one `spin up`: in memory (or, with `kv_file`, Spin's default file
+/// under the state directory), which every component of the app shares. In
+/// the split layout (`shared`: its directory), one file for the four
 /// processes, as a cluster's Redis is one store for every app: the
 /// resolution cache's generations, which identity moves on, are the ones
-/// the gateway reads. A new file at each start, so that a restart empties
-/// it as it empties the in-memory store of the other layout.
-fn key_value_section(dir: &Path, kv_file: bool, layout: Layout) -> String {
-    static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    match (layout, kv_file) {
-        (Layout::Split, _) => {
-            let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let file = dir.join(format!("key_value-{n}.db"));
-            format!(
-                "[key_value_store.default]\ntype = \"spin\"\npath = {:?}\n\n",
-                file.display().to_string()
-            )
-        }
-        (Layout::AllInOne, false) => KV_IN_MEMORY.to_owned(),
-        (Layout::AllInOne, true) => String::new(),
+/// the gateway reads.
+fn key_value_section(kv_file: bool, shared: Option<&Path>) -> String {
+    match (shared, kv_file) {
+        (Some(dir), _) => format!(
+            "[key_value_store.default]\ntype = \"spin\"\npath = {:?}\n\n",
+            dir.join(SHARED_KEY_VALUE).display().to_string()
+        ),
+        (None, false) => KV_IN_MEMORY.to_owned(),
+        (None, true) => String::new(),
     }
+}
+
+/// The split layout's store file, in [`shared_store_dir`].
+const SHARED_KEY_VALUE: &str = "key_value.db";
+
+/// Where a split app's shared store file lives: a new directory at each
+/// start (a restart empties the store, as it empties the in-memory one of
+/// the other layout), in memory where the machine has `/dev/shm`. On disk,
+/// the store's fsync per write slowed every answer by enough for the
+/// suite's 10 ms time tolerance to fail (1 of 15 runs of the held-lock
+/// boundary test, against 0 of 15 on `/dev/shm`).
+fn shared_store_dir() -> tempfile::TempDir {
+    let builder = {
+        let mut b = tempfile::Builder::new();
+        b.prefix("meridian-kv-");
+        b
+    };
+    builder
+        .tempdir_in("/dev/shm")
+        .or_else(|_| builder.tempdir())
+        .expect("a directory for the shared key-value store")
 }
 
 /// Writes `dir/runtime-config.toml` for the split layout run by hand
@@ -847,10 +865,10 @@ pub fn write_split_runtime_config(dir: &Path) -> PathBuf {
 fn write_runtime_config_placing(
     dir: &Path,
     kv_file: bool,
-    layout: Layout,
+    shared: Option<&Path>,
     placed: &[(&'static str, PathBuf)],
 ) -> PathBuf {
-    let mut config = key_value_section(dir, kv_file, layout);
+    let mut config = key_value_section(kv_file, shared);
     for label in ["identity", "community", "billing"] {
         let home = placed
             .iter()
@@ -932,9 +950,10 @@ impl Sqld {
 fn start_libsql(
     dir: &Path,
     kv_file: bool,
+    shared: Option<&Path>,
     placed: &[(&'static str, PathBuf)],
 ) -> (PathBuf, Vec<Sqld>) {
-    let mut config = key_value_section(dir, kv_file, Layout::from_env());
+    let mut config = key_value_section(kv_file, shared);
     let mut servers = Vec::new();
     for label in ["identity", "community", "billing"] {
         let home = placed

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
-use meridian_e2e::api::{add_resident, call_with, create_tenant};
+use meridian_e2e::api::{add_resident, call_with, create_tenant, Tenant};
 use meridian_e2e::{repo_root, spin_binary, SpinApp, SpinOptions};
 use serde_json::{json, Value};
 
@@ -579,30 +579,12 @@ fn main() -> Result<()> {
     let sizes = sizes()?;
     let floor = SpinApp::start_floor();
     // One tenant at full speed: its rate limit would be the measure.
-    let app = SpinApp::start_with(SpinOptions::default().variable("tenant_rate_limit", "off"));
-    let client = app.client();
-    let tenant = create_tenant(&client, "bench");
-    let resident = (0..25)
-        .map(|i| add_resident(&client, &tenant, &format!("Resident {i}")))
-        .next_back()
-        .context("residents")?;
+    let unlimited = SpinOptions::default().variable("tenant_rate_limit", "off");
+    let (app, tenant, resident) = bench_app(unlimited.clone())?;
     // The same app and rows with every request asking identity.
     let uncached = args
         .uncached
-        .then(|| -> Result<_> {
-            let app = SpinApp::start_with(
-                SpinOptions::default()
-                    .variable("tenant_rate_limit", "off")
-                    .variable("resolution_cache", "off"),
-            );
-            let client = app.client();
-            let tenant = create_tenant(&client, "bench");
-            let resident = (0..25)
-                .map(|i| add_resident(&client, &tenant, &format!("Resident {i}")))
-                .next_back()
-                .context("residents")?;
-            Ok((app, tenant, resident))
-        })
+        .then(|| bench_app(unlimited.variable("resolution_cache", "off")))
         .transpose()?;
 
     let auth = |token: &str| vec![("authorization".to_owned(), format!("Bearer {token}"))];
@@ -780,6 +762,19 @@ struct Report<'a> {
     expiry: &'a [Expiry],
     overload: &'a Overload,
     sizes: &'a [(&'static str, u64, f64)],
+}
+
+/// Meridian started with `options`, with the benchmark's tenant and 25
+/// residents (the last one's id returned).
+fn bench_app(options: SpinOptions) -> Result<(SpinApp, Tenant, String)> {
+    let app = SpinApp::start_with(options);
+    let client = app.client();
+    let tenant = create_tenant(&client, "bench");
+    let resident = (0..25)
+        .map(|i| add_resident(&client, &tenant, &format!("Resident {i}")))
+        .next_back()
+        .context("residents")?;
+    Ok((app, tenant, resident))
 }
 
 /// The floor each scenario's Meridian is compared with.
