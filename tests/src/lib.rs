@@ -36,6 +36,29 @@ pub fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// Waits until `count` is at least `at_least` and has not moved for
+/// 300 ms (at most 10 s), and returns it: for deliveries made after the
+/// answers, which a test must see all made before it changes what they
+/// meet.
+#[track_caller]
+pub fn settled(what: &str, at_least: usize, mut count: impl FnMut() -> usize) -> usize {
+    let started = std::time::Instant::now();
+    let mut last = (count(), std::time::Instant::now());
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let now = count();
+        if now != last.0 {
+            last = (now, std::time::Instant::now());
+        } else if now >= at_least && last.1.elapsed() >= std::time::Duration::from_millis(300) {
+            return now;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "never settled: {what} ({now})"
+        );
+    }
+}
+
 /// The first value of header `name` (any case) among `headers`.
 pub(crate) fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use meridian_e2e::api::{call, Tenant};
-use meridian_e2e::{eventually, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::{eventually, settled, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 fn invoice(resident: &str, amount: i64) -> Value {
@@ -293,6 +293,15 @@ fn the_relay_stops_within_its_budget_part_way_and_finishes_later() {
     for i in 0..8 {
         created(&acme, "/invoices", invoice(&ada, 100 + i));
     }
+    // Every event's delivery after its answer refused before they turn
+    // slow: all eight wait in the outbox.
+    settled("the deliveries after the answers", 8, || {
+        community
+            .received()
+            .iter()
+            .filter(|r| r.url.starts_with("/internal/events"))
+            .count()
+    });
     slow.store(true, Ordering::SeqCst);
     let relay = |timeout: &str| {
         app.client().send(
