@@ -832,11 +832,8 @@ const SHARED_KEY_VALUE: &str = "key_value.db";
 /// suite's 10 ms time tolerance to fail (1 of 15 runs of the held-lock
 /// boundary test, against 0 of 15 on `/dev/shm`).
 fn shared_store_dir() -> tempfile::TempDir {
-    let builder = {
-        let mut b = tempfile::Builder::new();
-        b.prefix("meridian-kv-");
-        b
-    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("meridian-kv-");
     builder
         .tempdir_in("/dev/shm")
         .or_else(|_| builder.tempdir())
@@ -848,20 +845,12 @@ fn shared_store_dir() -> tempfile::TempDir {
 /// `default` key-value store one file there, `key_value.db`, for all four
 /// processes, kept across restarts as the databases are.
 pub fn write_split_runtime_config(dir: &Path) -> PathBuf {
-    let mut config = format!(
-        "[key_value_store.default]\ntype = \"spin\"\npath = {:?}\n\n",
-        dir.join("key_value.db").display().to_string()
-    );
-    for label in ["identity", "community", "billing"] {
-        config.push_str(&sqlite_file(dir, label));
-    }
-    let path = dir.join("runtime-config.toml");
-    std::fs::write(&path, config).expect("runtime config");
-    path
+    write_runtime_config_placing(dir, false, Some(dir), &[])
 }
 
-/// [`write_runtime_config`], with the labels in `placed` kept in the
-/// directory given for each instead of `dir`.
+/// Writes `dir/runtime-config.toml`: each SQLite label a file in `dir`,
+/// or in the directory `placed` gives for it, and the `default` key-value
+/// store as [`key_value_section`] places it.
 fn write_runtime_config_placing(
     dir: &Path,
     kv_file: bool,

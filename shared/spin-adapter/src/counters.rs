@@ -75,16 +75,11 @@ impl Counters for SpinCounters {
             let value = self.bucket()?.get(key).map_err(|e| format!("{e:?}"))?;
             return Ok(vec![value.as_deref().map_or(0, decode)]);
         }
-        let found = batch::get_many(self.bucket()?, keys).map_err(|e| format!("{e:?}"))?;
-        Ok(keys
+        // One batch read, in the order asked ([`Entries::entries`]).
+        Ok(self
+            .entries(keys)?
             .iter()
-            .map(|key| {
-                found
-                    .iter()
-                    .find(|(k, _)| k == key)
-                    .and_then(|(_, v)| v.as_deref())
-                    .map_or(0, decode)
-            })
+            .map(|value| value.as_deref().map_or(0, decode))
             .collect())
     }
 

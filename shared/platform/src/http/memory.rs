@@ -60,7 +60,6 @@
 use std::time::Duration;
 
 use crate::tenancy::cache::{Entries, LocalEntries};
-
 use crate::time::{duration_ms, UnixMillis};
 
 /// Atomic counters in a shared store (Spin's key-value store in a
