@@ -57,119 +57,15 @@
 //! store failing is never a reason to refuse a call: the memory then reads
 //! as empty and the breaker closed.
 
+mod config;
+mod counters;
+
+pub use config::MemoryConfig;
+pub use counters::{Counters, LocalCounters};
+
 use std::time::Duration;
 
-use crate::tenancy::cache::{Entries, LocalEntries};
-use crate::time::{duration_ms, UnixMillis};
-
-/// Atomic counters in a shared store (Spin's key-value store in a
-/// component, a map in tests).
-pub trait Counters {
-    /// Adds `delta` to `key` (absent is 0) and returns the new value.
-    fn add(&self, key: &str, delta: i64) -> Result<i64, String>;
-    /// The values of `keys`, 0 for an absent one, in order.
-    fn read(&self, keys: &[String]) -> Result<Vec<i64>, String>;
-    /// Sets `key` to `value`.
-    fn set(&self, key: &str, value: i64) -> Result<(), String>;
-    /// Forgets `keys`.
-    fn forget(&self, keys: &[String]) -> Result<(), String>;
-}
-
-/// The settings (Spin variables `retry_budget_*`, `breaker_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MemoryConfig {
-    /// Off: every call is made and every allowed retry too, as before.
-    pub enabled: bool,
-    /// The window the counts cover.
-    pub window: Duration,
-    /// Retries allowed, as a percentage of first attempts in the window.
-    pub retry_percent: u32,
-    /// Retries always allowed per window.
-    pub min_retries: u32,
-    /// Attempts in the window before the breaker may open.
-    pub min_volume: u32,
-    /// Failed attempts, in percent, that open it.
-    pub trip_percent: u32,
-    /// How often an open breaker lets one call through to probe.
-    pub probe_interval: Duration,
-    /// One first attempt in this many is written, counting for all of
-    /// them: the healthy path's only write, sampled to keep its cost
-    /// off the request (1: every one).
-    pub sample: u32,
-}
-
-impl Default for MemoryConfig {
-    /// Finagle's and linkerd's budget: 20 % over 10 s. The floor is 3
-    /// retries a second (Finagle's is 10), low enough that at 30 % failures
-    /// a service seeing a few dozen requests a second stays near 1.2
-    /// attempts per request. The breaker needs 20 attempts and four in
-    /// five of them failing (Hystrix's volume; a trip point well above
-    /// what an early streak of a 30 % failure reaches: P(≥ 16 of 20) is
-    /// about 5·10⁻⁶); it probes every 500 ms, so recovery is seen within a
-    /// second. While healthy, one first attempt in 64 is written (as 64):
-    /// the only write on the healthy path.
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            window: Duration::from_secs(10),
-            retry_percent: 20,
-            min_retries: 30,
-            min_volume: 20,
-            trip_percent: 80,
-            probe_interval: Duration::from_millis(500),
-            sample: 64,
-        }
-    }
-}
-
-impl MemoryConfig {
-    /// The settings from Spin variables (`get` returns a variable's value,
-    /// `None` when unset): `failure_memory` (`on`/`off`),
-    /// `retry_budget_percent`, `retry_budget_min_retries`,
-    /// `breaker_min_volume`, `breaker_trip_percent`, `breaker_probe_ms`,
-    /// `failure_window_ms`, `failure_memory_sample`; an unset one keeps its
-    /// default.
-    pub fn parse(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let d = Self::default();
-        let number =
-            |name: &str, default: u64, range: std::ops::RangeInclusive<u64>| match get(name) {
-                None => Ok(default),
-                Some(raw) => raw
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| range.contains(n))
-                    .ok_or_else(|| {
-                        format!(
-                            "{name} must be a whole number from {} to {}",
-                            range.start(),
-                            range.end()
-                        )
-                    }),
-            };
-        let enabled = match get("failure_memory").as_deref().map(str::trim) {
-            None | Some("on") => true,
-            Some("off") => false,
-            Some(other) => return Err(format!("failure_memory must be on or off, not {other:?}")),
-        };
-        let count = |name: &str, default: u32, range: std::ops::RangeInclusive<u64>| {
-            number(name, default.into(), range).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
-        };
-        let millis = |name: &str, default: Duration, range| {
-            number(name, duration_ms(default), range).map(Duration::from_millis)
-        };
-        Ok(Self {
-            enabled,
-            window: millis("failure_window_ms", d.window, 1_000..=600_000)?,
-            retry_percent: count("retry_budget_percent", d.retry_percent, 0..=100)?,
-            min_retries: count("retry_budget_min_retries", d.min_retries, 0..=100_000)?,
-            min_volume: count("breaker_min_volume", d.min_volume, 1..=100_000)?,
-            trip_percent: count("breaker_trip_percent", d.trip_percent, 1..=100)?,
-            probe_interval: millis("breaker_probe_ms", d.probe_interval, 10..=60_000)?,
-            sample: count("failure_memory_sample", d.sample, 1..=1_000)?,
-        })
-    }
-}
+use crate::time::UnixMillis;
 
 /// What the window says about one caller → downstream pair.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -452,73 +348,6 @@ impl<'a, K: Counters> FailureMemory<'a, K> {
             }
         };
         let _ = self.counters.set(&self.state_key(), state);
-    }
-}
-
-/// Counters in a map, and byte entries beside them: tests, and anything
-/// that wants the logic without a shared store.
-#[derive(Debug, Default)]
-pub struct LocalCounters {
-    numbers: std::cell::RefCell<std::collections::HashMap<String, i64>>,
-    /// The byte entries (the resolution cache's), kept apart from the
-    /// numbers [`Self::len`] and [`Self::keys`] report.
-    pub entries: LocalEntries,
-}
-
-impl LocalCounters {
-    /// How many counters it holds.
-    pub fn len(&self) -> usize {
-        self.numbers.borrow().len()
-    }
-
-    /// Whether it holds no counter.
-    pub fn is_empty(&self) -> bool {
-        self.numbers.borrow().is_empty()
-    }
-
-    /// The counters' keys.
-    pub fn keys(&self) -> Vec<String> {
-        self.numbers.borrow().keys().cloned().collect()
-    }
-}
-
-impl Counters for LocalCounters {
-    fn add(&self, key: &str, delta: i64) -> Result<i64, String> {
-        let mut map = self.numbers.borrow_mut();
-        let value = map.entry(key.to_owned()).or_insert(0);
-        *value += delta;
-        Ok(*value)
-    }
-
-    fn read(&self, keys: &[String]) -> Result<Vec<i64>, String> {
-        let map = self.numbers.borrow();
-        Ok(keys
-            .iter()
-            .map(|k| map.get(k).copied().unwrap_or(0))
-            .collect())
-    }
-
-    fn set(&self, key: &str, value: i64) -> Result<(), String> {
-        self.numbers.borrow_mut().insert(key.to_owned(), value);
-        Ok(())
-    }
-
-    fn forget(&self, keys: &[String]) -> Result<(), String> {
-        let mut map = self.numbers.borrow_mut();
-        for key in keys {
-            map.remove(key);
-        }
-        Ok(())
-    }
-}
-
-impl Entries for LocalCounters {
-    fn entries(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String> {
-        self.entries.entries(keys)
-    }
-
-    fn put(&self, key: &str, value: &[u8]) -> Result<(), String> {
-        self.entries.put(key, value)
     }
 }
 
