@@ -129,8 +129,9 @@ impl<E: Calls> Gateway<E> {
         response.set_header(headers::SERVER_TIMING, timing);
         if let Some((route, slug)) = &trace.admitted {
             // What admission learns: whether the request finished in time
-            // (not out of budget, and within half of it by our clock: the
-            // rest is the margin for queueing we cannot see), and its cost.
+            // (not out of budget, and within its in-time share of it by our
+            // clock: the rest is the margin for queueing we cannot see), and
+            // its cost.
             // The tenant's own window unless identity refused the slug or
             // its credential (a name nobody resolves writes no keys); a
             // request that ran out of time before identity answered does
@@ -138,9 +139,9 @@ impl<E: Calls> Gateway<E> {
             // quiet.
             let took = now.since(arrived);
             let finished = response.status != 504
-                && served_ctx
-                    .as_ref()
-                    .is_none_or(|ctx| took <= ctx.budget_at_arrival() / 2);
+                && served_ctx.as_ref().is_none_or(|ctx| {
+                    took <= self.config.admission.in_time(ctx.budget_at_arrival())
+                });
             let roll = self.upstream.jitter.clone().next_u64();
             let admission = crate::limits::admission(&self.upstream, &self.config, route);
             let resolved = served_ctx.as_ref().is_some_and(|c| c.tenant().is_some());

@@ -20,6 +20,17 @@
 //!   goodput comes back by itself when the overload ends — no metastable
 //!   state. Only running out of budget counts against a route: a
 //!   downstream's own failure is the breaker's, a 4xx the client's.
+//! - **A concurrency cap from Little's law**: the requests in flight are
+//!   the time the window's requests took divided by the window's length;
+//!   the concurrency at which a request still finishes within half its
+//!   budget is the rate at which requests finish times that half. Past
+//!   it, the excess share is refused (`1 − X·target / L`, same cap).
+//!   The throttle above tolerates a fifth of the requests being slow, so
+//!   it settles where the host is just past saturation — where an
+//!   arrival stream that does not slow down (an open loop) queues
+//!   without end before the gateway runs; the cap settles where
+//!   requests are in time, so the host completes (serves or refuses) as
+//!   fast as requests arrive.
 //! - **Cost history**: the mean time a finished request of the route took.
 //!   A request whose remaining budget is below it is answered at once
 //!   (504 `deadline_exceeded`): it would most likely be thrown away after
@@ -57,6 +68,11 @@ pub struct AdmissionConfig {
     pub min_volume: u32,
     /// One request in this many is written, counting for all of them.
     pub sample: u32,
+    /// The share of its budget within which a request counts as finished
+    /// in time (resilience4j's slow-call threshold): the rest is the
+    /// margin for what the gateway cannot see, time queued before its
+    /// instance ran and the answer's way back.
+    pub in_time_share: f64,
 }
 
 impl Default for AdmissionConfig {
@@ -68,6 +84,7 @@ impl Default for AdmissionConfig {
             max_reject: 0.9,
             min_volume: 20,
             sample: 4,
+            in_time_share: 0.5,
         }
     }
 }
@@ -83,6 +100,11 @@ impl AdmissionConfig {
             }),
             Some(other) => Err(format!("admission must be on or off, not {other:?}")),
         }
+    }
+
+    /// The time within which a request with `budget` counts as finished.
+    pub fn in_time(&self, budget: Duration) -> Duration {
+        budget.mul_f64(self.in_time_share)
     }
 }
 
@@ -108,6 +130,8 @@ pub struct RouteLoad {
     pub finished: f64,
     /// Their total time, milliseconds.
     pub finished_ms: f64,
+    /// The total time of the ones that ran out of budget, milliseconds.
+    pub late_ms: f64,
 }
 
 impl RouteLoad {
@@ -120,6 +144,32 @@ impl RouteLoad {
             .clamp(0.0, config.max_reject)
     }
 
+    /// The chance a new request is refused for the route's concurrency:
+    /// Little's law. With `W` the window, the requests in flight are
+    /// `L = (finished_ms + late_ms) / W` and the rate they finish at
+    /// `X = finished / W`; within `target` each, at most `X · target`
+    /// may be in flight, and the excess share `1 − X · target / L` is
+    /// refused (`config`'s cap). `W` cancels out.
+    pub fn concurrency_chance(&self, target: Duration, config: &AdmissionConfig) -> f64 {
+        if self.admitted < f64::from(config.min_volume) {
+            return 0.0;
+        }
+        let busy = self.finished_ms + self.late_ms;
+        let allowed = self.finished * target.as_secs_f64() * 1_000.0;
+        if busy <= allowed {
+            return 0.0;
+        }
+        (1.0 - allowed / busy).clamp(0.0, config.max_reject)
+    }
+
+    /// The larger of the two refusal chances for a request that has
+    /// `remaining` budget.
+    fn refusal_chance(&self, remaining: Duration, config: &AdmissionConfig) -> f64 {
+        let target = config.in_time(remaining);
+        self.reject_chance(config)
+            .max(self.concurrency_chance(target, config))
+    }
+
     /// The mean time a finished request took, when any finished.
     pub fn mean_cost(&self) -> Option<Duration> {
         (self.finished >= 1.0)
@@ -130,7 +180,7 @@ impl RouteLoad {
 /// What is counted per window. Late requests are counted, not finished
 /// ones, so a write the store loses only ever makes the route look
 /// healthier: admission fails open.
-const KINDS: [&str; 3] = ["admitted", "late", "finished_ms"];
+const KINDS: [&str; 4] = ["admitted", "late", "finished_ms", "late_ms"];
 
 /// Admission of one route (method and template) at the gateway, for one
 /// tenant when the request names one.
@@ -183,7 +233,7 @@ impl<'a, K: Counters> Admission<'a, K> {
             return empty;
         }
         let epoch = now.as_millis() / self.window_ms();
-        let mut keys = Vec::with_capacity(12);
+        let mut keys = Vec::with_capacity(4 * KINDS.len());
         for prefix in self.prefixes() {
             for e in [epoch, epoch.saturating_sub(1)] {
                 keys.extend(KINDS.iter().map(|k| Self::key(prefix, e, k)));
@@ -195,7 +245,8 @@ impl<'a, K: Counters> Admission<'a, K> {
         let into = (now.as_millis() % self.window_ms()) as f64 / self.window_ms() as f64;
         let weigh = |now: i64, before: i64| now.max(0) as f64 + before.max(0) as f64 * (1.0 - into);
         let window = |values: &[i64]| {
-            let [admitted, late, finished_ms, admitted_before, late_before, ms_before] = values[..]
+            let [admitted, late, finished_ms, late_ms, admitted_before, late_before, ms_before, late_ms_before] =
+                values[..]
             else {
                 return RouteLoad::default();
             };
@@ -204,9 +255,10 @@ impl<'a, K: Counters> Admission<'a, K> {
                 admitted,
                 finished: (admitted - weigh(late, late_before)).max(0.0),
                 finished_ms: weigh(finished_ms, ms_before),
+                late_ms: weigh(late_ms, late_ms_before),
             }
         };
-        let mut windows = values.chunks(6).map(window);
+        let mut windows = values.chunks(2 * KINDS.len()).map(window);
         let route = windows.next().unwrap_or_default();
         (route, windows.next().unwrap_or_default())
     }
@@ -223,7 +275,7 @@ impl<'a, K: Counters> Admission<'a, K> {
                 return Admitted::TooLittleBudget(cost);
             }
         }
-        let chance = self.chance(&route, &tenant);
+        let chance = self.chance(&route, &tenant, remaining);
         let draw = (roll % 1_000_000) as f64 / 1_000_000.0;
         if draw < chance {
             Admitted::Throttled(chance)
@@ -250,13 +302,14 @@ impl<'a, K: Counters> Admission<'a, K> {
             let weight = i64::try_from(weight).unwrap_or(1);
             let key = |kind| Self::key(prefix, epoch, kind);
             let first = self.counters.add(&key("admitted"), weight) == Ok(weight);
+            let ms = i64::try_from(duration_ms(took))
+                .unwrap_or(i64::MAX)
+                .saturating_mul(weight);
             if finished {
-                let ms = i64::try_from(duration_ms(took)).unwrap_or(i64::MAX);
-                let _ = self
-                    .counters
-                    .add(&key("finished_ms"), ms.saturating_mul(weight));
+                let _ = self.counters.add(&key("finished_ms"), ms);
             } else {
                 let _ = self.counters.add(&key("late"), weight);
+                let _ = self.counters.add(&key("late_ms"), ms);
             }
             if first && epoch >= 2 {
                 let stale: Vec<String> = KINDS
@@ -276,15 +329,17 @@ impl<'a, K: Counters> Admission<'a, K> {
     /// — its rate limit is what bounds it; and a slug with no request in
     /// the window (a new caller, or one whose requests never resolve)
     /// meets the route's throttle.
-    fn chance(&self, route: &RouteLoad, tenant: &RouteLoad) -> f64 {
-        let route_chance = route.reject_chance(&self.config);
+    fn chance(&self, route: &RouteLoad, tenant: &RouteLoad, remaining: Duration) -> f64 {
+        let route_chance = route.refusal_chance(remaining, &self.config);
         if self.tenant.is_none() || tenant.admitted <= 0.0 {
             return route_chance;
         }
         if tenant.admitted < f64::from(self.config.min_volume) {
             return 0.0;
         }
-        tenant.reject_chance(&self.config).max(route_chance)
+        tenant
+            .refusal_chance(remaining, &self.config)
+            .max(route_chance)
     }
 }
 
@@ -326,14 +381,24 @@ mod tests {
     fn overload_is_shed_in_proportion_and_never_all_of_it() {
         let counters = LocalCounters::default();
         let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
-        // A third finish: (300 - 1.25·100) / 301 ≈ 58 % refused.
+        // A third finish, in 20 ms; the rest run out of their 100 ms. The
+        // throttle: (300 − 1.25·100) / 301 ≈ 58 %; the cap: in flight
+        // (100·20 + 200·100) ms per window, allowed 100 finishing × 50 ms,
+        // so 1 − 5,000 / 22,000 ≈ 77 % refused (the windows' weighing
+        // keeps the shares).
         for i in 0..300 {
-            a.record(at(i), i % 3 == 0, 50 * MS, 0);
+            match i % 3 == 0 {
+                true => a.record(at(i), true, 20 * MS, 0),
+                false => a.record(at(i), false, 100 * MS, 0),
+            }
         }
+        let (load, _) = a.load(at(300));
+        assert!((0.57..0.59).contains(&load.reject_chance(&exact())));
+        assert!((0.76..0.78).contains(&load.concurrency_chance(50 * MS, &exact())));
         let refused = rolls(1_000)
             .filter(|&roll| matches!(a.admit(at(300), BUDGET, roll), Admitted::Throttled(_)))
             .count();
-        assert!((560..=600).contains(&refused), "{refused}");
+        assert!((750..=790).contains(&refused), "{refused}");
         // None finish at all: still only the cap is refused.
         let counters = LocalCounters::default();
         let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
@@ -344,6 +409,54 @@ mod tests {
             .filter(|&roll| a.admit(at(300), BUDGET, roll) == Admitted::Yes)
             .count();
         assert_eq!(admitted, 100, "the cap leaves a tenth through");
+    }
+
+    #[test]
+    fn past_the_concurrency_littles_law_allows_the_excess_is_refused() {
+        let counters = LocalCounters::default();
+        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        // 200 requests, every one in time, each 40 ms: a request with a
+        // 100 ms budget (in time within 50) is never refused; one with
+        // 60 ms left (in time within 30) is, for the excess concurrency:
+        // 1 − 30 / 40 = 25 %.
+        for i in 0..200 {
+            a.record(at(i), true, 40 * MS, 0);
+        }
+        let refused = |remaining| {
+            rolls(1_000)
+                .filter(|&roll| matches!(a.admit(at(200), remaining, roll), Admitted::Throttled(_)))
+                .count()
+        };
+        assert_eq!(refused(BUDGET), 0);
+        assert!(
+            (230..=270).contains(&refused(60 * MS)),
+            "{}",
+            refused(60 * MS)
+        );
+    }
+
+    #[test]
+    fn the_cap_fails_open_when_the_times_are_lost() {
+        // Admitted and late counted, no time: nothing is in flight that
+        // the cap could see, so only the throttle speaks.
+        let load = RouteLoad {
+            admitted: 100.0,
+            finished: 100.0,
+            finished_ms: 0.0,
+            late_ms: 0.0,
+        };
+        assert_eq!(load.concurrency_chance(50 * MS, &exact()), 0.0);
+        let few = RouteLoad {
+            admitted: 19.0,
+            finished: 0.0,
+            finished_ms: 0.0,
+            late_ms: 1_900.0,
+        };
+        assert_eq!(
+            few.concurrency_chance(50 * MS, &exact()),
+            0.0,
+            "below the volume"
+        );
     }
 
     #[test]
@@ -424,8 +537,9 @@ mod tests {
         let refused = rolls(1_000)
             .filter(|&roll| matches!(b().admit(at(120), BUDGET, roll), Admitted::Throttled(_)))
             .count();
-        // The route: (200 - 1.25·100) / 201 ≈ 37 %.
-        assert!((340..=410).contains(&refused), "{refused}");
+        // The route's throttle: (200 − 1.25·100) / 201 ≈ 37 %; its cap,
+        // in flight 100·100 + 100·40 ms, allowed 100 × 50 ms: 64 %.
+        assert!((610..=670).contains(&refused), "{refused}");
     }
 
     #[test]
