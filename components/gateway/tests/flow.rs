@@ -1014,6 +1014,45 @@ fn a_trusted_front_proxys_arrival_stamp_starts_the_budget() {
     assert_eq!(h.seen().len(), calls, "refused before any call");
 }
 
+/// Every read in time, but each near half its budget: a request with less
+/// budget left cannot finish within half of it at this concurrency (Little's
+/// law), so it meets a refusal chance before any call, although nothing ran
+/// out of budget and the proportional throttle alone gives none (the
+/// harness draws zero, so any chance above zero refuses).
+#[test]
+fn past_the_concurrency_that_finishes_in_time_the_excess_is_refused_before_any_call() {
+    let slow = Reply::Answer {
+        after_ms: 45,
+        status: 200,
+        body: "{}",
+        problem: false,
+    };
+    let mut h = Harness::tenant("http://community.test/", vec![slow]);
+    // One long window, every request written: the sequential harness's
+    // requests all count, as a flood's concurrent ones would.
+    h.gateway.config.admission = AdmissionConfig {
+        window: Duration::from_secs(60),
+        sample: 1,
+        ..AdmissionConfig::default()
+    };
+    let within = |ms: &'static str| [AUTH, ("x-meridian-timeout-ms", ms)];
+    // 46 ms each (the resolution and the read), in time within 50 ms.
+    for _ in 0..31 {
+        let r = h.send("GET", "/v1/acme/residents", &within("100"));
+        assert_eq!(r.status, 200, "in time at this concurrency: admitted");
+    }
+    // With 50 ms left a request is in time within 25 ms: refused at once.
+    for _ in 0..5 {
+        let calls = h.seen().len();
+        let r = h.send("GET", "/v1/acme/residents", &within("50"));
+        assert_eq!(
+            (r.status, body(&r)["code"].as_str()),
+            (503, Some("overloaded"))
+        );
+        assert_eq!(h.seen().len(), calls, "refused before any call");
+    }
+}
+
 /// Any text a client controls: ASCII, controls, and characters of one to
 /// four bytes (so a cut by byte count would fall inside one).
 fn client_text(max: usize) -> impl proptest::strategy::Strategy<Value = String> {
