@@ -4,6 +4,8 @@
 //! the answer's headers. The steps it takes are its methods: resolving the
 //! tenant (`resolve.rs`), forwarding (`proxy.rs`), probing (`ready.rs`).
 
+use std::time::Duration;
+
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Call;
 use meridian_platform::http::upstream::{Calls, Upstream};
@@ -30,6 +32,9 @@ pub struct Trace {
     /// The route admission let this request through under, and the
     /// tenant slug it named, to learn how it ended.
     pub admitted: Option<(String, String)>,
+    /// The longest admission's refusal is held: what a served request of
+    /// the route recently took.
+    pub hold: Option<Duration>,
 }
 
 impl Trace {

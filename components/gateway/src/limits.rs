@@ -46,17 +46,27 @@ pub fn is_shed(problem: &Problem) -> bool {
 }
 
 impl<E: Calls> Exchange<'_, E> {
-    /// Holds a shed request's answer for what is left of its work budget,
-    /// at most [`MAX_HOLD`], on a timer (an instance waiting costs no CPU).
-    /// A client that ignores `Retry-After` and sends again at once — a
-    /// closed-loop flood — would otherwise spend the capacity it was
-    /// refused to protect on refusals: held, each of its connections sends
-    /// at most one request per budget. NGINX's `limit_req` delays excess
-    /// requests for the same reason. The answer still comes within the
-    /// budget, its reserve untouched.
+    /// Holds a shed request's answer on a timer (an instance waiting costs
+    /// no CPU). A client that ignores `Retry-After` and sends again at
+    /// once — a closed-loop flood — would otherwise spend the capacity it
+    /// was refused to protect on refusals. NGINX's `limit_req` delays
+    /// excess requests for the same reason. A tenant over its rate is held
+    /// for what is left of its work budget, at most [`MAX_HOLD`]: each of
+    /// its connections sends at most one request per budget. Admission's
+    /// refusal is held no longer than a served request of the route
+    /// recently took: the connection then sends no faster than if it had
+    /// been served, and is not kept from the requests behind it (an
+    /// arrival stream that does not wait — users, a proxy's connection
+    /// pool — queues behind a held answer). The answer still comes within
+    /// the budget, its reserve untouched.
     pub async fn hold(&self) {
         let now = self.upstream.clock.now();
-        let left = self.ctx.for_step().remaining(now).min(MAX_HOLD);
+        let left = self
+            .ctx
+            .for_step()
+            .remaining(now)
+            .min(self.trace.hold.unwrap_or(MAX_HOLD))
+            .min(MAX_HOLD);
         if !left.is_zero() {
             self.upstream.sleeper.sleep(left).await;
         }
@@ -117,7 +127,10 @@ impl<E: Calls> Exchange<'_, E> {
                 self.trace.admitted = Some((key, slug.to_owned()));
                 Ok(())
             }
-            Admitted::Throttled(chance) => Err(Problem::overloaded(chance).into()),
+            Admitted::Throttled { chance, cost } => {
+                self.trace.hold = cost;
+                Err(Problem::overloaded(chance).into())
+            }
             Admitted::TooLittleBudget(cost) => Err(Problem::new(
                 ErrorCode::DeadlineExceeded,
                 format!(

@@ -6,7 +6,9 @@
 //! [--stamp] [--only closed,open,recovery,quiet] [--slice]` after building
 //! the release components (scripts/bench.sh does both). `--stamp` runs
 //! Meridian as behind a front proxy: `trust_request_start` on, and every
-//! request stamped with `X-Request-Start` as it is sent. Writes
+//! request stamped with `X-Request-Start` when it arrived (in a closed
+//! loop as it is sent; in the open loop when it was due, as a proxy with
+//! a pool of connections stamps it before it waits for one). Writes
 //! `target/bench/goodput.json`.
 //!
 //! - closed loop: 1 to 256 connections, each sending its next request as
@@ -28,7 +30,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{ensure, Context, Result};
 use meridian_e2e::api::{add_resident, create_tenant, Tenant};
@@ -106,14 +108,13 @@ impl Conn {
         })
     }
 
-    /// Sends the request and reads the answer's status; `None` when the
-    /// connection broke (the caller opens another).
-    fn send(&mut self) -> Option<u16> {
+    /// Sends the request, stamped (when stamping) with `arrived`, and
+    /// reads the answer's status; `None` when the connection broke (the
+    /// caller opens another).
+    fn send(&mut self, arrived: SystemTime) -> Option<u16> {
         if self.stamp {
             // The stamp goes in before the blank line that ends the head.
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()?;
+            let now = arrived.duration_since(std::time::UNIX_EPOCH).ok()?;
             let head = self.request.strip_suffix(b"\r\n")?;
             let stamp = format!("x-request-start: t={}\r\n\r\n", now.as_micros());
             self.reader
@@ -146,14 +147,14 @@ impl Conn {
     }
 }
 
-/// Sends `target` once on `conn`, opening it (again) when needed; status
-/// 0 when no answer came.
-fn one_request(conn: &mut Option<Conn>, target: &Target) -> u16 {
+/// Sends `target` once on `conn`, opening it (again) when needed, as a
+/// request that `arrived` then; status 0 when no answer came.
+fn one_request(conn: &mut Option<Conn>, target: &Target, arrived: SystemTime) -> u16 {
     for _ in 0..2 {
         if conn.is_none() {
             *conn = Conn::open(target);
         }
-        if let Some(status) = conn.as_mut().and_then(Conn::send) {
+        if let Some(status) = conn.as_mut().and_then(|c| c.send(arrived)) {
             return status;
         }
         *conn = None;
@@ -174,7 +175,7 @@ fn closed(target: &Target, connections: usize, seconds: f64) -> Vec<Sample> {
                 let mut mine = Vec::new();
                 while Instant::now() < until {
                     let sent = Instant::now();
-                    let status = one_request(&mut conn, target);
+                    let status = one_request(&mut conn, target, SystemTime::now());
                     let now = Instant::now();
                     mine.push(Sample {
                         status,
@@ -191,9 +192,12 @@ fn closed(target: &Target, connections: usize, seconds: f64) -> Vec<Sample> {
 
 /// An open loop: requests due every `1/rate` s for `seconds`, taken by
 /// `workers` connections; latency runs from when a request was due, so a
-/// request that waited for a free connection counts its wait.
+/// request that waited for a free connection counts its wait. Stamped,
+/// a request carries when it was due: a front proxy stamps a request when
+/// it arrives, before it waits for one of its connections to Meridian.
 fn open(target: &Target, rate: f64, seconds: f64, workers: usize) -> Vec<Sample> {
     let start = Instant::now();
+    let wall = SystemTime::now();
     let (tx, rx) = mpsc::channel::<Instant>();
     let rx = Arc::new(Mutex::new(rx));
     let samples = Mutex::new(Vec::new());
@@ -205,7 +209,7 @@ fn open(target: &Target, rate: f64, seconds: f64, workers: usize) -> Vec<Sample>
                 let mut conn = None;
                 let mut mine = Vec::new();
                 while let Some(due) = rx.lock().ok().and_then(|r| r.recv().ok()) {
-                    let status = one_request(&mut conn, target);
+                    let status = one_request(&mut conn, target, wall + (due - start));
                     let now = Instant::now();
                     mine.push(Sample {
                         status,

@@ -114,8 +114,14 @@ pub enum Admitted {
     /// Go ahead.
     Yes,
     /// Refused in proportion to the route's recent overload: answer 503
-    /// at once (the chance it was refused with).
-    Throttled(f64),
+    /// at once.
+    Throttled {
+        /// The chance it was refused with.
+        chance: f64,
+        /// What a finished request of the route recently took, when any
+        /// finished: the refusal is held no longer than that.
+        cost: Option<Duration>,
+    },
     /// The budget left is below what the route recently cost: answer 504
     /// at once (that cost).
     TooLittleBudget(Duration),
@@ -270,15 +276,14 @@ impl<'a, K: Counters> Admission<'a, K> {
             return Admitted::Yes;
         }
         let (route, tenant) = self.load(now);
-        if let Some(cost) = route.mean_cost() {
-            if remaining < cost {
-                return Admitted::TooLittleBudget(cost);
-            }
+        let cost = route.mean_cost();
+        if let Some(cost) = cost.filter(|&cost| remaining < cost) {
+            return Admitted::TooLittleBudget(cost);
         }
         let chance = self.chance(&route, &tenant, remaining);
         let draw = (roll % 1_000_000) as f64 / 1_000_000.0;
         if draw < chance {
-            Admitted::Throttled(chance)
+            Admitted::Throttled { chance, cost }
         } else {
             Admitted::Yes
         }
@@ -396,7 +401,7 @@ mod tests {
         assert!((0.57..0.59).contains(&load.reject_chance(&exact())));
         assert!((0.76..0.78).contains(&load.concurrency_chance(50 * MS, &exact())));
         let refused = rolls(1_000)
-            .filter(|&roll| matches!(a.admit(at(300), BUDGET, roll), Admitted::Throttled(_)))
+            .filter(|&roll| matches!(a.admit(at(300), BUDGET, roll), Admitted::Throttled { .. }))
             .count();
         assert!((750..=790).contains(&refused), "{refused}");
         // None finish at all: still only the cap is refused.
@@ -424,7 +429,12 @@ mod tests {
         }
         let refused = |remaining| {
             rolls(1_000)
-                .filter(|&roll| matches!(a.admit(at(200), remaining, roll), Admitted::Throttled(_)))
+                .filter(|&roll| {
+                    matches!(
+                        a.admit(at(200), remaining, roll),
+                        Admitted::Throttled { .. }
+                    )
+                })
                 .count()
         };
         assert_eq!(refused(BUDGET), 0);
@@ -511,7 +521,9 @@ mod tests {
         }
         let refused = |a: Admission<'_, LocalCounters>| {
             rolls(1_000)
-                .filter(|&roll| matches!(a.admit(at(220), BUDGET, roll), Admitted::Throttled(_)))
+                .filter(|&roll| {
+                    matches!(a.admit(at(220), BUDGET, roll), Admitted::Throttled { .. })
+                })
                 .count()
         };
         assert_eq!(refused(quiet()), 0, "the quiet tenant is not shed");
@@ -535,7 +547,7 @@ mod tests {
             b().record(at(i), true, 40 * MS, 0);
         }
         let refused = rolls(1_000)
-            .filter(|&roll| matches!(b().admit(at(120), BUDGET, roll), Admitted::Throttled(_)))
+            .filter(|&roll| matches!(b().admit(at(120), BUDGET, roll), Admitted::Throttled { .. }))
             .count();
         // The route's throttle: (200 − 1.25·100) / 201 ≈ 37 %; its cap,
         // in flight 100·100 + 100·40 ms, allowed 100 × 50 ms: 64 %.
