@@ -26,8 +26,8 @@ pub mod repo;
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::routes::{self, RouteSpec};
+use meridian_platform::service::ServiceSpec;
 use meridian_platform::RequestContext;
-use meridian_spin::service::ServiceSpec;
 
 use app::{Billing, Env};
 
@@ -85,8 +85,7 @@ meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move 
     };
     let response = crate::handle(&app, &ctx, &request).await;
     // The answer goes first; a write's events are delivered after it.
-    meridian_spin::service::Answer::then(
-        response,
-        async move { app.deliver_after_answer(&ctx).await },
-    )
+    meridian_platform::service::Answer::then(response, async move {
+        app.deliver_after_answer(&ctx).await
+    })
 });

@@ -26,9 +26,9 @@ pub mod tokens;
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::routes::{self, RouteSpec};
+use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, RequestContext};
-use meridian_spin::service::ServiceSpec;
 
 use app::Identity;
 

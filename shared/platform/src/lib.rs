@@ -29,6 +29,7 @@ pub mod checks;
 pub mod ids;
 pub mod log;
 pub mod secrets;
+pub mod service;
 pub mod settings;
 pub mod tenancy;
 pub mod time;

@@ -1,0 +1,228 @@
+//! The pipeline of an internal service once its request is admitted and its
+//! body read: `/health`, the database opened (and its schema brought up to
+//! date when the request reads the migration ledger), the service's own
+//! handler, and a read that found the schema behind run once more after
+//! migrating. Generic over how a database is opened ([`Databases`]), so the
+//! whole of it runs on the host; `meridian-spin` opens Spin's SQLite and
+//! does the reading and sending around it.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use crate::http::message::{ServiceRequest, ServiceResponse};
+use crate::http::routes::RouteSpec;
+use crate::log::journal::{self, Event};
+use crate::log::route_template;
+use crate::store::db::{failure, Database, DbError, Store};
+use crate::store::migrate::{migrate, Migration, MigrationError};
+use crate::{Clock, ErrorCode, Problem, RequestContext};
+
+/// What an internal service is: its name and its database.
+#[derive(Debug, Clone, Copy)]
+pub struct ServiceSpec {
+    /// Component name, reported as `hop`.
+    pub hop: &'static str,
+    /// Label of the service's database.
+    pub database: &'static str,
+    /// The service's migrations, in order.
+    pub migrations: &'static [Migration],
+    /// Its public routes, for the route templates its log lines name.
+    pub routes: &'static [RouteSpec],
+}
+
+/// How a service's database is opened for one request.
+pub trait Databases {
+    /// The connection.
+    type Db: Database;
+
+    /// Opens the database labelled `label`, with the flag its statements
+    /// set when they find a table or column missing (the schema behind
+    /// the code); the flag stays readable after the connection is handed
+    /// to the store.
+    fn open(&self, label: &str) -> Result<(Self::Db, Rc<Cell<bool>>), DbError>;
+}
+
+/// A service's database, opened for one request.
+pub struct Opened<D, C> {
+    /// The store the handler works on.
+    pub store: Store<D, C>,
+    /// Whether one of its statements found the schema behind the code.
+    pub schema_behind: Rc<Cell<bool>>,
+    /// Whether opening it applied migrations.
+    pub migrated: bool,
+}
+
+impl ServiceSpec {
+    /// Opens the database, and with `check_ledger` brings its schema up to
+    /// date, under the request's budget (see [`checks_ledger`]).
+    pub fn open_store<O: Databases, C: Clock>(
+        &self,
+        databases: &O,
+        clock: C,
+        ctx: &RequestContext,
+        check_ledger: bool,
+    ) -> Result<Opened<O::Db, C>, Problem> {
+        let (db, schema_behind) = databases.open(self.database).map_err(|e| match e {
+            fault @ DbError::Unavailable(..) => Problem::from(fault),
+            other => self.unavailable("opening the database", &other),
+        })?;
+        // Every statement checks the budget first and waits for a lock only
+        // until the work deadline: the store sets both.
+        let store = Store::new(db, clock);
+        if !check_ledger {
+            return Ok(Opened {
+                store,
+                schema_behind,
+                migrated: false,
+            });
+        }
+        // A fresh database's first requests race to migrate it, and on a
+        // loaded libSQL server one of them can be interrupted
+        // (SQLITE_INTERRUPT) or find the lock held past its wait. Migrating
+        // is idempotent (the ledger), so it runs once more, within the
+        // budget, before the request is refused.
+        let outcome = match migrate(&store, ctx, self.migrations) {
+            Err(MigrationError::Db(DbError::Locked(_))) => migrate(&store, ctx, self.migrations),
+            first => first,
+        };
+        match outcome {
+            Ok(applied) => {
+                let migrated = !applied.is_empty();
+                if migrated {
+                    journal::event(Event::MigrationApplied { versions: applied });
+                }
+                Ok(Opened {
+                    store,
+                    schema_behind,
+                    migrated,
+                })
+            }
+            // The budget spent (the hop's 504), or a full, read-only or
+            // unreadable file, or a lock or interrupt that outlasted the
+            // wait (the retryable 503 and its failure line): the answer
+            // every statement gets for it.
+            Err(MigrationError::Db(
+                e @ (DbError::Budget(_) | DbError::Unavailable(..) | DbError::Locked(_)),
+            )) => Err(e.into()),
+            Err(e) => Err(self.unavailable("migrating", &e)),
+        }
+    }
+
+    fn unavailable(&self, what: &'static str, cause: &dyn std::fmt::Display) -> Problem {
+        journal::event(Event::Failure {
+            what,
+            cause: cause.to_string(),
+        });
+        Problem::new(ErrorCode::Internal, "the service's storage is unavailable")
+    }
+}
+
+/// Whether `request` reads the migration ledger (and applies what is
+/// missing) before its work. Writes do, and `/health`, which readiness
+/// probes call right after a deploy. Reads do not: the ledger read is a
+/// statement of its own, on most requests, and it cost reads up to a fifth
+/// of their throughput (BENCHMARKS.md). A read whose statements find the
+/// schema behind brings it up to date then, and runs again (see [`serve`]);
+/// a migration that changes data but no table a read uses is applied by
+/// the next write or readiness probe.
+pub fn checks_ledger(request: &ServiceRequest) -> bool {
+    request.path == "/health" || !matches!(request.method.as_str(), "GET" | "HEAD")
+}
+
+/// Serves one admitted request: answers `GET /health`, or opens the store
+/// and hands the request to `app` — a second time, for a read that found
+/// the schema behind, once it is brought up to date.
+pub async fn serve<O, C, F, Fut, A>(
+    ctx: RequestContext,
+    request: ServiceRequest,
+    spec: &ServiceSpec,
+    databases: &O,
+    clock: C,
+    app: F,
+) -> Answer
+where
+    O: Databases,
+    C: Clock + Clone,
+    F: Fn(RequestContext, Store<O::Db, C>, ServiceRequest) -> Fut,
+    Fut: Future<Output = A>,
+    A: Into<Answer>,
+{
+    let check = checks_ledger(&request);
+    let opened = match spec.open_store(databases, clock.clone(), &ctx, check) {
+        Err(problem) => return ServiceResponse::problem(&ctx, problem).into(),
+        Ok(opened) => opened,
+    };
+    if request.path == "/health" {
+        return ServiceResponse::json(
+            200,
+            &serde_json::json!({"status": "ok", "service": spec.hop}),
+        )
+        .into();
+    }
+    if check {
+        return app(ctx, opened.store, request).await.into();
+    }
+    let first = app(ctx.clone(), opened.store, request.clone()).await.into();
+    if !opened.schema_behind.get() {
+        return first;
+    }
+    // A fresh database, or a migration not yet applied: bring the schema
+    // up to date and read again — also when a concurrent first request
+    // applied the migrations between our read and our look at the ledger
+    // (one of 64 concurrent first reads of a fresh database answered 500
+    // before). Only a schema still behind after that is a bug: a
+    // statement naming what no migration creates.
+    match spec.open_store(databases, clock, &ctx, true) {
+        Ok(again) => {
+            // Only what the second run's own statements find counts (the
+            // migration's look at a missing ledger sets it too).
+            let still_behind = again.schema_behind.clone();
+            still_behind.set(false);
+            let route = format!(
+                "{} {}",
+                request.method,
+                route_template(spec.routes, &request.path)
+            );
+            let second = app(ctx, again.store, request).await.into();
+            if still_behind.get() {
+                failure(
+                    "storage: a statement names a table or column no migration creates",
+                    route,
+                );
+            }
+            second
+        }
+        Err(problem) => ServiceResponse::problem(&ctx, problem).into(),
+    }
+}
+
+/// What a service's handler gives back: the response, and work to do once
+/// it has been sent (a write's event deliveries), which the caller need
+/// not wait for.
+pub struct Answer {
+    /// Sent as soon as the handler returns.
+    pub response: ServiceResponse,
+    /// Run after the response has gone.
+    pub after: Option<Pin<Box<dyn Future<Output = ()>>>>,
+}
+
+impl Answer {
+    /// `response` now, then `after`.
+    pub fn then(response: ServiceResponse, after: impl Future<Output = ()> + 'static) -> Self {
+        Self {
+            response,
+            after: Some(Box::pin(after)),
+        }
+    }
+}
+
+impl From<ServiceResponse> for Answer {
+    fn from(response: ServiceResponse) -> Self {
+        Self {
+            response,
+            after: None,
+        }
+    }
+}

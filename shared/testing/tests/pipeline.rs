@@ -1,0 +1,241 @@
+//! An internal service's pipeline (`meridian_platform::service`) on a real
+//! (host) SQLite: `/health`, migrations when the request reads the ledger,
+//! and a read that finds the schema behind run again once it is migrated.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::service::{serve, Answer, Databases, ServiceSpec};
+use meridian_platform::store::db::{Database, DbError, Row, StorageFault, Store, Value};
+use meridian_platform::store::migrate::Migration;
+use meridian_platform::time::ManualClock;
+use meridian_platform::{Problem, RequestContext, UnixMillis};
+use meridian_testing::{context_at, HostSqlite};
+
+const NOW: UnixMillis = UnixMillis::from_millis(1_700_000_000_000);
+
+const NOTES: Migration = Migration {
+    version: 1,
+    name: "0001_notes.sql",
+    sql: "CREATE TABLE notes (id TEXT PRIMARY KEY)",
+};
+
+const SPEC: ServiceSpec = ServiceSpec {
+    hop: "notes",
+    database: "notes",
+    migrations: &[NOTES],
+    routes: &[],
+};
+
+/// A host SQLite that sets the schema-behind flag, as Spin's does.
+struct Flagging {
+    db: HostSqlite,
+    behind: Rc<Cell<bool>>,
+}
+
+impl Database for Flagging {
+    fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        let result = self.db.run(sql, params);
+        if matches!(result, Err(DbError::Missing(_))) {
+            self.behind.set(true);
+        }
+        result
+    }
+}
+
+/// Every open is a new connection to one database file, as each request
+/// of a Spin service opens its own.
+struct Files {
+    dir: tempfile::TempDir,
+    opens: Cell<u32>,
+}
+
+impl Files {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temporary directory"),
+            opens: Cell::new(0),
+        }
+    }
+}
+
+impl Databases for Files {
+    type Db = Flagging;
+
+    fn open(&self, label: &str) -> Result<(Flagging, Rc<Cell<bool>>), DbError> {
+        self.opens.set(self.opens.get() + 1);
+        let db = HostSqlite::open(&self.dir.path().join(format!("{label}.db")));
+        let behind = Rc::default();
+        Ok((
+            Flagging {
+                db,
+                behind: Rc::clone(&behind),
+            },
+            behind,
+        ))
+    }
+}
+
+/// A store that cannot be opened at all.
+struct Unopenable;
+
+impl Databases for Unopenable {
+    type Db = Flagging;
+
+    fn open(&self, _: &str) -> Result<(Flagging, Rc<Cell<bool>>), DbError> {
+        Err(DbError::Unavailable(
+            StorageFault::CannotOpen,
+            "unable to open database file".into(),
+        ))
+    }
+}
+
+/// Runs a future that never waits (the host SQLite answers at once).
+fn now<F: Future>(future: F) -> F::Output {
+    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the pipeline waited on the host"),
+    }
+}
+
+fn ctx() -> RequestContext {
+    context_at(NOW, Duration::from_secs(2), "notes")
+}
+
+type NoteStore = Store<Flagging, &'static ManualClock>;
+
+/// A clock the pipeline can hand to both of a read's stores.
+fn clock() -> &'static ManualClock {
+    Box::leak(Box::new(ManualClock::new(NOW)))
+}
+
+/// The service's handler: counts the notes (a read) or adds one (a write),
+/// counting its runs.
+fn notes(
+    runs: &Cell<u32>,
+) -> impl Fn(RequestContext, NoteStore, ServiceRequest) -> std::future::Ready<Answer> + '_ {
+    move |ctx, store, request| {
+        runs.set(runs.get() + 1);
+        let outcome = match request.method.as_str() {
+            "GET" => store
+                .query(&ctx, "SELECT count(*) AS n FROM notes", &[])
+                .and_then(|rows| rows.first().map_or(Ok(0), |r| r.integer("n"))),
+            _ => store
+                .execute(&ctx, "INSERT INTO notes (id) VALUES ('a')", &[])
+                .map(|_| 1),
+        };
+        std::future::ready(
+            match outcome {
+                Ok(n) => ServiceResponse::json(200, &serde_json::json!({ "notes": n })),
+                Err(e) => ServiceResponse::problem(&ctx, Problem::from(e)),
+            }
+            .into(),
+        )
+    }
+}
+
+fn run(
+    databases: &impl Databases<Db = Flagging>,
+    request: ServiceRequest,
+    runs: &Cell<u32>,
+) -> ServiceResponse {
+    now(serve(
+        ctx(),
+        request,
+        &SPEC,
+        databases,
+        clock(),
+        notes(runs),
+    ))
+    .response
+}
+
+fn json(response: &ServiceResponse) -> serde_json::Value {
+    serde_json::from_slice(&response.body).unwrap_or_default()
+}
+
+#[test]
+fn a_read_of_a_fresh_database_is_migrated_and_run_again() {
+    let files = Files::new();
+    let runs = Cell::new(0);
+    let r = run(&files, ServiceRequest::new("GET", "/notes"), &runs);
+    assert_eq!((r.status, json(&r)["notes"].as_i64()), (200, Some(0)));
+    assert_eq!(runs.get(), 2, "once finding no table, once after migrating");
+    assert_eq!(files.opens.get(), 2);
+    // Migrated now: the next read runs once, and reads no ledger.
+    let r = run(&files, ServiceRequest::new("GET", "/notes"), &runs);
+    assert_eq!(r.status, 200);
+    assert_eq!(runs.get(), 3);
+    assert_eq!(files.opens.get(), 3);
+}
+
+#[test]
+fn a_write_brings_the_schema_up_to_date_before_it_runs_once() {
+    let files = Files::new();
+    let runs = Cell::new(0);
+    let r = run(&files, ServiceRequest::new("POST", "/notes"), &runs);
+    assert_eq!((r.status, runs.get(), files.opens.get()), (200, 1, 1));
+    let r = run(&files, ServiceRequest::new("GET", "/notes"), &runs);
+    assert_eq!(json(&r)["notes"], 1);
+}
+
+#[test]
+fn health_migrates_and_answers_without_the_handler() {
+    let files = Files::new();
+    let runs = Cell::new(0);
+    let r = run(&files, ServiceRequest::new("GET", "/health"), &runs);
+    assert_eq!(
+        (r.status, json(&r)),
+        (200, serde_json::json!({"status": "ok", "service": "notes"}))
+    );
+    assert_eq!(runs.get(), 0);
+    // The schema is there: a read runs once.
+    run(&files, ServiceRequest::new("GET", "/notes"), &runs);
+    assert_eq!(runs.get(), 1);
+}
+
+#[test]
+fn a_statement_no_migration_satisfies_is_run_twice_and_answered_as_internal() {
+    const BROKEN: ServiceSpec = ServiceSpec {
+        migrations: &[],
+        ..SPEC
+    };
+    let files = Files::new();
+    let runs = Cell::new(0);
+    let r = now(serve(
+        ctx(),
+        ServiceRequest::new("GET", "/notes"),
+        &BROKEN,
+        &files,
+        clock(),
+        notes(&runs),
+    ))
+    .response;
+    assert_eq!(
+        (r.status, json(&r)["code"].as_str()),
+        (500, Some("internal"))
+    );
+    assert_eq!(runs.get(), 2, "the read is tried again once, not more");
+}
+
+#[test]
+fn a_database_that_cannot_be_opened_is_a_retryable_503_and_no_handler_runs() {
+    let runs = Cell::new(0);
+    for request in [
+        ServiceRequest::new("GET", "/notes"),
+        ServiceRequest::new("POST", "/notes"),
+        ServiceRequest::new("GET", "/health"),
+    ] {
+        let r = run(&Unopenable, request, &runs);
+        assert_eq!(
+            (r.status, json(&r)["code"].as_str()),
+            (503, Some("storage_unavailable"))
+        );
+    }
+    assert_eq!(runs.get(), 0);
+}
