@@ -367,6 +367,11 @@ mod tests {
     const MS: Duration = Duration::from_millis(1);
     const BUDGET: Duration = Duration::from_millis(100);
 
+    /// Admission of the residents list, every request written.
+    fn residents(counters: &LocalCounters) -> Admission<'_, LocalCounters> {
+        Admission::new(counters, exact(), "GET /v1/{tenant}/residents")
+    }
+
     /// Rolls spread evenly over the draw's range.
     fn rolls(n: u64) -> impl Iterator<Item = u64> {
         (0..n).map(move |i| i * 1_000_000 / n)
@@ -375,7 +380,7 @@ mod tests {
     #[test]
     fn a_route_whose_requests_finish_is_never_throttled() {
         let counters = LocalCounters::default();
-        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        let a = residents(&counters);
         for i in 0..500 {
             a.record(at(i), true, 5 * MS, 0);
         }
@@ -385,7 +390,7 @@ mod tests {
     #[test]
     fn overload_is_shed_in_proportion_and_never_all_of_it() {
         let counters = LocalCounters::default();
-        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        let a = residents(&counters);
         // A third finish, in 20 ms; the rest run out of their 100 ms. The
         // throttle: (300 − 1.25·100) / 301 ≈ 58 %; the cap: in flight
         // (100·20 + 200·100) ms per window, allowed 100 finishing × 50 ms,
@@ -406,7 +411,7 @@ mod tests {
         assert!((750..=790).contains(&refused), "{refused}");
         // None finish at all: still only the cap is refused.
         let counters = LocalCounters::default();
-        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        let a = residents(&counters);
         for i in 0..300 {
             a.record(at(i), false, 100 * MS, 0);
         }
@@ -419,7 +424,7 @@ mod tests {
     #[test]
     fn past_the_concurrency_littles_law_allows_the_excess_is_refused() {
         let counters = LocalCounters::default();
-        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        let a = residents(&counters);
         // 200 requests, every one in time, each 40 ms: a request with a
         // 100 ms budget (in time within 50) is never refused; one with
         // 60 ms left (in time within 30) is, for the excess concurrency:
@@ -472,7 +477,7 @@ mod tests {
     #[test]
     fn a_few_requests_never_throttle() {
         let counters = LocalCounters::default();
-        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        let a = residents(&counters);
         for i in 0..19 {
             a.record(at(i), false, 100 * MS, 0);
         }
@@ -482,7 +487,7 @@ mod tests {
     #[test]
     fn the_overload_forgotten_two_windows_on_admits_everything_again() {
         let counters = LocalCounters::default();
-        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        let a = residents(&counters);
         for i in 0..300 {
             a.record(at(i), false, 100 * MS, 0);
         }
@@ -494,7 +499,7 @@ mod tests {
     #[test]
     fn half_a_second_after_an_overload_ends_everything_is_admitted_again() {
         let counters = LocalCounters::default();
-        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        let a = residents(&counters);
         for i in 0..1_000 {
             a.record(at(i), false, 100 * MS, 0);
         }
