@@ -31,6 +31,16 @@ pub struct Gateway<E: Calls> {
     pub upstream: Upstream<E>,
 }
 
+/// When a request arrived and the budget it asked for: decided once from
+/// its head, before its body is read ([`Gateway::arrive`]).
+#[derive(Debug, Clone)]
+pub struct Arrival {
+    /// When it arrived.
+    pub at: UnixMillis,
+    /// The budget its timeout header asks for, capped; or why it is refused.
+    granted: Result<std::time::Duration, Problem>,
+}
+
 /// What admission decided about a request.
 enum Admission {
     /// Answered by the gateway alone, before any budget was made.
@@ -47,42 +57,52 @@ impl<E: Calls> Gateway<E> {
     /// Answers one public request whose body is already in hand (tests,
     /// and callers that read it elsewhere).
     pub async fn handle(&self, request: EdgeRequest) -> EdgeResponse {
-        let now = self.arrival(&request, self.upstream.clock.now());
-        self.handle_since(request, now, None).await
+        let arrival = self.arrive(&request, self.upstream.clock.now());
+        self.handle_since(request, arrival, None).await
     }
 
-    /// When the request arrived: `now`, or a trusted front proxy's
-    /// earlier `X-Request-Start` when the gateway is configured to trust
-    /// one (time queued before the gateway ran then counts).
-    pub fn arrival(&self, head: &EdgeRequest, now: UnixMillis) -> UnixMillis {
-        if !self.config.trust_request_start {
-            return now;
-        }
-        head.header(request_start::X_REQUEST_START)
-            .and_then(|raw| request_start::parse(raw, now, self.config.budget.max_budget()))
-            .unwrap_or(now)
-    }
-
-    /// The instant by which the body of a request that arrived at
-    /// `arrived` must be in: its budget's work deadline (the default
-    /// budget's when the timeout header is malformed, which is refused once
-    /// the body is in).
-    pub fn read_deadline(&self, head: &EdgeRequest, arrived: UnixMillis) -> Deadline {
+    /// The request's arrival, decided once from its head: when it arrived
+    /// (`now`, or a trusted front proxy's earlier `X-Request-Start` when
+    /// the gateway is configured to trust one: time queued before the
+    /// gateway ran then counts), and the budget its timeout header asks
+    /// for.
+    pub fn arrive(&self, head: &EdgeRequest, now: UnixMillis) -> Arrival {
+        let at = match self.config.trust_request_start {
+            false => now,
+            true => head
+                .header(request_start::X_REQUEST_START)
+                .and_then(|raw| request_start::parse(raw, now, self.config.budget.max_budget()))
+                .unwrap_or(now),
+        };
         let granted = self
-            .granted(head)
-            .unwrap_or_else(|_| self.config.budget.default_budget());
-        Deadline::after(arrived, granted).child(answer_reserve(granted))
+            .config
+            .budget
+            .budget_for(head.header(headers::TIMEOUT_MS))
+            .map_err(|e| Problem::new(ErrorCode::InvalidTimeout, e.to_string()));
+        Arrival { at, granted }
     }
 
-    /// Answers one public request that arrived at `arrived`: the budget
-    /// runs from then, so time spent reading the body is spent budget.
+    /// The instant by which the body must be in: its budget's work
+    /// deadline (the default budget's when the timeout header is
+    /// malformed, which is refused once the body is in).
+    pub fn read_deadline(&self, arrival: &Arrival) -> Deadline {
+        let granted = arrival
+            .granted
+            .clone()
+            .unwrap_or_else(|_| self.config.budget.default_budget());
+        Deadline::after(arrival.at, granted).child(answer_reserve(granted))
+    }
+
+    /// Answers one public request as of its `arrival`: the budget runs
+    /// from then, so time spent reading the body is spent budget.
     /// `body` is why the body could not be read, if it could not.
     pub async fn handle_since(
         &self,
         request: EdgeRequest,
-        arrived: UnixMillis,
+        arrival: Arrival,
         body: Option<BodyError>,
     ) -> EdgeResponse {
+        let arrived = arrival.at;
         let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
         journal::begin(
             "gateway",
@@ -91,7 +111,7 @@ impl<E: Calls> Gateway<E> {
         );
         let mut trace = Trace::default();
         let mut served_ctx = None;
-        let outcome = match self.admit(&request, &request_id, arrived, body) {
+        let outcome = match self.admit(&request, &request_id, arrival, body) {
             Ok(Admission::Answered(response)) => Ok(response),
             Ok(Admission::Admitted { route, ctx, policy }) => {
                 let mut exchange = Exchange::new(&self.upstream, &self.config, ctx);
@@ -156,21 +176,13 @@ impl<E: Calls> Gateway<E> {
         response
     }
 
-    /// The client's budget: the timeout header's, capped, or the default.
-    fn granted(&self, request: &EdgeRequest) -> Result<std::time::Duration, Problem> {
-        self.config
-            .budget
-            .budget_for(request.header(headers::TIMEOUT_MS))
-            .map_err(|e| Problem::new(ErrorCode::InvalidTimeout, e.to_string()))
-    }
-
     /// Everything decided before any call: the route, the budget, the body,
     /// and whether forwarding may be repeated.
     fn admit(
         &self,
         request: &EdgeRequest,
         request_id: &RequestId,
-        arrived: UnixMillis,
+        arrival: Arrival,
         body: Option<BodyError>,
     ) -> Result<Admission, Refusal> {
         let route = route(&request.method, &request.path);
@@ -195,11 +207,12 @@ impl<E: Calls> Gateway<E> {
         }
 
         // The budget runs from arrival, before any routing work that costs time.
-        let granted = self.granted(request)?;
+        let Arrival { at, granted } = arrival;
+        let granted = granted?;
         let ctx = RequestContext::new(
             request_id.clone(),
-            Deadline::after(arrived, granted),
-            arrived,
+            Deadline::after(at, granted),
+            at,
             "gateway",
         );
         let body = body.or_else(|| {

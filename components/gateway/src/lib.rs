@@ -65,8 +65,8 @@ mod entry {
             },
             upstream: Spin::upstream(),
         };
-        let arrived = gateway.arrival(&request, arrived);
-        let until = gateway.read_deadline(&request, arrived);
+        let arrival = gateway.arrive(&request, arrived);
+        let until = gateway.read_deadline(&arrival);
         let unread = match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
             Ok(body) => {
                 request.body = body;
@@ -74,7 +74,7 @@ mod entry {
             }
             Err(e) => Some(e),
         };
-        let response = gateway.handle_since(request, arrived, unread).await;
+        let response = gateway.handle_since(request, arrival, unread).await;
         convert::send_response(out, response);
     }
 }

@@ -673,7 +673,8 @@ fn the_budget_runs_from_arrival_so_a_slow_upload_spends_it() {
         "/v1/acme/invoices",
         &[AUTH, ("x-meridian-timeout-ms", "400")],
     );
-    let r = block_on(h.gateway.handle_since(request, arrived, None));
+    let arrival = h.gateway.arrive(&request, arrived);
+    let r = block_on(h.gateway.handle_since(request, arrival, None));
     assert_eq!(r.status, 504);
     assert_eq!(body(&r)["hop"], "gateway");
     assert_eq!(body(&r)["budget_ms"], 400);
@@ -685,16 +686,17 @@ fn a_body_that_could_not_be_read_in_time_or_in_size_is_refused_before_any_call()
     let h = Harness::tenant("http://billing.test", vec![status(201)]);
     let now = h.clock.now();
     let post = || edge_request("POST", "/v1/acme/invoices", &[AUTH]);
+    let now = h.gateway.arrive(&post(), now);
     let r = block_on(
         h.gateway
-            .handle_since(post(), now, Some(BodyError::Deadline)),
+            .handle_since(post(), now.clone(), Some(BodyError::Deadline)),
     );
     assert_eq!(
         (r.status, body(&r)["code"].as_str()),
         (504, Some("deadline_exceeded"))
     );
     let too_large = BodyError::TooLarge(gateway::app::MAX_BODY_BYTES);
-    let r = block_on(h.gateway.handle_since(post(), now, Some(too_large)));
+    let r = block_on(h.gateway.handle_since(post(), now.clone(), Some(too_large)));
     assert_eq!(
         (r.status, body(&r)["code"].as_str()),
         (413, Some("payload_too_large"))
@@ -717,7 +719,7 @@ fn the_body_must_be_in_by_the_work_deadline_of_the_asked_budget() {
     );
     let reserve = meridian_platform::budget::steps::ANSWER_COST.as_millis() as u64;
     assert_eq!(
-        h.gateway.read_deadline(&asked, at),
+        h.gateway.read_deadline(&h.gateway.arrive(&asked, at)),
         meridian_platform::Deadline::at(UnixMillis::from_millis(START + 400 - reserve))
     );
     // A malformed budget is refused later; the body is read on the default.
@@ -727,7 +729,7 @@ fn the_body_must_be_in_by_the_work_deadline_of_the_asked_budget() {
         &[("x-meridian-timeout-ms", "soon")],
     );
     assert_eq!(
-        h.gateway.read_deadline(&malformed, at),
+        h.gateway.read_deadline(&h.gateway.arrive(&malformed, at)),
         meridian_platform::Deadline::at(UnixMillis::from_millis(START + 3_000 - reserve))
     );
 }
