@@ -88,8 +88,8 @@ impl<E: Calls> Gateway<E> {
     pub fn read_deadline(&self, arrival: &Arrival) -> Deadline {
         let granted = arrival
             .granted
-            .clone()
-            .unwrap_or_else(|_| self.config.budget.default_budget());
+            .as_ref()
+            .map_or_else(|_| self.config.budget.default_budget(), |granted| *granted);
         Deadline::after(arrival.at, granted).child(answer_reserve(granted))
     }
 

@@ -140,19 +140,12 @@ fn notes(
 }
 
 fn run(
+    spec: &ServiceSpec,
     databases: &impl Databases<Db = Flagging>,
     request: ServiceRequest,
     runs: &Cell<u32>,
 ) -> ServiceResponse {
-    now(serve(
-        ctx(),
-        request,
-        &SPEC,
-        databases,
-        clock(),
-        notes(runs),
-    ))
-    .response
+    now(serve(ctx(), request, spec, databases, clock(), notes(runs))).response
 }
 
 fn json(response: &ServiceResponse) -> serde_json::Value {
@@ -163,12 +156,12 @@ fn json(response: &ServiceResponse) -> serde_json::Value {
 fn a_read_of_a_fresh_database_is_migrated_and_run_again() {
     let files = Files::new();
     let runs = Cell::new(0);
-    let r = run(&files, ServiceRequest::new("GET", "/notes"), &runs);
+    let r = run(&SPEC, &files, ServiceRequest::new("GET", "/notes"), &runs);
     assert_eq!((r.status, json(&r)["notes"].as_i64()), (200, Some(0)));
     assert_eq!(runs.get(), 2, "once finding no table, once after migrating");
     assert_eq!(files.opens.get(), 2);
     // Migrated now: the next read runs once, and reads no ledger.
-    let r = run(&files, ServiceRequest::new("GET", "/notes"), &runs);
+    let r = run(&SPEC, &files, ServiceRequest::new("GET", "/notes"), &runs);
     assert_eq!(r.status, 200);
     assert_eq!(runs.get(), 3);
     assert_eq!(files.opens.get(), 3);
@@ -178,9 +171,9 @@ fn a_read_of_a_fresh_database_is_migrated_and_run_again() {
 fn a_write_brings_the_schema_up_to_date_before_it_runs_once() {
     let files = Files::new();
     let runs = Cell::new(0);
-    let r = run(&files, ServiceRequest::new("POST", "/notes"), &runs);
+    let r = run(&SPEC, &files, ServiceRequest::new("POST", "/notes"), &runs);
     assert_eq!((r.status, runs.get(), files.opens.get()), (200, 1, 1));
-    let r = run(&files, ServiceRequest::new("GET", "/notes"), &runs);
+    let r = run(&SPEC, &files, ServiceRequest::new("GET", "/notes"), &runs);
     assert_eq!(json(&r)["notes"], 1);
 }
 
@@ -188,14 +181,14 @@ fn a_write_brings_the_schema_up_to_date_before_it_runs_once() {
 fn health_migrates_and_answers_without_the_handler() {
     let files = Files::new();
     let runs = Cell::new(0);
-    let r = run(&files, ServiceRequest::new("GET", "/health"), &runs);
+    let r = run(&SPEC, &files, ServiceRequest::new("GET", "/health"), &runs);
     assert_eq!(
         (r.status, json(&r)),
         (200, serde_json::json!({"status": "ok", "service": "notes"}))
     );
     assert_eq!(runs.get(), 0);
     // The schema is there: a read runs once.
-    run(&files, ServiceRequest::new("GET", "/notes"), &runs);
+    run(&SPEC, &files, ServiceRequest::new("GET", "/notes"), &runs);
     assert_eq!(runs.get(), 1);
 }
 
@@ -207,15 +200,7 @@ fn a_statement_no_migration_satisfies_is_run_twice_and_answered_as_internal() {
     };
     let files = Files::new();
     let runs = Cell::new(0);
-    let r = now(serve(
-        ctx(),
-        ServiceRequest::new("GET", "/notes"),
-        &BROKEN,
-        &files,
-        clock(),
-        notes(&runs),
-    ))
-    .response;
+    let r = run(&BROKEN, &files, ServiceRequest::new("GET", "/notes"), &runs);
     assert_eq!(
         (r.status, json(&r)["code"].as_str()),
         (500, Some("internal"))
@@ -231,7 +216,7 @@ fn a_database_that_cannot_be_opened_is_a_retryable_503_and_no_handler_runs() {
         ServiceRequest::new("POST", "/notes"),
         ServiceRequest::new("GET", "/health"),
     ] {
-        let r = run(&Unopenable, request, &runs);
+        let r = run(&SPEC, &Unopenable, request, &runs);
         assert_eq!(
             (r.status, json(&r)["code"].as_str()),
             (503, Some("storage_unavailable"))
