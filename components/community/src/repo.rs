@@ -327,7 +327,10 @@ pub fn insert_notification<D: Database, C: Clock>(
     Ok(!rows.is_empty())
 }
 
-/// A page of a resident's notifications after `after`, in event order.
+/// A page of a resident's notifications after `after`, in the order they
+/// arrived: events are delivered after their write's answer and redelivered
+/// by the relay, so an older event can arrive after a newer one, and only
+/// arrival order lets a cursor never skip one.
 pub fn list_notifications<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
