@@ -156,8 +156,9 @@ impl<E: Env> Billing<E> {
         &self,
         ctx: &RequestContext,
         request: &ServiceRequest,
+        operation: &str,
     ) -> Result<ServiceResponse, Problem> {
-        let (tenant, scope) = ctx.staff()?;
+        let (tenant, scope) = ctx.member()?;
         let actor = scope.actor_id.to_string();
         let input = NewInvoice::try_from(request.body.as_slice())?;
         let key = IdempotencyKey::of(request)?;
@@ -168,7 +169,7 @@ impl<E: Env> Billing<E> {
             ctx,
             key.as_ref(),
             (&tenant, &actor),
-            "POST /invoices",
+            operation,
             &request.body,
         )? {
             Begun::Replay(response) => return Ok(response),
@@ -275,8 +276,9 @@ impl<E: Env> Billing<E> {
         ctx: &RequestContext,
         request: &ServiceRequest,
         id: &str,
+        operation: &str,
     ) -> Result<ServiceResponse, Problem> {
-        let (tenant, _) = ctx.staff()?;
+        let (tenant, _) = ctx.member()?;
         let mut b = JsonBody::parse(&request.body)?;
         let status = b.parsed("status", |s| match InvoiceStatus::parse(s) {
             Ok(InvoiceStatus::Void) => Ok(()),
@@ -284,28 +286,22 @@ impl<E: Env> Billing<E> {
         });
         b.complete((status,))?;
         let id = parse_id(id).ok_or_else(|| Problem::not_found("invoice"))?;
-        write_once(
-            &self.store,
-            ctx,
-            request,
-            &format!("PATCH /invoices/{id}"),
-            |tx| {
-                let mut invoice = repo::invoice(tx, ctx, &tenant, &id)?
-                    .ok_or_else(|| Problem::not_found("invoice"))?;
-                let voided = invoice.status.may_be_voided()
-                    && repo::void_invoice(tx, ctx, &tenant, &id, &self.timestamp())?;
-                if !voided {
-                    return Err(Problem::new(
-                        ErrorCode::Conflict,
-                        format!(
-                            "an invoice that is {} or has payments cannot be voided",
-                            invoice.status.as_str()
-                        ),
-                    ));
-                }
-                invoice.status = InvoiceStatus::Void;
-                Ok(Written::same(200, &invoice))
-            },
-        )
+        write_once(&self.store, ctx, request, operation, |tx| {
+            let mut invoice = repo::invoice(tx, ctx, &tenant, &id)?
+                .ok_or_else(|| Problem::not_found("invoice"))?;
+            let voided = invoice.status.may_be_voided()
+                && repo::void_invoice(tx, ctx, &tenant, &id, &self.timestamp())?;
+            if !voided {
+                return Err(Problem::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "an invoice that is {} or has payments cannot be voided",
+                        invoice.status.as_str()
+                    ),
+                ));
+            }
+            invoice.status = InvoiceStatus::Void;
+            Ok(Written::same(200, &invoice))
+        })
     }
 }

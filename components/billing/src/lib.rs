@@ -24,51 +24,109 @@ pub mod outbox;
 pub mod payments;
 pub mod repo;
 
+use http::Method;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::http::routes::{self, RouteSpec};
+use meridian_platform::http::routes::{dispatch, Access, Endpoint};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::RequestContext;
 
 use app::{Billing, Env};
 
-/// The service's name, database and schema.
-pub const SPEC: ServiceSpec = ServiceSpec {
+/// The service's name, database, schema and routes.
+pub const SPEC: ServiceSpec<Op> = ServiceSpec {
     hop: "billing",
     database: "billing",
     migrations: migrations::ALL,
-    routes: ROUTES,
+    endpoints: ENDPOINTS,
 };
 
-/// The route table: the public paths the gateway forwards, and the relay.
+/// What serves each endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    ListInvoices,
+    CreateInvoice,
+    GetInvoice,
+    VoidInvoice,
+    ListPayments,
+    CreatePayment,
+    /// A scheduler's run of the outbox relay (it checks the admin token).
+    Relay,
+}
+
+/// The route table: the public paths the gateway forwards (checked
+/// against `openapi.yaml`), and the relay.
+pub const ENDPOINTS: &[Endpoint<Op>] = &[
+    Endpoint::new(
+        Method::GET,
+        "/v1/{tenant}/invoices",
+        Op::ListInvoices,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/v1/{tenant}/invoices",
+        Op::CreateInvoice,
+        Access::Staff,
+    ),
+    Endpoint::new(
+        Method::GET,
+        "/v1/{tenant}/invoices/{id}",
+        Op::GetInvoice,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::PATCH,
+        "/v1/{tenant}/invoices/{id}",
+        Op::VoidInvoice,
+        Access::Staff,
+    ),
+    Endpoint::new(
+        Method::GET,
+        "/v1/{tenant}/invoices/{id}/payments",
+        Op::ListPayments,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/v1/{tenant}/invoices/{id}/payments",
+        Op::CreatePayment,
+        Access::Staff,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/internal/outbox/relay",
+        Op::Relay,
+        Access::Caller,
+    ),
+];
+
+/// Serves one request: dispatched by the table, then the operation's
+/// handler.
 pub async fn handle<E: Env>(
     app: &Billing<E>,
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> ServiceResponse {
     let segments = request.segments();
-    let method = request.route_method();
-    let result = match (method, segments.as_slice()) {
-        ("GET", ["v1", _, "invoices"]) => app.list_invoices(ctx, request).await,
-        ("POST", ["v1", _, "invoices"]) => app.create_invoice(ctx, request).await,
-        ("GET", ["v1", _, "invoices", id]) => app.get_invoice(ctx, id).await,
-        ("PATCH", ["v1", _, "invoices", id]) => app.void_invoice(ctx, request, id),
-        ("GET", ["v1", _, "invoices", id, "payments"]) => app.list_payments(ctx, request, id).await,
-        ("POST", ["v1", _, "invoices", id, "payments"]) => {
-            app.create_payment(ctx, request, id).await
-        }
-        ("POST", ["internal", "outbox", "relay"]) => app.relay(ctx, request).await,
-        (_, path) => Err(routes::unmatched(ROUTES, method, path)),
+    let call = match dispatch(ENDPOINTS, &request.method, &segments, ctx) {
+        Ok(call) => call,
+        Err(problem) => return ServiceResponse::problem(ctx, problem),
     };
-    result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+    let operation = call.operation();
+    let served = match call.op() {
+        Op::ListInvoices => app.list_invoices(ctx, request).await,
+        Op::CreateInvoice => app.create_invoice(ctx, request, &operation).await,
+        Op::GetInvoice => app.get_invoice(ctx, call.id()).await,
+        Op::VoidInvoice => app.void_invoice(ctx, request, call.id(), &operation),
+        Op::ListPayments => app.list_payments(ctx, request, call.id()).await,
+        Op::CreatePayment => {
+            app.create_payment(ctx, request, call.id(), &operation)
+                .await
+        }
+        Op::Relay => app.relay(ctx, request).await,
+    };
+    served.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }
-
-/// The public paths this service serves and the methods each takes: the
-/// source of every 405's `Allow`, and checked against `openapi.yaml`.
-pub const ROUTES: &[RouteSpec] = &[
-    RouteSpec::new("/v1/{tenant}/invoices", "GET, HEAD, POST"),
-    RouteSpec::new("/v1/{tenant}/invoices/{id}", "GET, HEAD, PATCH"),
-    RouteSpec::new("/v1/{tenant}/invoices/{id}/payments", "GET, HEAD, POST"),
-];
 
 meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {
     use meridian_spin::{vars, Spin};

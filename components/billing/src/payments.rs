@@ -24,8 +24,9 @@ impl<E: Env> Billing<E> {
         ctx: &RequestContext,
         request: &ServiceRequest,
         invoice_id: &str,
+        operation: &str,
     ) -> Result<ServiceResponse, Problem> {
-        let (tenant, scope) = ctx.staff()?;
+        let (tenant, scope) = ctx.member()?;
         let actor = scope.actor_id.to_string();
         let invoice = self.find_invoice(ctx, &tenant, invoice_id)?;
         let mut b = JsonBody::parse(&request.body)?;
@@ -36,73 +37,67 @@ impl<E: Env> Billing<E> {
         );
         let (amount, method) = b.complete(fields)?;
         let mut emitted = None;
-        let response = write_once(
-            &self.store,
-            ctx,
-            request,
-            &format!("POST /invoices/{}/payments", invoice.id),
-            |tx| {
-                let now = self.timestamp();
-                let Some((balance, status)) =
-                    repo::apply_payment(tx, ctx, &tenant, &invoice.id, amount, &now)?
-                else {
-                    // Re-read inside the transaction for an exact reason.
-                    let current = repo::invoice(tx, ctx, &tenant, &invoice.id)?
-                        .ok_or_else(|| Problem::not_found("invoice"))?;
-                    let message = match current.status.refuses_payment() {
-                        Some(reason) => reason.to_owned(),
-                        None => format!(
-                            "exceeds the balance of {} {}",
-                            current.balance_cents, current.currency
-                        ),
-                    };
-                    return Err(Problem::validation(vec![FieldError::new(
-                        "amount_cents",
-                        message,
-                    )]));
+        let response = write_once(&self.store, ctx, request, operation, |tx| {
+            let now = self.timestamp();
+            let Some((balance, status)) =
+                repo::apply_payment(tx, ctx, &tenant, &invoice.id, amount, &now)?
+            else {
+                // Re-read inside the transaction for an exact reason.
+                let current = repo::invoice(tx, ctx, &tenant, &invoice.id)?
+                    .ok_or_else(|| Problem::not_found("invoice"))?;
+                let message = match current.status.refuses_payment() {
+                    Some(reason) => reason.to_owned(),
+                    None => format!(
+                        "exceeds the balance of {} {}",
+                        current.balance_cents, current.currency
+                    ),
                 };
-                let payment = RecordedPayment {
-                    payment: Payment {
-                        id: new_id(),
-                        invoice_id: invoice.id.clone(),
-                        amount_cents: amount,
-                        method,
-                        created_at: now.clone(),
-                    },
-                    currency: invoice.currency.clone(),
-                    balance_cents: balance,
-                    invoice_status: status,
-                };
-                repo::insert_payment(
-                    tx,
-                    ctx,
-                    &tenant,
-                    &NewPayment {
-                        id: &payment.payment.id,
-                        invoice_id: &payment.payment.invoice_id,
-                        amount_cents: amount,
-                        method,
-                        created_by: &actor,
-                        created_at: &now,
-                    },
-                )?;
-                let event = OutboxEvent {
-                    event_id: new_id(),
-                    tenant_id: tenant.clone(),
-                    resident_id: invoice.resident_id.clone(),
-                    kind: "payment.received".into(),
-                    payload: json!({
-                        "payment_id": payment.payment.id, "invoice_id": payment.payment.invoice_id, "amount_cents": amount,
-                        "currency": payment.currency, "balance_cents": payment.balance_cents,
-                        "invoice_status": payment.invoice_status,
-                    }),
-                    created_at: now,
-                };
-                repo::enqueue(tx, ctx, &event)?;
-                emitted = Some(event);
-                Ok(Written::same(201, &payment))
-            },
-        )?;
+                return Err(Problem::validation(vec![FieldError::new(
+                    "amount_cents",
+                    message,
+                )]));
+            };
+            let payment = RecordedPayment {
+                payment: Payment {
+                    id: new_id(),
+                    invoice_id: invoice.id.clone(),
+                    amount_cents: amount,
+                    method,
+                    created_at: now.clone(),
+                },
+                currency: invoice.currency.clone(),
+                balance_cents: balance,
+                invoice_status: status,
+            };
+            repo::insert_payment(
+                tx,
+                ctx,
+                &tenant,
+                &NewPayment {
+                    id: &payment.payment.id,
+                    invoice_id: &payment.payment.invoice_id,
+                    amount_cents: amount,
+                    method,
+                    created_by: &actor,
+                    created_at: &now,
+                },
+            )?;
+            let event = OutboxEvent {
+                event_id: new_id(),
+                tenant_id: tenant.clone(),
+                resident_id: invoice.resident_id.clone(),
+                kind: "payment.received".into(),
+                payload: json!({
+                    "payment_id": payment.payment.id, "invoice_id": payment.payment.invoice_id, "amount_cents": amount,
+                    "currency": payment.currency, "balance_cents": payment.balance_cents,
+                    "invoice_status": payment.invoice_status,
+                }),
+                created_at: now,
+            };
+            repo::enqueue(tx, ctx, &event)?;
+            emitted = Some(event);
+            Ok(Written::same(201, &payment))
+        })?;
         if let Some(event) = emitted {
             self.deliver_later(vec![event]);
         }

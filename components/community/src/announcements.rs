@@ -29,13 +29,14 @@ pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = ctx.staff()?;
+    let (tenant, scope) = ctx.member()?;
     let mut b = JsonBody::parse(&request.body)?;
     let fields = (b.text("title", 1, 200), b.text("body", 1, 10_000));
     let (title, body) = b.complete(fields)?;
     let author_id = scope.actor_id.to_string();
-    write_once(&app.store, ctx, request, "POST /announcements", |tx| {
+    write_once(&app.store, ctx, request, operation, |tx| {
         let announcement = Announcement {
             id: new_id(),
             title,

@@ -102,6 +102,7 @@ pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
     let (tenant, scope) = ctx.member()?;
     let NewComplaint {
@@ -110,7 +111,7 @@ pub fn create<D: Database, C: Clock>(
         body,
     } = NewComplaint::try_from(request.body.as_slice())?;
     let filed_by = scope.actor_id.to_string();
-    write_once(&app.store, ctx, request, "POST /complaints", |tx| {
+    write_once(&app.store, ctx, request, operation, |tx| {
         if repo::resident(tx, ctx, &tenant, &resident_id)?.is_none() {
             return Err(Problem::validation(vec![FieldError::new(
                 "resident_id",
@@ -140,41 +141,36 @@ pub fn update<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
     id: &str,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = ctx.staff()?;
+    let (tenant, scope) = ctx.member()?;
     let mut b = JsonBody::parse(&request.body)?;
     let status = b.parsed("status", ComplaintStatus::parse);
     let (to,) = b.complete((status,))?;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("complaint"))?;
-    write_once(
-        &app.store,
-        ctx,
-        request,
-        &format!("PATCH /complaints/{id}"),
-        |tx| {
-            let mut complaint = find(tx, ctx, &tenant, scope, &id)?;
-            let from = complaint.status;
-            if !from.can_become(to) {
-                return Err(Problem::new(
-                    ErrorCode::Conflict,
-                    format!(
-                        "a complaint that is {} cannot become {}",
-                        from.as_str(),
-                        to.as_str()
-                    ),
-                ));
-            }
-            let now = app.timestamp();
-            // Guarded by the old status, so a concurrent change cannot be overwritten.
-            if !repo::set_complaint_status(tx, ctx, &tenant, &id, (from, to), &now)? {
-                return Err(Problem::new(
-                    ErrorCode::Conflict,
-                    "the complaint changed meanwhile",
-                ));
-            }
-            complaint.status = to;
-            complaint.updated_at = now;
-            Ok(Written::same(200, &complaint))
-        },
-    )
+    write_once(&app.store, ctx, request, operation, |tx| {
+        let mut complaint = find(tx, ctx, &tenant, scope, &id)?;
+        let from = complaint.status;
+        if !from.can_become(to) {
+            return Err(Problem::new(
+                ErrorCode::Conflict,
+                format!(
+                    "a complaint that is {} cannot become {}",
+                    from.as_str(),
+                    to.as_str()
+                ),
+            ));
+        }
+        let now = app.timestamp();
+        // Guarded by the old status, so a concurrent change cannot be overwritten.
+        if !repo::set_complaint_status(tx, ctx, &tenant, &id, (from, to), &now)? {
+            return Err(Problem::new(
+                ErrorCode::Conflict,
+                "the complaint changed meanwhile",
+            ));
+        }
+        complaint.status = to;
+        complaint.updated_at = now;
+        Ok(Written::same(200, &complaint))
+    })
 }

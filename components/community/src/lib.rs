@@ -24,64 +24,169 @@ pub mod repo;
 pub mod residents;
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::http::routes::{self, RouteSpec};
+use meridian_platform::http::routes::{dispatch, Access, Endpoint};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
-use meridian_platform::{Clock, RequestContext};
+use meridian_platform::{Clock, Problem, RequestContext};
 
 use app::Community;
+use http::Method;
 
-/// The service's name, database and schema.
-pub const SPEC: ServiceSpec = ServiceSpec {
+/// The service's name, database, schema and routes.
+pub const SPEC: ServiceSpec<Op> = ServiceSpec {
     hop: "community",
     database: "community",
     migrations: migrations::ALL,
-    routes: ROUTES,
+    endpoints: ENDPOINTS,
 };
 
-/// The route table: the public paths the gateway forwards, and the
-/// internal routes billing calls.
+/// What serves each endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    ListResidents,
+    CreateResident,
+    GetResident,
+    UpdateResident,
+    DeleteResident,
+    ListNotifications,
+    ListComplaints,
+    CreateComplaint,
+    GetComplaint,
+    UpdateComplaint,
+    ListAnnouncements,
+    CreateAnnouncement,
+    /// Billing's read of one resident.
+    InternalResident,
+    /// Billing's delivery of an event.
+    ConsumeEvent,
+    /// The residents linked to the calling member.
+    LinkedResidents,
+}
+
+/// The route table: the public paths the gateway forwards (checked
+/// against `openapi.yaml`), and the internal routes billing calls.
+pub const ENDPOINTS: &[Endpoint<Op>] = &[
+    Endpoint::new(
+        Method::GET,
+        "/v1/{tenant}/residents",
+        Op::ListResidents,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/v1/{tenant}/residents",
+        Op::CreateResident,
+        Access::Staff,
+    ),
+    Endpoint::new(
+        Method::GET,
+        "/v1/{tenant}/residents/{id}",
+        Op::GetResident,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::PATCH,
+        "/v1/{tenant}/residents/{id}",
+        Op::UpdateResident,
+        Access::Staff,
+    ),
+    Endpoint::new(
+        Method::DELETE,
+        "/v1/{tenant}/residents/{id}",
+        Op::DeleteResident,
+        Access::Staff,
+    ),
+    Endpoint::new(
+        Method::GET,
+        "/v1/{tenant}/residents/{id}/notifications",
+        Op::ListNotifications,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::GET,
+        "/v1/{tenant}/complaints",
+        Op::ListComplaints,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/v1/{tenant}/complaints",
+        Op::CreateComplaint,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::GET,
+        "/v1/{tenant}/complaints/{id}",
+        Op::GetComplaint,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::PATCH,
+        "/v1/{tenant}/complaints/{id}",
+        Op::UpdateComplaint,
+        Access::Staff,
+    ),
+    Endpoint::new(
+        Method::GET,
+        "/v1/{tenant}/announcements",
+        Op::ListAnnouncements,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/v1/{tenant}/announcements",
+        Op::CreateAnnouncement,
+        Access::Staff,
+    ),
+    Endpoint::new(
+        Method::GET,
+        "/internal/residents/{id}",
+        Op::InternalResident,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/internal/events",
+        Op::ConsumeEvent,
+        Access::Caller,
+    ),
+    Endpoint::new(
+        Method::GET,
+        "/internal/linked-residents",
+        Op::LinkedResidents,
+        Access::Member,
+    ),
+];
+
+/// Serves one request: dispatched by the table, then the operation's
+/// handler.
 pub fn handle<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> ServiceResponse {
     let segments = request.segments();
-    let method = request.route_method();
-    let result = match (method, segments.as_slice()) {
-        ("GET", ["v1", _, "residents"]) => residents::list(app, ctx, request),
-        ("POST", ["v1", _, "residents"]) => residents::create(app, ctx, request),
-        ("GET", ["v1", _, "residents", id]) | ("GET", ["internal", "residents", id]) => {
-            residents::get(app, ctx, id)
+    let served = dispatch(ENDPOINTS, &request.method, &segments, ctx).and_then(|call| {
+        let operation = || call.operation();
+        match call.op() {
+            Op::ListResidents => residents::list(app, ctx, request),
+            Op::CreateResident => residents::create(app, ctx, request, &operation()),
+            Op::GetResident | Op::InternalResident => residents::get(app, ctx, call.id()),
+            Op::UpdateResident => residents::update(app, ctx, request, call.id(), &operation()),
+            Op::DeleteResident => residents::delete(app, ctx, request, call.id(), &operation()),
+            Op::ListNotifications => notifications::list(app, ctx, request, call.id()),
+            Op::ListComplaints => complaints::list(app, ctx, request),
+            Op::CreateComplaint => complaints::create(app, ctx, request, &operation()),
+            Op::GetComplaint => complaints::get(app, ctx, call.id()),
+            Op::UpdateComplaint => complaints::update(app, ctx, request, call.id(), &operation()),
+            Op::ListAnnouncements => announcements::list(app, ctx, request),
+            Op::CreateAnnouncement => announcements::create(app, ctx, request, &operation()),
+            Op::ConsumeEvent => notifications::consume(app, ctx, request),
+            Op::LinkedResidents => residents::linked(app, ctx),
         }
-        ("PATCH", ["v1", _, "residents", id]) => residents::update(app, ctx, request, id),
-        ("DELETE", ["v1", _, "residents", id]) => residents::delete(app, ctx, request, id),
-        ("GET", ["v1", _, "residents", id, "notifications"]) => {
-            notifications::list(app, ctx, request, id)
-        }
-        ("GET", ["v1", _, "complaints"]) => complaints::list(app, ctx, request),
-        ("POST", ["v1", _, "complaints"]) => complaints::create(app, ctx, request),
-        ("GET", ["v1", _, "complaints", id]) => complaints::get(app, ctx, id),
-        ("PATCH", ["v1", _, "complaints", id]) => complaints::update(app, ctx, request, id),
-        ("GET", ["v1", _, "announcements"]) => announcements::list(app, ctx, request),
-        ("POST", ["v1", _, "announcements"]) => announcements::create(app, ctx, request),
-        ("POST", ["internal", "events"]) => notifications::consume(app, ctx, request),
-        ("GET", ["internal", "linked-residents"]) => residents::linked(app, ctx),
-        (_, path) => Err(routes::unmatched(ROUTES, method, path)),
-    };
-    result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+    });
+    served.unwrap_or_else(|problem: Problem| ServiceResponse::problem(ctx, problem))
 }
-
-/// The public paths this service serves and the methods each takes: the
-/// source of every 405's `Allow`, and checked against `openapi.yaml`.
-pub const ROUTES: &[RouteSpec] = &[
-    RouteSpec::new("/v1/{tenant}/residents", "GET, HEAD, POST"),
-    RouteSpec::new("/v1/{tenant}/residents/{id}", "GET, HEAD, PATCH, DELETE"),
-    RouteSpec::new("/v1/{tenant}/residents/{id}/notifications", "GET, HEAD"),
-    RouteSpec::new("/v1/{tenant}/complaints", "GET, HEAD, POST"),
-    RouteSpec::new("/v1/{tenant}/complaints/{id}", "GET, HEAD, PATCH"),
-    RouteSpec::new("/v1/{tenant}/announcements", "GET, HEAD, POST"),
-];
 
 meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {
     crate::handle(&crate::app::Community { store }, &ctx, &request)

@@ -63,15 +63,16 @@ pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = ctx.staff()?;
+    let (tenant, _) = ctx.member()?;
     let mut b = JsonBody::parse(&request.body)?;
     let name = b.text("name", 1, 200);
     let unit = b.text("unit", 1, 50);
     let email = b.patch_parsed("email", true, normalize_email);
     let user = b.patch_parsed("user_id", true, user_id);
     let (name, unit, email, user) = b.complete((name, unit, email, user))?;
-    write_once(&app.store, ctx, request, "POST /residents", |tx| {
+    write_once(&app.store, ctx, request, operation, |tx| {
         let now = app.timestamp();
         let resident = Resident {
             id: new_id(),
@@ -94,8 +95,9 @@ pub fn update<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
     id: &str,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = ctx.staff()?;
+    let (tenant, _) = ctx.member()?;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("resident"))?;
     let mut b = JsonBody::parse(&request.body)?;
     if b.is_empty() {
@@ -109,27 +111,21 @@ pub fn update<D: Database, C: Clock>(
     let email = b.patch_parsed("email", true, normalize_email);
     let user = b.patch_parsed("user_id", true, user_id);
     let (name, unit, email, user) = b.complete((name, unit, email, user))?;
-    write_once(
-        &app.store,
-        ctx,
-        request,
-        &format!("PATCH /residents/{id}"),
-        |tx| {
-            let mut r = repo::resident(tx, ctx, &tenant, &id)?
-                .ok_or_else(|| Problem::not_found("resident"))?;
-            if let Patch::Set(v) = name {
-                r.name = v;
-            }
-            if let Patch::Set(v) = unit {
-                r.unit = v;
-            }
-            apply(&mut r.email, email);
-            apply(&mut r.user_id, user);
-            r.updated_at = app.timestamp();
-            repo::save_resident(tx, ctx, &tenant, &r)?;
-            Ok(Written::same(200, &r))
-        },
-    )
+    write_once(&app.store, ctx, request, operation, |tx| {
+        let mut r =
+            repo::resident(tx, ctx, &tenant, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
+        if let Patch::Set(v) = name {
+            r.name = v;
+        }
+        if let Patch::Set(v) = unit {
+            r.unit = v;
+        }
+        apply(&mut r.email, email);
+        apply(&mut r.user_id, user);
+        r.updated_at = app.timestamp();
+        repo::save_resident(tx, ctx, &tenant, &r)?;
+        Ok(Written::same(200, &r))
+    })
 }
 
 fn apply(slot: &mut Option<String>, patch: Patch<String>) {
@@ -146,18 +142,13 @@ pub fn delete<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
     id: &str,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = ctx.staff()?;
+    let (tenant, _) = ctx.member()?;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("resident"))?;
-    write_once(
-        &app.store,
-        ctx,
-        request,
-        &format!("DELETE /residents/{id}"),
-        |tx| {
-            repo::resident(tx, ctx, &tenant, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
-            repo::delete_resident(tx, ctx, &tenant, &id, &app.timestamp())?;
-            Ok(Written::no_content())
-        },
-    )
+    write_once(&app.store, ctx, request, operation, |tx| {
+        repo::resident(tx, ctx, &tenant, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
+        repo::delete_resident(tx, ctx, &tenant, &id, &app.timestamp())?;
+        Ok(Written::no_content())
+    })
 }

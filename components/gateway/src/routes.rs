@@ -1,7 +1,8 @@
 //! The gateway's route table: the paths it answers itself, and which
 //! service owns every other public path.
 
-use meridian_platform::http::routes::RouteSpec;
+use http::Method;
+use meridian_platform::http::routes::{self, Access, Endpoint};
 use meridian_platform::log::route_template;
 
 /// A service behind the gateway.
@@ -55,7 +56,7 @@ pub enum Route {
     /// A known path with a method it does not take.
     MethodNotAllowed {
         /// Methods the path takes.
-        allow: &'static str,
+        allow: String,
     },
     /// Nothing lives here.
     NotFound,
@@ -63,30 +64,66 @@ pub enum Route {
 
 /// The paths the gateway answers (or forwards as a whole) itself, with
 /// what each is. Every other public path is `/v1/{tenant}/...`, whose
-/// methods the owning service's own table lists.
-pub const OWN: &[(RouteSpec, Route)] = &[
-    (RouteSpec::new("/healthz", "GET, HEAD"), Route::Health),
-    (RouteSpec::new("/readyz", "GET, HEAD"), Route::Ready),
-    (
-        RouteSpec::new("/openapi.json", "GET, HEAD"),
+/// methods the owning service's own table lists. The gateway checks the
+/// credentials of its own routes itself.
+pub const OWN: &[Endpoint<Route>] = &[
+    Endpoint::new(Method::GET, "/healthz", Route::Health, Access::Caller),
+    Endpoint::new(Method::GET, "/readyz", Route::Ready, Access::Caller),
+    Endpoint::new(
+        Method::GET,
+        "/openapi.json",
         Route::Contract,
+        Access::Caller,
     ),
-    (RouteSpec::new("/v1/tenants", "POST"), Route::CreateTenant),
-    (RouteSpec::new("/ops/outbox/relay", "POST"), Route::Relay),
-    (
-        RouteSpec::new("/ops/tenants/{tenant}/limits", "GET, PUT, DELETE"),
+    Endpoint::new(
+        Method::POST,
+        "/v1/tenants",
+        Route::CreateTenant,
+        Access::Caller,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/ops/outbox/relay",
+        Route::Relay,
+        Access::Caller,
+    ),
+    Endpoint::new(
+        Method::GET,
+        "/ops/tenants/{tenant}/limits",
         Route::TenantLimits,
+        Access::Caller,
+    ),
+    Endpoint::new(
+        Method::PUT,
+        "/ops/tenants/{tenant}/limits",
+        Route::TenantLimits,
+        Access::Caller,
+    ),
+    Endpoint::new(
+        Method::DELETE,
+        "/ops/tenants/{tenant}/limits",
+        Route::TenantLimits,
+        Access::Caller,
     ),
 ];
 
 /// Routes a request by method and path.
 pub fn route(method: &str, path: &str) -> Route {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    if let Some((spec, route)) = OWN.iter().find(|(spec, _)| spec.matches(&segments)) {
-        return if spec.methods().any(|m| m == method) {
-            route.clone()
+    if let Some(template) = routes::template(OWN, &segments) {
+        let wanted = if method == Method::HEAD {
+            "GET"
         } else {
-            Route::MethodNotAllowed { allow: spec.allow }
+            method
+        };
+        return match OWN
+            .iter()
+            .find(|e| e.path == template && e.method == wanted)
+        {
+            Some(endpoint) => endpoint.op.clone(),
+            None => Route::MethodNotAllowed {
+                allow: routes::allow(OWN, template),
+            },
         };
     }
     match segments.as_slice() {
@@ -106,8 +143,8 @@ pub fn route(method: &str, path: &str) -> Route {
 /// (a client's arbitrary path is not worth a log line's text).
 pub fn template(path: &str) -> String {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    if let Some((spec, _)) = OWN.iter().find(|(spec, _)| spec.matches(&segments)) {
-        return spec.path.to_owned();
+    if let Some(template) = routes::template(OWN, &segments) {
+        return template.to_owned();
     }
     match segments.as_slice() {
         ["v1", slug, rest @ ..] if !slug.is_empty() && owner(rest).is_some() => {
@@ -116,7 +153,7 @@ pub fn template(path: &str) -> String {
                 .into_iter()
                 .chain(rest.iter().copied())
                 .collect();
-            route_template(&[], &path.join("/"))
+            route_template(None, &path.join("/"))
         }
         _ => "(unrouted)".to_owned(),
     }
@@ -154,11 +191,15 @@ mod tests {
         assert_eq!(route("HEAD", "/openapi.json"), Route::Contract);
         assert_eq!(
             route("GET", "/v1/tenants"),
-            Route::MethodNotAllowed { allow: "POST" }
+            Route::MethodNotAllowed {
+                allow: "POST".into()
+            }
         );
         assert_eq!(
             route("POST", "/healthz"),
-            Route::MethodNotAllowed { allow: "GET, HEAD" }
+            Route::MethodNotAllowed {
+                allow: "GET, HEAD".into()
+            }
         );
     }
 

@@ -15,7 +15,7 @@ use gateway::contract::DOCUMENT;
 use gateway::routes::{self, Route, Service, OWN};
 use identity::app::Identity;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::http::routes::RouteSpec;
+use meridian_platform::http::routes::{templates, Endpoint};
 use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use meridian_platform::tenancy::Role;
@@ -51,29 +51,37 @@ fn documented() -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
-fn services() -> [(Service, &'static [RouteSpec]); 3] {
+/// A table's public templates, each with its `Allow`.
+fn public<Op>(table: &[Endpoint<Op>]) -> Vec<(&'static str, String)> {
+    templates(table)
+        .into_iter()
+        .filter(|(path, _)| path.starts_with("/v1/"))
+        .collect()
+}
+
+fn services() -> [(Service, Vec<(&'static str, String)>); 3] {
     [
-        (Service::Identity, identity::ROUTES),
-        (Service::Community, community::ROUTES),
-        (Service::Billing, billing::ROUTES),
+        (Service::Identity, public(identity::ENDPOINTS)),
+        (Service::Community, public(community::ENDPOINTS)),
+        (Service::Billing, public(billing::ENDPOINTS)),
     ]
+}
+
+fn methods(allow: &str) -> BTreeSet<String> {
+    allow.split(", ").map(str::to_owned).collect()
 }
 
 /// Each path template the gateway and the services declare, with its methods.
 fn declared() -> BTreeMap<String, BTreeSet<String>> {
-    let own = OWN.iter().map(|(spec, _)| spec);
-    let owned = services().into_iter().flat_map(|(_, table)| table.iter());
+    let own = templates(OWN);
+    let owned = services().into_iter().flat_map(|(_, table)| table);
     let mut all = BTreeMap::new();
-    for spec in own.chain(owned) {
-        let methods: BTreeSet<String> = spec.methods().map(str::to_owned).collect();
+    for (path, allow) in own.into_iter().chain(owned) {
+        let methods = methods(&allow);
         // `/v1/tenants` is the gateway's route to identity's handler: both
         // list it, and must agree.
-        if let Some(previous) = all.insert(spec.path.to_owned(), methods.clone()) {
-            assert_eq!(
-                previous, methods,
-                "{} is declared twice, differently",
-                spec.path
-            );
+        if let Some(previous) = all.insert(path.to_owned(), methods.clone()) {
+            assert_eq!(previous, methods, "{path} is declared twice, differently");
         }
     }
     all
@@ -109,20 +117,25 @@ fn the_document_and_the_route_tables_list_the_same_routes() {
 
 #[test]
 fn the_gateway_sends_each_route_to_the_service_that_declares_it() {
-    for (spec, own) in OWN {
-        let path = instance(spec.path);
+    for (template, allow) in templates(OWN) {
+        let path = instance(template);
         for method in METHODS {
-            let expected = if spec.methods().any(|m| m == method) {
-                own.clone()
-            } else {
-                Route::MethodNotAllowed { allow: spec.allow }
-            };
+            let wanted = if method == "HEAD" { "GET" } else { method };
+            let expected = OWN
+                .iter()
+                .find(|e| e.path == template && e.method == wanted)
+                .map_or_else(
+                    || Route::MethodNotAllowed {
+                        allow: allow.clone(),
+                    },
+                    |e| e.op.clone(),
+                );
             assert_eq!(routes::route(method, &path), expected, "{method} {path}");
         }
     }
     for (service, table) in services() {
-        for spec in table.iter().filter(|s| s.path != "/v1/tenants") {
-            let path = instance(spec.path);
+        for (template, _) in table.iter().filter(|(t, _)| *t != "/v1/tenants") {
+            let path = instance(template);
             for method in METHODS {
                 assert_eq!(
                     routes::route(method, &path),
@@ -190,8 +203,8 @@ fn each_service_takes_exactly_the_methods_it_declares() {
         after_answer: Default::default(),
     };
     for (service, table) in services() {
-        for spec in table {
-            let path = instance(spec.path);
+        for (template, allow) in table {
+            let path = instance(template);
             for method in METHODS {
                 let ctx = tenant_context(clock.now(), service.name(), TENANT, ADMIN, Role::Admin);
                 let request = ServiceRequest::new(method, &path);
@@ -200,7 +213,7 @@ fn each_service_takes_exactly_the_methods_it_declares() {
                     Service::Community => community::handle(&community, &ctx, &request),
                     Service::Billing => block_on(billing::handle(&billing, &ctx, &request)),
                 };
-                if spec.methods().any(|m| m == method) {
+                if methods(&allow).contains(method) {
                     assert!(
                         routed(&response),
                         "{method} {path}: {} {:?}",
@@ -211,7 +224,7 @@ fn each_service_takes_exactly_the_methods_it_declares() {
                     assert_eq!(response.status, 405, "{method} {path}");
                     assert_eq!(
                         response.header("allow"),
-                        Some(spec.allow),
+                        Some(allow.as_str()),
                         "{method} {path}"
                     );
                 }
@@ -235,4 +248,122 @@ fn the_document_lists_every_problem_code_the_platform_sends() {
         .map(|c| c.as_str().to_owned())
         .collect();
     assert_eq!(documented, sent);
+}
+
+/// A stored idempotency key is found again only under the operation it was
+/// recorded with, so the names the tables derive are the ones earlier
+/// releases wrote: a change here would run a replayed write twice.
+#[test]
+fn keyed_writes_keep_the_operation_names_their_keys_were_recorded_under() {
+    let clock = manual_clock();
+    let id = "0B6F1E3C-7C1E-4A55-9D3C-2F0C3B1F6AFF";
+    let canonical = id.to_ascii_lowercase();
+    let ctx = tenant_context(clock.now(), "test", TENANT, ADMIN, Role::Admin);
+    fn operation<Op>(
+        table: &[Endpoint<Op>],
+        ctx: &RequestContext,
+        method: &str,
+        path: &str,
+    ) -> String {
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        meridian_platform::http::routes::dispatch(table, method, &segments, ctx)
+            .expect("routed")
+            .operation()
+    }
+    let cases = [
+        (
+            operation(identity::ENDPOINTS, &ctx, "POST", "/v1/tenants"),
+            "POST /v1/tenants".to_owned(),
+        ),
+        (
+            operation(identity::ENDPOINTS, &ctx, "POST", "/v1/acme/members"),
+            "POST /members".to_owned(),
+        ),
+        (
+            operation(
+                identity::ENDPOINTS,
+                &ctx,
+                "DELETE",
+                &format!("/v1/acme/members/{id}"),
+            ),
+            format!("DELETE /members/{canonical}"),
+        ),
+        (
+            operation(identity::ENDPOINTS, &ctx, "POST", "/v1/acme/tokens"),
+            "POST /tokens".to_owned(),
+        ),
+        (
+            operation(
+                identity::ENDPOINTS,
+                &ctx,
+                "DELETE",
+                &format!("/v1/acme/tokens/{id}"),
+            ),
+            format!("DELETE /tokens/{canonical}"),
+        ),
+        (
+            operation(community::ENDPOINTS, &ctx, "POST", "/v1/acme/residents"),
+            "POST /residents".to_owned(),
+        ),
+        (
+            operation(
+                community::ENDPOINTS,
+                &ctx,
+                "PATCH",
+                &format!("/v1/acme/residents/{id}"),
+            ),
+            format!("PATCH /residents/{canonical}"),
+        ),
+        (
+            operation(
+                community::ENDPOINTS,
+                &ctx,
+                "DELETE",
+                &format!("/v1/acme/residents/{id}"),
+            ),
+            format!("DELETE /residents/{canonical}"),
+        ),
+        (
+            operation(community::ENDPOINTS, &ctx, "POST", "/v1/acme/complaints"),
+            "POST /complaints".to_owned(),
+        ),
+        (
+            operation(
+                community::ENDPOINTS,
+                &ctx,
+                "PATCH",
+                &format!("/v1/acme/complaints/{id}"),
+            ),
+            format!("PATCH /complaints/{canonical}"),
+        ),
+        (
+            operation(community::ENDPOINTS, &ctx, "POST", "/v1/acme/announcements"),
+            "POST /announcements".to_owned(),
+        ),
+        (
+            operation(billing::ENDPOINTS, &ctx, "POST", "/v1/acme/invoices"),
+            "POST /invoices".to_owned(),
+        ),
+        (
+            operation(
+                billing::ENDPOINTS,
+                &ctx,
+                "PATCH",
+                &format!("/v1/acme/invoices/{id}"),
+            ),
+            format!("PATCH /invoices/{canonical}"),
+        ),
+        (
+            operation(
+                billing::ENDPOINTS,
+                &ctx,
+                "POST",
+                &format!("/v1/acme/invoices/{id}/payments"),
+            ),
+            format!("POST /invoices/{canonical}/payments"),
+        ),
+    ];
+    for (derived, recorded) in cases {
+        assert_eq!(derived, recorded);
+    }
 }

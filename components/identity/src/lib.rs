@@ -24,61 +24,116 @@ pub mod resolve;
 pub mod tenants;
 pub mod tokens;
 
+use http::Method;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::http::routes::{self, RouteSpec};
+use meridian_platform::http::routes::{dispatch, Access, Endpoint};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, RequestContext};
 
 use app::Identity;
 
-/// The service's name, database and schema.
-pub const SPEC: ServiceSpec = ServiceSpec {
+/// The service's name, database, schema and routes.
+pub const SPEC: ServiceSpec<Op> = ServiceSpec {
     hop: "identity",
     database: "identity",
     migrations: migrations::ALL,
-    routes: ROUTES,
+    endpoints: ENDPOINTS,
 };
 
-/// The route table. Paths are the public ones the gateway forwards, plus
-/// the internal resolution.
+/// What serves each endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// The gateway's resolution of a slug and a token.
+    Resolve,
+    CreateTenant,
+    GetTenant,
+    ListMembers,
+    CreateMember,
+    DeleteMember,
+    CreateToken,
+    RevokeToken,
+}
+
+/// The route table: the public paths the gateway forwards (checked
+/// against `openapi.yaml`), and the internal resolution. Tenant creation
+/// checks the platform admin token itself; a token's owner or an admin
+/// may revoke it.
+pub const ENDPOINTS: &[Endpoint<Op>] = &[
+    Endpoint::new(
+        Method::GET,
+        "/internal/resolve",
+        Op::Resolve,
+        Access::Caller,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/v1/tenants",
+        Op::CreateTenant,
+        Access::Caller,
+    ),
+    Endpoint::new(Method::GET, "/v1/{tenant}", Op::GetTenant, Access::Member),
+    Endpoint::new(
+        Method::GET,
+        "/v1/{tenant}/members",
+        Op::ListMembers,
+        Access::Admin,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/v1/{tenant}/members",
+        Op::CreateMember,
+        Access::Admin,
+    ),
+    Endpoint::new(
+        Method::DELETE,
+        "/v1/{tenant}/members/{id}",
+        Op::DeleteMember,
+        Access::Admin,
+    ),
+    Endpoint::new(
+        Method::POST,
+        "/v1/{tenant}/tokens",
+        Op::CreateToken,
+        Access::Member,
+    ),
+    Endpoint::new(
+        Method::DELETE,
+        "/v1/{tenant}/tokens/{id}",
+        Op::RevokeToken,
+        Access::Member,
+    ),
+];
+
+/// Serves one request: dispatched by the table, then the operation's
+/// handler.
 pub fn handle<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> ServiceResponse {
     let segments = request.segments();
-    let method = request.route_method();
-    let result = match (method, segments.as_slice()) {
-        ("GET", ["internal", "resolve"]) => resolve::resolve(app, ctx, request),
-        ("POST", ["v1", "tenants"]) => tenants::create(app, ctx, request),
-        ("GET", ["v1", slug]) if *slug != "tenants" => tenants::get(app, ctx),
-        ("GET", ["v1", _, "members"]) => members::list(app, ctx, request),
-        ("POST", ["v1", _, "members"]) => members::create(app, ctx, request),
-        // The two changes that can change a resolution: the gateway's
-        // remembered ones of the tenant stop being served before the answer.
-        ("DELETE", ["v1", slug, "members", id]) => {
-            members::delete(app, ctx, request, id).inspect(|_| app.resolutions_changed(slug))
+    let served = dispatch(ENDPOINTS, &request.method, &segments, ctx).and_then(|call| {
+        let operation = call.operation();
+        let slug = call.param("tenant");
+        match call.op() {
+            Op::Resolve => resolve::resolve(app, ctx, request),
+            Op::CreateTenant => tenants::create(app, ctx, request, &operation),
+            Op::GetTenant => tenants::get(app, ctx),
+            Op::ListMembers => members::list(app, ctx, request),
+            Op::CreateMember => members::create(app, ctx, request, &operation),
+            Op::CreateToken => tokens::create(app, ctx, request, &operation),
+            // The two changes that can change a resolution: the gateway's
+            // remembered ones of the tenant stop being served before the
+            // answer.
+            Op::DeleteMember => members::delete(app, ctx, request, call.id(), &operation)
+                .inspect(|_| app.resolutions_changed(slug)),
+            Op::RevokeToken => tokens::revoke(app, ctx, request, call.id(), &operation)
+                .inspect(|_| app.resolutions_changed(slug)),
         }
-        ("POST", ["v1", _, "tokens"]) => tokens::create(app, ctx, request),
-        ("DELETE", ["v1", slug, "tokens", id]) => {
-            tokens::revoke(app, ctx, request, id).inspect(|_| app.resolutions_changed(slug))
-        }
-        (_, path) => Err(routes::unmatched(ROUTES, method, path)),
-    };
-    result.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+    });
+    served.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
 }
-
-/// The public paths this service serves and the methods each takes: the
-/// source of every 405's `Allow`, and checked against `openapi.yaml`.
-pub const ROUTES: &[RouteSpec] = &[
-    RouteSpec::new("/v1/tenants", "POST"),
-    RouteSpec::new("/v1/{tenant}", "GET, HEAD"),
-    RouteSpec::new("/v1/{tenant}/members", "GET, HEAD, POST"),
-    RouteSpec::new("/v1/{tenant}/members/{id}", "DELETE"),
-    RouteSpec::new("/v1/{tenant}/tokens", "POST"),
-    RouteSpec::new("/v1/{tenant}/tokens/{id}", "DELETE"),
-];
 
 meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {
     let app = crate::app::Identity {

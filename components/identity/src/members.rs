@@ -16,18 +16,13 @@ use crate::model::Member;
 use crate::repo::{self, NewToken};
 use crate::tenants::{new_token, stored};
 
-fn admins_only(ctx: &RequestContext) -> Result<String, Problem> {
-    let scope = ctx.require(|r| r == Role::Admin, "admins")?;
-    Ok(scope.tenant_id.to_string())
-}
-
 /// Lists the tenant's members, a page at a time.
 pub fn list<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let tenant_id = admins_only(ctx)?;
+    let (tenant_id, _) = ctx.member()?;
     let page = PageRequest::from_query(&request.query)?;
     page.list(|window| repo::list_members(&app.store, ctx, &tenant_id, window))
 }
@@ -60,10 +55,11 @@ pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let tenant_id = admins_only(ctx)?;
+    let (tenant_id, _) = ctx.member()?;
     let NewMember { email, name, role } = NewMember::try_from(request.body.as_slice())?;
-    write_once(&app.store, ctx, request, "POST /members", |tx| {
+    write_once(&app.store, ctx, request, operation, |tx| {
         let now = app.timestamp();
         let platform_user = repo::ensure_user(tx, ctx, &email, &name, new_id(), &now)?;
         if repo::membership_of(tx, ctx, &tenant_id, &platform_user)?.is_some() {
@@ -116,25 +112,20 @@ pub fn delete<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
     id: &str,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let tenant_id = admins_only(ctx)?;
+    let (tenant_id, _) = ctx.member()?;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("member"))?;
-    write_once(
-        &app.store,
-        ctx,
-        request,
-        &format!("DELETE /members/{id}"),
-        |tx| {
-            let member = repo::member(tx, ctx, &tenant_id, &id)?
-                .ok_or_else(|| Problem::not_found("member"))?;
-            if member.role == Role::Admin && repo::admin_count(tx, ctx, &tenant_id)? <= 1 {
-                return Err(Problem::new(
-                    ErrorCode::Conflict,
-                    "a tenant must keep at least one admin",
-                ));
-            }
-            repo::delete_membership(tx, ctx, &tenant_id, &id)?;
-            Ok(Written::no_content())
-        },
-    )
+    write_once(&app.store, ctx, request, operation, |tx| {
+        let member =
+            repo::member(tx, ctx, &tenant_id, &id)?.ok_or_else(|| Problem::not_found("member"))?;
+        if member.role == Role::Admin && repo::admin_count(tx, ctx, &tenant_id)? <= 1 {
+            return Err(Problem::new(
+                ErrorCode::Conflict,
+                "a tenant must keep at least one admin",
+            ));
+        }
+        repo::delete_membership(tx, ctx, &tenant_id, &id)?;
+        Ok(Written::no_content())
+    })
 }

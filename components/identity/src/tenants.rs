@@ -61,6 +61,7 @@ pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
     let authorised = !app.admin_token.is_empty()
         && request
@@ -79,7 +80,7 @@ pub fn create<D: Database, C: Clock>(
         ctx,
         key.as_ref(),
         PLATFORM,
-        "POST /v1/tenants",
+        operation,
         &request.body,
     )? {
         Begun::Replay(response) => return Ok(response),

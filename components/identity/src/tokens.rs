@@ -19,12 +19,13 @@ pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
     request: &ServiceRequest,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
     let scope = ctx.scope()?;
     let (tenant_id, actor_id) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
     // No fields yet; an unknown one is refused rather than ignored.
     JsonBody::parse(&request.body)?.finish()?;
-    write_once(&app.store, ctx, request, "POST /tokens", |tx| {
+    write_once(&app.store, ctx, request, operation, |tx| {
         let token = new_token()?;
         let membership_id = repo::membership_of_person(tx, ctx, &tenant_id, &actor_id)?
             .ok_or_else(|| {
@@ -58,22 +59,17 @@ pub fn revoke<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
     id: &str,
+    operation: &str,
 ) -> Result<ServiceResponse, Problem> {
     let scope = ctx.scope()?;
     let (tenant_id, actor_id) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
     let is_admin = scope.role == Role::Admin;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("token"))?;
-    write_once(
-        &app.store,
-        ctx,
-        request,
-        &format!("DELETE /tokens/{id}"),
-        |tx| {
-            repo::token_owner_in_tenant(tx, ctx, &tenant_id, &id)?
-                .filter(|user| is_admin || *user == actor_id)
-                .ok_or_else(|| Problem::not_found("token"))?;
-            repo::revoke_token(tx, ctx, &tenant_id, &id, &app.timestamp())?;
-            Ok(Written::no_content())
-        },
-    )
+    write_once(&app.store, ctx, request, operation, |tx| {
+        repo::token_owner_in_tenant(tx, ctx, &tenant_id, &id)?
+            .filter(|user| is_admin || *user == actor_id)
+            .ok_or_else(|| Problem::not_found("token"))?;
+        repo::revoke_token(tx, ctx, &tenant_id, &id, &app.timestamp())?;
+        Ok(Written::no_content())
+    })
 }

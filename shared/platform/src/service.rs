@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use crate::http::message::{ServiceRequest, ServiceResponse};
-use crate::http::routes::RouteSpec;
+use crate::http::routes::{self, Endpoint};
 use crate::log::journal::{self, Event};
 use crate::log::route_template;
 use crate::store::db::{failure, Database, DbError, Store};
@@ -21,15 +21,15 @@ use crate::{Clock, ErrorCode, Problem, RequestContext};
 
 /// What an internal service is: its name and its database.
 #[derive(Debug, Clone, Copy)]
-pub struct ServiceSpec {
+pub struct ServiceSpec<Op: 'static> {
     /// Component name, reported as `hop`.
     pub hop: &'static str,
     /// Label of the service's database.
     pub database: &'static str,
     /// The service's migrations, in order.
     pub migrations: &'static [Migration],
-    /// Its public routes, for the route templates its log lines name.
-    pub routes: &'static [RouteSpec],
+    /// Its route table, for the route templates its log lines name.
+    pub endpoints: &'static [Endpoint<Op>],
 }
 
 /// How a service's database is opened for one request.
@@ -54,7 +54,14 @@ pub struct Opened<D, C> {
     pub migrated: bool,
 }
 
-impl ServiceSpec {
+impl<Op> ServiceSpec<Op> {
+    /// The route template `path` is logged as: its row's, or the path
+    /// with its ids and any text not a route word written generically.
+    pub fn route_template(&self, path: &str) -> String {
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        route_template(routes::template(self.endpoints, &segments), path)
+    }
+
     /// Opens the database, and with `check_ledger` brings its schema up to
     /// date, under the request's budget (see [`checks_ledger`]).
     pub fn open_store<O: Databases, C: Clock>(
@@ -134,10 +141,10 @@ pub fn checks_ledger(request: &ServiceRequest) -> bool {
 /// Serves one admitted request: answers `GET /health`, or opens the store
 /// and hands the request to `app` — a second time, for a read that found
 /// the schema behind, once it is brought up to date.
-pub async fn serve<O, C, F, Fut, A>(
+pub async fn serve<Op, O, C, F, Fut, A>(
     ctx: RequestContext,
     request: ServiceRequest,
-    spec: &ServiceSpec,
+    spec: &ServiceSpec<Op>,
     databases: &O,
     clock: C,
     app: F,
@@ -180,11 +187,7 @@ where
             // migration's look at a missing ledger sets it too).
             let still_behind = again.schema_behind.clone();
             still_behind.set(false);
-            let route = format!(
-                "{} {}",
-                request.method,
-                route_template(spec.routes, &request.path)
-            );
+            let route = format!("{} {}", request.method, spec.route_template(&request.path));
             let second = app(ctx, again.store, request).await.into();
             if still_behind.get() {
                 failure(

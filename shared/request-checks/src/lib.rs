@@ -35,10 +35,10 @@ pub const ALL: [(&str, Check); 4] = [
 pub fn gateway_request(data: &[u8]) {
     let templates: Vec<&str> = gateway::routes::OWN
         .iter()
-        .map(|(spec, _)| spec.path)
-        .chain(identity::ROUTES.iter().map(|r| r.path))
-        .chain(community::ROUTES.iter().map(|r| r.path))
-        .chain(billing::ROUTES.iter().map(|r| r.path))
+        .map(|e| e.path)
+        .chain(identity::ENDPOINTS.iter().map(|e| e.path))
+        .chain(community::ENDPOINTS.iter().map(|e| e.path))
+        .chain(billing::ENDPOINTS.iter().map(|e| e.path))
         .collect();
     let mut input = Input::new(data);
     let request = input.request(&templates, &["00000000-0000-4000-8000-000000000001"]);

@@ -11,6 +11,7 @@ use identity::app::Identity;
 use meridian_platform::budget::admission::InternalGate;
 use meridian_platform::http::memory::{LocalCounters, MemoryConfig};
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::routes::{self, Endpoint};
 use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{
     internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
@@ -48,15 +49,11 @@ fn ctx(input: &mut Input<'_>, hop: &'static str, caller: (&str, &str)) -> Reques
     tenant_context(clock().now(), hop, caller.0, caller.1, role)
 }
 
-/// The service's public templates and the internal paths it serves.
-fn templates(
-    routes: &[meridian_platform::http::routes::RouteSpec],
-    internal: &[&'static str],
-) -> Vec<&'static str> {
-    routes
-        .iter()
-        .map(|r| r.path)
-        .chain(internal.iter().copied())
+/// Every template of a service's route table, public and internal.
+fn templates<Op>(table: &[Endpoint<Op>]) -> Vec<&'static str> {
+    routes::templates(table)
+        .into_iter()
+        .map(|(t, _)| t)
         .collect()
 }
 
@@ -187,11 +184,7 @@ pub fn identity_request(data: &[u8]) {
         let ctx = ctx(&mut input, "identity", seeded.caller());
         // The token, half the time: tenant creation is then reached past
         // its credential check.
-        let request = request_as_admin_or_not(
-            &mut input,
-            &templates(identity::ROUTES, &["/internal/resolve"]),
-            seeded,
-        );
+        let request = request_as_admin_or_not(&mut input, &templates(identity::ENDPOINTS), seeded);
         check(
             "identity",
             &request,
@@ -234,17 +227,7 @@ pub fn community_request(data: &[u8]) {
             store: seeded.store(),
         };
         let ctx = ctx(&mut input, "community", seeded.caller());
-        let request = input.request(
-            &templates(
-                community::ROUTES,
-                &[
-                    "/internal/events",
-                    "/internal/linked-residents",
-                    "/internal/residents/{id}",
-                ],
-            ),
-            &seeded.ids(),
-        );
+        let request = input.request(&templates(community::ENDPOINTS), &seeded.ids());
         check(
             "community",
             &request,
@@ -361,11 +344,7 @@ pub fn billing_request(data: &[u8]) {
         let app = billing_app(seeded, community);
         let ctx = ctx(&mut input, "billing", seeded.caller());
         // The relay's own credential, half the time.
-        let request = request_as_admin_or_not(
-            &mut input,
-            &templates(billing::ROUTES, &["/internal/outbox/relay"]),
-            seeded,
-        );
+        let request = request_as_admin_or_not(&mut input, &templates(billing::ENDPOINTS), seeded);
         check(
             "billing",
             &request,

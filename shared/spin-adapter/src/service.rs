@@ -9,7 +9,7 @@ use std::rc::Rc;
 use meridian_platform::http::body::MAX_BODY_BYTES;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::log::journal;
-use meridian_platform::log::{route_template, RequestLine, Served};
+use meridian_platform::log::{RequestLine, Served};
 use meridian_platform::service::{serve, Answer, Databases, ServiceSpec};
 use meridian_platform::store::db::{DbError, Store};
 use meridian_platform::wire::headers;
@@ -40,10 +40,10 @@ impl Databases for SpinDatabases {
 /// head alone (so an expired or unauthorized request is refused before its
 /// body is read), reads the body within the limit and the work deadline,
 /// serves it with `app`, and sends the answer.
-pub async fn run<F, Fut, A>(
+pub async fn run<Op, F, Fut, A>(
     incoming: IncomingRequest,
     out: ResponseOutparam,
-    spec: &ServiceSpec,
+    spec: &ServiceSpec<Op>,
     app: F,
 ) where
     F: Fn(RequestContext, SpinStore, ServiceRequest) -> Fut,
@@ -54,10 +54,7 @@ pub async fn run<F, Fut, A>(
     // Decided once, so the answer's body, its header and the log name the same id.
     let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
     journal::begin(spec.hop, request_id.as_str(), request.header("traceparent"));
-    let (method, route) = (
-        request.method.clone(),
-        route_template(spec.routes, &request.path),
-    );
+    let (method, route) = (request.method.clone(), spec.route_template(&request.path));
     let (ctx, answer) = match internal::admit(&request, &request_id, spec.hop) {
         Err(refusal) => (None, Answer::from(refusal)),
         Ok(admitted) => {

@@ -25,11 +25,11 @@ const NOTES: Migration = Migration {
     sql: "CREATE TABLE notes (id TEXT PRIMARY KEY)",
 };
 
-const SPEC: ServiceSpec = ServiceSpec {
+const SPEC: ServiceSpec<()> = ServiceSpec {
     hop: "notes",
     database: "notes",
     migrations: &[NOTES],
-    routes: &[],
+    endpoints: &[],
 };
 
 /// A host SQLite that sets the schema-behind flag, as Spin's does.
@@ -140,7 +140,7 @@ fn notes(
 }
 
 fn run(
-    spec: &ServiceSpec,
+    spec: &ServiceSpec<()>,
     databases: &impl Databases<Db = Flagging>,
     request: ServiceRequest,
     runs: &Cell<u32>,
@@ -194,7 +194,7 @@ fn health_migrates_and_answers_without_the_handler() {
 
 #[test]
 fn a_statement_no_migration_satisfies_is_run_twice_and_answered_as_internal() {
-    const BROKEN: ServiceSpec = ServiceSpec {
+    const BROKEN: ServiceSpec<()> = ServiceSpec {
         migrations: &[],
         ..SPEC
     };

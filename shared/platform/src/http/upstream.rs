@@ -184,7 +184,7 @@ fn target(url: &str) -> (String, String) {
         None => authority,
     };
     let path = path.split(['?', '#']).next().unwrap_or("");
-    (to.to_owned(), route_template(&[], path))
+    (to.to_owned(), route_template(None, path))
 }
 
 #[cfg(test)]

@@ -209,7 +209,7 @@ pub struct Problem {
     hop: Option<&'static str>,
     budget_ms: Option<u32>,
     errors: Box<[FieldError]>,
-    allow: Option<&'static str>,
+    allow: Option<Box<str>>,
     retry_after_s: Option<u32>,
 }
 
@@ -309,13 +309,12 @@ impl Problem {
 
     /// The 405 for a known path and a method it does not take; `allow`
     /// lists the methods it does take, sent as the `Allow` header.
-    pub fn method_not_allowed(method: &str, allow: &'static str) -> Self {
+    pub fn method_not_allowed(method: &str, allow: impl Into<String>) -> Self {
+        let allow: String = allow.into();
+        let detail = format!("{method} is not allowed here; use {allow}");
         Self {
-            allow: Some(allow),
-            ..Self::new(
-                ErrorCode::MethodNotAllowed,
-                format!("{method} is not allowed here; use {allow}"),
-            )
+            allow: Some(allow.into_boxed_str()),
+            ..Self::new(ErrorCode::MethodNotAllowed, detail)
         }
     }
 
@@ -378,8 +377,8 @@ impl Problem {
     }
 
     /// The methods a 405 says the path takes (the `Allow` header).
-    pub fn allow(&self) -> Option<&'static str> {
-        self.allow
+    pub fn allow(&self) -> Option<&str> {
+        self.allow.as_deref()
     }
 
     /// Seconds to wait before trying again (the `Retry-After` header).
