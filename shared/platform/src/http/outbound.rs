@@ -7,7 +7,7 @@ use thiserror::Error;
 
 use crate::budget::context::{BudgetSpent, RequestContext};
 use crate::budget::propagation::BudgetHeaders;
-use crate::http::retry::{classify_status, Verdict};
+use crate::http::retry::Verdict;
 use crate::time::UnixMillis;
 use crate::wire::headers;
 use crate::wire::problem::ErrorCode;
@@ -75,15 +75,6 @@ impl OutboundResponse {
     /// `deadline_exceeded`. For the caller the budget is spent as well.
     pub fn spent_the_budget(&self) -> bool {
         self.problem_code().as_deref() == Some(ErrorCode::DeadlineExceeded.as_str())
-    }
-
-    /// Whether another attempt could help (see [`classify_status`]).
-    pub fn verdict(&self) -> Verdict {
-        classify_status(
-            self.status,
-            self.problem_code().as_deref(),
-            self.header(headers::RETRY_AFTER),
-        )
     }
 }
 
@@ -279,10 +270,9 @@ mod tests {
         };
         assert_eq!(r.problem_code().as_deref(), Some("deadline_exceeded"));
         assert!(r.spent_the_budget());
-        assert_eq!(r.verdict(), Verdict::Final);
         r.headers[0].1 = "text/plain".into();
         assert_eq!(r.problem_code(), None);
-        assert_eq!(r.verdict(), Verdict::Transient { retry_after: None });
+        assert!(!r.spent_the_budget());
     }
 
     #[test]

@@ -6,12 +6,14 @@ use std::time::Duration;
 
 use crate::budget::context::RequestContext;
 use crate::http::memory::{Admit, Counters, FailureMemory, MemoryConfig, Outcome};
-use crate::http::retry::{self, Jitter, RetryPolicy, Sleeper};
+use crate::http::retry::{self, classify_status, Jitter, RetryPolicy, Sleeper, Verdict};
 use crate::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
 use crate::log::journal::{self, CallRecord, Event};
 use crate::log::route_template;
 use crate::tenancy::cache::Entries;
 use crate::time::{duration_ms, Clock};
+use crate::wire::headers::RETRY_AFTER;
+use crate::wire::problem::ErrorCode;
 
 /// What calls to other services run on, named once: Spin's client, clock,
 /// sleeper and jitter in a component, fakes in tests. A component's types
@@ -69,6 +71,10 @@ impl<E: Calls> Upstream<E> {
     /// The call, its retries and the deadline it carries end at the hop's
     /// work deadline: a downstream that runs out answers (or is abandoned)
     /// while this hop still has its answer reserve.
+    ///
+    /// Its layers, outermost first: the breaker ([`FailureMemory::admit`]),
+    /// the retry loop gated by the shared retry budget ([`Self::attempts`]),
+    /// and each attempt on the transport, judged once ([`judge`]).
     pub async fn call(
         &self,
         ctx: &RequestContext,
@@ -77,71 +83,27 @@ impl<E: Calls> Upstream<E> {
     ) -> Call {
         let ctx = &ctx.for_step();
         let started = self.clock.now();
-        let mut jitter = self.jitter.clone();
         let (to, route) = target(&request.url);
         let memory = FailureMemory::new(&self.counters, self.memory, ctx.hop(), &to);
-        let admitted = memory.admit(started);
-        let roll = jitter.next_u64();
-        let previous = RefCell::new(String::new());
-        let refused = Cell::new(false);
-        let outcome = if let Admit::Refuse(wait) = admitted {
+        let (outcome, retry_refused) = match memory.admit(started) {
             // History says this downstream is failing: answer now instead
             // of waiting out what it would do.
-            journal::event(Event::CircuitOpen {
-                to: to.clone(),
-                retry_after_ms: duration_ms(wait),
-            });
-            retry::Attempted {
-                last: Err(SendError::CircuitOpen(wait)),
-                attempts: 0,
-                gave_up: None,
+            Admit::Refuse(wait) => {
+                journal::event(Event::CircuitOpen {
+                    to: to.clone(),
+                    retry_after_ms: duration_ms(wait),
+                });
+                let refused = retry::Attempted {
+                    last: Err(SendError::CircuitOpen(wait)),
+                    attempts: 0,
+                    gave_up: None,
+                };
+                (refused, false)
             }
-        } else {
-            retry::run_gated(
-                policy,
-                ctx.deadline(),
-                &self.clock,
-                &self.sleeper,
-                &mut jitter,
-                |_| {
-                    let allowed = memory.may_retry(self.clock.now());
-                    if !allowed {
-                        refused.set(true);
-                        journal::event(Event::RetryRefused { to: to.clone() });
-                    }
-                    allowed
-                },
-                |attempt| {
-                    let request = request.clone();
-                    if attempt > 1 {
-                        journal::event(Event::Retry {
-                            to: to.clone(),
-                            attempt,
-                            after: previous.take(),
-                        });
-                    }
-                    let (previous, memory) = (&previous, &memory);
-                    // Only the first attempt of a probe decides the breaker.
-                    let admitted = if attempt == 1 { admitted } else { Admit::Call };
-                    if attempt == 1 {
-                        memory.first_attempt(self.clock.now(), roll);
-                    }
-                    async move {
-                        let response = self.http.send(ctx, request).await;
-                        let verdict = match &response {
-                            Ok(r) => r.verdict(),
-                            Err(e) => e.verdict(),
-                        };
-                        memory.outcome(admitted, self.clock.now(), outcome_of(&response));
-                        *previous.borrow_mut() = match &response {
-                            Ok(r) => r.status.to_string(),
-                            Err(e) => e.kind().to_owned(),
-                        };
-                        (response, verdict)
-                    }
-                },
-            )
-            .await
+            admitted => {
+                self.attempts(ctx, policy, &request, &memory, admitted, &to)
+                    .await
+            }
         };
         let took = self.clock.now().since(started);
         journal::call(CallRecord {
@@ -156,20 +118,110 @@ impl<E: Calls> Upstream<E> {
             response: outcome.last,
             attempts: outcome.attempts,
             took,
-            retry_refused: refused.get(),
+            retry_refused,
         }
+    }
+
+    /// The retry loop over the transport, each retry the policy grants
+    /// asked of the shared retry budget first; every attempt's outcome
+    /// told to the failure memory (only the first decides a probe). Also
+    /// whether the retry budget refused a retry.
+    async fn attempts(
+        &self,
+        ctx: &RequestContext,
+        policy: &RetryPolicy,
+        request: &OutboundRequest,
+        memory: &FailureMemory<'_, E::Counters>,
+        admitted: Admit,
+        to: &str,
+    ) -> (retry::Attempted<Result<OutboundResponse, SendError>>, bool) {
+        let mut jitter = self.jitter.clone();
+        let roll = jitter.next_u64();
+        let refused = Cell::new(false);
+        // What the previous attempt came to, for the retry's log event.
+        let previous = RefCell::new(String::new());
+        let may_retry = |_| {
+            let allowed = memory.may_retry(self.clock.now());
+            if !allowed {
+                refused.set(true);
+                journal::event(Event::RetryRefused { to: to.to_owned() });
+            }
+            allowed
+        };
+        let attempt = |attempt: u32| {
+            let probe = match attempt {
+                1 => {
+                    memory.first_attempt(self.clock.now(), roll);
+                    admitted
+                }
+                _ => {
+                    journal::event(Event::Retry {
+                        to: to.to_owned(),
+                        attempt,
+                        after: previous.take(),
+                    });
+                    Admit::Call
+                }
+            };
+            let (request, previous) = (request.clone(), &previous);
+            async move {
+                let response = self.http.send(ctx, request).await;
+                let judged = judge(&response);
+                memory.outcome(probe, self.clock.now(), judged.outcome);
+                *previous.borrow_mut() = judged.label;
+                (response, judged.verdict)
+            }
+        };
+        let outcome = retry::run_gated(
+            policy,
+            ctx.deadline(),
+            &self.clock,
+            &self.sleeper,
+            &mut jitter,
+            may_retry,
+            attempt,
+        )
+        .await;
+        (outcome, refused.get())
     }
 }
 
-/// How an attempt ended, for the breaker: the downstream's own failures
-/// count, running out of the shared budget says nothing about it.
-fn outcome_of(response: &Result<OutboundResponse, SendError>) -> Outcome {
-    match response {
-        Ok(r) if r.status >= 500 && r.spent_the_budget() => Outcome::Ignored,
-        Ok(r) if r.status >= 500 => Outcome::Failed,
-        Ok(_) => Outcome::Succeeded,
-        Err(e) if e.is_downstream_failure() => Outcome::Failed,
-        Err(_) => Outcome::Ignored,
+/// What one attempt came to, judged once for every layer that asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// For the retry loop: whether another attempt could help.
+    pub verdict: Verdict,
+    /// For the breaker: the downstream's own failures count, running out
+    /// of the shared budget says nothing about it.
+    pub outcome: Outcome,
+    /// For the log: the status, or the kind of failure.
+    pub label: String,
+}
+
+/// Judges an attempt's result, reading a problem body's code once.
+pub fn judge(result: &Result<OutboundResponse, SendError>) -> Judged {
+    match result {
+        Ok(r) => {
+            let code = r.problem_code();
+            let spent = code.as_deref() == Some(ErrorCode::DeadlineExceeded.as_str());
+            Judged {
+                verdict: classify_status(r.status, code.as_deref(), r.header(RETRY_AFTER)),
+                outcome: match r.status {
+                    500.. if spent => Outcome::Ignored,
+                    500.. => Outcome::Failed,
+                    _ => Outcome::Succeeded,
+                },
+                label: r.status.to_string(),
+            }
+        }
+        Err(e) => Judged {
+            verdict: e.verdict(),
+            outcome: match e.is_downstream_failure() {
+                true => Outcome::Failed,
+                false => Outcome::Ignored,
+            },
+            label: e.kind().to_owned(),
+        },
     }
 }
 
@@ -189,7 +241,98 @@ fn target(url: &str) -> (String, String) {
 
 #[cfg(test)]
 mod tests {
-    use super::target;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::budget::context::BudgetSpent;
+
+    fn answer(status: u16, content_type: &str, body: &str) -> Result<OutboundResponse, SendError> {
+        Ok(OutboundResponse {
+            status,
+            headers: vec![
+                ("content-type".into(), content_type.into()),
+                ("retry-after".into(), "2".into()),
+            ],
+            body: body.as_bytes().to_vec(),
+        })
+    }
+
+    #[test]
+    fn each_attempt_is_judged_once_for_the_retry_loop_the_breaker_and_the_log() {
+        let problem = "application/problem+json";
+        let transient = Verdict::Transient {
+            retry_after: Some(Duration::from_secs(2)),
+        };
+        let cases = [
+            (
+                answer(200, "application/json", "{}"),
+                Verdict::Final,
+                Outcome::Succeeded,
+                "200",
+            ),
+            (
+                answer(404, problem, r#"{"code":"not_found"}"#),
+                Verdict::Final,
+                Outcome::Succeeded,
+                "404",
+            ),
+            (
+                answer(503, problem, r#"{"code":"storage_unavailable"}"#),
+                transient,
+                Outcome::Failed,
+                "503",
+            ),
+            // The downstream ran out of the shared budget: final, and no
+            // sign the downstream is failing.
+            (
+                answer(504, problem, r#"{"code":"deadline_exceeded"}"#),
+                Verdict::Final,
+                Outcome::Ignored,
+                "504",
+            ),
+            // Only a problem body carries a code.
+            (
+                answer(504, "text/plain", r#"{"code":"deadline_exceeded"}"#),
+                transient,
+                Outcome::Failed,
+                "504",
+            ),
+            // It already retried its own dependency.
+            (
+                answer(503, problem, r#"{"code":"upstream_unavailable"}"#),
+                Verdict::Final,
+                Outcome::Failed,
+                "503",
+            ),
+            (
+                Err(SendError::Connect("refused".into())),
+                Verdict::Transient { retry_after: None },
+                Outcome::Failed,
+                "connect",
+            ),
+            (
+                Err(SendError::from(BudgetSpent {
+                    hop: "billing",
+                    budget_ms: 400,
+                })),
+                Verdict::Final,
+                Outcome::Ignored,
+                "deadline",
+            ),
+        ];
+        for (result, verdict, outcome, label) in cases {
+            let judged = judge(&result);
+            assert_eq!(
+                judged,
+                Judged {
+                    verdict,
+                    outcome,
+                    label: label.into()
+                },
+                "{result:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_call_is_named_by_its_service_and_path_template() {
