@@ -1,0 +1,191 @@
+//! The windows both the retry budget and the breaker read: first
+//! attempts, retries and failures per caller → downstream, counted in
+//! windows of `window` by window number, weighed over the sliding last
+//! `window`; and the counting of first attempts (sampled while healthy).
+
+use crate::time::UnixMillis;
+
+use super::{Counters, FailureMemory};
+
+/// What the window says about one caller → downstream pair.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Recent {
+    /// First attempts (estimated over the sliding window).
+    pub calls: f64,
+    /// Retries.
+    pub retries: f64,
+    /// Failed attempts, first or not.
+    pub failures: f64,
+}
+
+impl Recent {
+    pub(super) fn plus(&self, other: &Recent) -> Recent {
+        Recent {
+            calls: self.calls + other.calls,
+            retries: self.retries + other.retries,
+            failures: self.failures + other.failures,
+        }
+    }
+}
+
+/// The counts each window keeps, under `{prefix}/{window number}/{kind}`.
+pub(super) const KINDS: [&str; 3] = ["calls", "retries", "failures"];
+
+impl<K: Counters> FailureMemory<'_, K> {
+    /// The window's length in ms, at least 1.
+    pub(super) fn window_ms(&self) -> u64 {
+        u64::try_from(self.config.window.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
+
+    pub(super) fn epoch(&self, now: UnixMillis) -> u64 {
+        now.as_millis() / self.window_ms()
+    }
+
+    pub(super) fn key(&self, epoch: u64, kind: &str) -> String {
+        format!("{}/{epoch}/{kind}", self.prefix)
+    }
+
+    pub(super) fn ms(now: UnixMillis) -> i64 {
+        i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// The window's counts at `now`, in one read; empty when off or when
+    /// the store cannot be read.
+    pub fn recent(&self, now: UnixMillis) -> Recent {
+        self.counts(now)
+            .map(|(current, previous)| current.plus(&previous))
+            .unwrap_or_default()
+    }
+
+    /// The current window's counts and the previous one's, weighed by how
+    /// much of it still lies within the last `window` (one read).
+    pub(super) fn counts(&self, now: UnixMillis) -> Option<(Recent, Recent)> {
+        if !self.config.enabled {
+            return None;
+        }
+        let epoch = self.epoch(now);
+        let mut keys: Vec<String> = Vec::with_capacity(6);
+        for e in [epoch, epoch.saturating_sub(1)] {
+            keys.extend(KINDS.iter().map(|k| self.key(e, k)));
+        }
+        let v = self.counters.read(&keys).ok()?;
+        let [calls, retries, failures, calls_before, retries_before, failures_before] = v[..]
+        else {
+            return None;
+        };
+        let into = (now.as_millis() % self.window_ms()) as f64 / self.window_ms() as f64;
+        let weigh = |(calls, retries, failures): (i64, i64, i64), weight: f64| Recent {
+            calls: calls as f64 * weight,
+            retries: retries as f64 * weight,
+            failures: failures as f64 * weight,
+        };
+        Some((
+            weigh((calls, retries, failures), 1.0),
+            weigh((calls_before, retries_before, failures_before), 1.0 - into),
+        ))
+    }
+
+    /// Counts a call's first attempt, starting at `now`. While all is
+    /// healthy, it is written only when `roll` (a random number) picks it,
+    /// one in `sample`, and then counts `sample`; after a recent failure (as
+    /// [`Self::admit`] read), every one is. (A retry is counted when
+    /// [`Self::may_retry`] grants it.) The first write to a new window
+    /// forgets the window before the previous one, so the store holds at
+    /// most three windows per pair.
+    pub fn first_attempt(&self, now: UnixMillis, roll: u64) {
+        if !self.config.enabled {
+            return;
+        }
+        let sample = if self.exact.get() {
+            1
+        } else {
+            u64::from(self.config.sample.max(1))
+        };
+        if roll % sample != 0 {
+            return;
+        }
+        let epoch = self.epoch(now);
+        let delta = i64::try_from(sample).unwrap_or(1);
+        if self.counters.add(&self.key(epoch, "calls"), delta) == Ok(delta) && epoch >= 2 {
+            let stale: Vec<String> = KINDS.iter().map(|k| self.key(epoch - 2, k)).collect();
+            let _ = self.counters.forget(&stale);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::super::*;
+
+    #[test]
+    fn after_a_failure_every_first_attempt_is_counted_for_a_window() {
+        let counters = LocalCounters::default();
+        let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
+        // Healthy: rolls that are not multiples of 64 write nothing.
+        for i in 1..10 {
+            m.admit(at(i));
+            m.first_attempt(at(i), i);
+        }
+        assert_eq!(m.recent(at(10)).calls, 0.0);
+        let admitted = m.admit(at(10));
+        m.first_attempt(at(10), 10);
+        m.outcome(admitted, at(10), Outcome::Failed);
+        // From now on, exact.
+        for i in 11..21 {
+            m.admit(at(i));
+            m.first_attempt(at(i), i);
+        }
+        assert_eq!(m.recent(at(30)).calls, 10.0);
+        // A window later, sampled again.
+        m.admit(at(10_011));
+        m.first_attempt(at(10_011), 1);
+        assert_eq!(m.recent(at(10_011)).calls, 10.0 * (1.0 - 0.0011));
+    }
+
+    #[test]
+    fn the_window_slides_and_old_windows_are_forgotten() {
+        let counters = LocalCounters::default();
+        let m = memory(&counters);
+        for _ in 0..10 {
+            m.first_attempt(at(0), 0);
+        }
+        // Half-way through the next window, half of the old one counts.
+        assert_eq!(m.recent(at(15_000)).calls, 5.0);
+        // Two windows on, nothing of it remains, and the first write there
+        // forgot it.
+        m.first_attempt(at(25_000), 0);
+        assert_eq!(m.recent(at(25_000)).calls, 1.0);
+        assert_eq!(counters.len(), 1, "only the current window's key is kept");
+    }
+
+    #[test]
+    fn a_sampled_first_attempt_counts_for_the_ones_not_written() {
+        let counters = LocalCounters::default();
+        let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
+        // Rolls 0..640: one in 64 is written, as 64.
+        for roll in 0..640 {
+            m.first_attempt(at(0), roll);
+        }
+        assert_eq!(m.recent(at(0)).calls, 640.0);
+        assert!(m.may_retry(at(0)));
+        assert_eq!(m.recent(at(0)).retries, 1.0, "retries are never sampled");
+    }
+
+    /// The healthy path: one read per call, and no write but the sampled
+    /// count of first attempts.
+    #[test]
+    fn the_healthy_path_writes_only_the_sampled_count() {
+        let counters = LocalCounters::default();
+        let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
+        for i in 0..100 {
+            let admitted = m.admit(at(i));
+            m.first_attempt(at(i), i);
+            m.outcome(admitted, at(i), Outcome::Succeeded);
+        }
+        assert_eq!(counters.len(), 1);
+        assert_eq!(m.recent(at(100)).calls, 128.0, "2 samples of 64");
+    }
+}
