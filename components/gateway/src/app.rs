@@ -3,11 +3,13 @@
 
 use meridian_platform::budget::{answer_reserve, request_start, steps};
 use meridian_platform::http::body::BodyError;
+use meridian_platform::http::pipeline::{self, Hop, InHand};
 use meridian_platform::http::retry::Jitter;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::log::journal;
 use meridian_platform::log::{RequestLine, Served};
+use meridian_platform::service::Answer;
 use meridian_platform::store::idempotency::IdempotencyKey;
 use meridian_platform::wire::headers;
 use meridian_platform::wire::request_id::RequestId;
@@ -41,6 +43,41 @@ pub struct Arrival {
     granted: Result<std::time::Duration, Problem>,
 }
 
+/// The gateway as a hop of the one pipeline, for a request that arrived
+/// `at` (in the component, the clock read before the configuration, so
+/// reading it spends the budget too): its arrival decided on the head,
+/// the body read by its budget's work deadline, then answered.
+pub struct EdgeHop<'g, E: Calls> {
+    /// The gateway.
+    pub gateway: &'g Gateway<E>,
+    /// When the request arrived.
+    pub at: UnixMillis,
+}
+
+impl<E: Calls> Hop for EdgeHop<'_, E> {
+    type Admitted = Arrival;
+
+    /// Every request goes on: the gateway answers even a refusal with
+    /// its headers and log line, once the body is in or given up.
+    fn admit(&self, head: &EdgeRequest) -> pipeline::Admission<Arrival> {
+        let arrival = self.gateway.arrive(head, self.at);
+        pipeline::Admission::Admitted {
+            read_until: self.gateway.read_deadline(&arrival),
+            admitted: arrival,
+        }
+    }
+
+    async fn serve(
+        &self,
+        arrival: Arrival,
+        request: EdgeRequest,
+        unread: Option<BodyError>,
+    ) -> Answer {
+        let response = self.gateway.handle_since(request, arrival, unread).await;
+        Answer::from(response)
+    }
+}
+
 /// What admission decided about a request.
 enum Admission {
     /// Answered by the gateway alone, before any budget was made.
@@ -55,10 +92,15 @@ enum Admission {
 
 impl<E: Calls> Gateway<E> {
     /// Answers one public request whose body is already in hand (tests,
-    /// and callers that read it elsewhere).
-    pub async fn handle(&self, request: EdgeRequest) -> EdgeResponse {
-        let arrival = self.arrive(&request, self.upstream.clock.now());
-        self.handle_since(request, arrival, None).await
+    /// and callers that read it elsewhere), through the same pipeline as
+    /// the component's entry.
+    pub async fn handle(&self, mut request: EdgeRequest) -> EdgeResponse {
+        let hop = EdgeHop {
+            gateway: self,
+            at: self.upstream.clock.now(),
+        };
+        let body = InHand(std::mem::take(&mut request.body));
+        pipeline::run(&hop, request, body).await.response
     }
 
     /// The request's arrival, decided once from its head: when it arrived

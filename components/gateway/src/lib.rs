@@ -31,13 +31,13 @@ pub mod timing;
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod entry {
-    use meridian_platform::http::body::MAX_BODY_BYTES;
     use meridian_platform::{Clock, SystemClock};
+    use meridian_spin::service::run_hop;
     use meridian_spin::{convert, vars, Spin};
     use spin_sdk::http::{IncomingRequest, ResponseOutparam};
     use spin_sdk::http_component;
 
-    use crate::app::Gateway;
+    use crate::app::{EdgeHop, Gateway};
     use crate::config::GatewayConfig;
 
     #[http_component]
@@ -45,7 +45,10 @@ mod entry {
         // The budget runs from here: reading the configuration and a slow
         // upload spend it like slow work.
         let arrived = SystemClock.now();
-        let mut request = convert::read_head(&incoming);
+        let head = convert::read_head(&incoming);
+        // The admin token is read only where it is checked: one variable
+        // less per request.
+        let ops = head.path.starts_with("/ops/tenants/");
         let gateway = Gateway {
             config: GatewayConfig {
                 budget: vars::budget_config(),
@@ -56,25 +59,14 @@ mod entry {
                 admission: vars::admission_config(),
                 resolution_cache: vars::resolution_cache(),
                 trust_request_start: vars::get("trust_request_start").as_deref() == Some("on"),
-                // Read only where it is checked: one variable less per request.
-                admin_token: request
-                    .path
-                    .starts_with("/ops/tenants/")
-                    .then(|| vars::get("admin_token"))
-                    .flatten(),
+                admin_token: ops.then(|| vars::get("admin_token")).flatten(),
             },
             upstream: Spin::upstream(),
         };
-        let arrival = gateway.arrive(&request, arrived);
-        let until = gateway.read_deadline(&arrival);
-        let unread = match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
-            Ok(body) => {
-                request.body = body;
-                None
-            }
-            Err(e) => Some(e),
+        let hop = EdgeHop {
+            gateway: &gateway,
+            at: arrived,
         };
-        let response = gateway.handle_since(request, arrival, unread).await;
-        convert::send_response(out, response);
+        run_hop(head, incoming, out, &hop).await;
     }
 }

@@ -11,12 +11,18 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
+use crate::budget::admission::InternalGate;
+use crate::budget::propagation::DEFAULT_SKEW_THRESHOLD;
+use crate::http::body::BodyError;
 use crate::http::message::{ServiceRequest, ServiceResponse};
+use crate::http::pipeline::{Admission, Hop};
 use crate::http::routes::{self, Endpoint};
 use crate::log::journal::{self, Event};
-use crate::log::route_template;
+use crate::log::{route_template, RequestLine, Served};
 use crate::store::db::{failure, Database, DbError, Store};
 use crate::store::migrate::{migrate, Migration, MigrationError};
+use crate::wire::headers;
+use crate::wire::request_id::RequestId;
 use crate::{Clock, ErrorCode, Problem, RequestContext};
 
 /// What an internal service is: its name and its database.
@@ -227,5 +233,126 @@ impl From<ServiceResponse> for Answer {
             response,
             after: None,
         }
+    }
+}
+
+/// An internal service as a [`Hop`] of the one pipeline: its gate on the
+/// head (the internal token, the deadline and tenant headers, any budget
+/// left), then [`serve`], each answer with its request id and the
+/// request's log line.
+pub struct ServiceHop<'a, Op: 'static, O, C, F> {
+    /// What the service is.
+    pub spec: &'a ServiceSpec<Op>,
+    /// How its database is opened.
+    pub databases: O,
+    /// Wall clock.
+    pub clock: C,
+    /// The shared internal token the gate expects (`internal_token`).
+    pub internal_token: String,
+    /// The service's handler.
+    pub app: F,
+}
+
+/// A request the service's gate let in.
+pub struct Entered {
+    ctx: RequestContext,
+    method: String,
+    route: String,
+}
+
+impl<Op, O, C, F, Fut, A> ServiceHop<'_, Op, O, C, F>
+where
+    O: Databases,
+    C: Clock + Clone,
+    F: Fn(RequestContext, Store<O::Db, C>, ServiceRequest) -> Fut,
+    Fut: Future<Output = A>,
+    A: Into<Answer>,
+{
+    fn line(&self, method: &str, route: &str, ctx: Option<&RequestContext>, answer: &Answer) {
+        let served = Served { method, route };
+        RequestLine::new(served, ctx, &answer.response, self.clock.now()).emit();
+    }
+}
+
+impl<Op, O, C, F, Fut, A> Hop for ServiceHop<'_, Op, O, C, F>
+where
+    O: Databases,
+    C: Clock + Clone,
+    F: Fn(RequestContext, Store<O::Db, C>, ServiceRequest) -> Fut,
+    Fut: Future<Output = A>,
+    A: Into<Answer>,
+{
+    type Admitted = Entered;
+
+    fn admit(&self, head: &ServiceRequest) -> Admission<Entered> {
+        // Decided once, so the answer's body, its header and the log name
+        // the same id.
+        let request_id = RequestId::from_header_or_new(head.header(headers::REQUEST_ID));
+        journal::begin(
+            self.spec.hop,
+            request_id.as_str(),
+            head.header("traceparent"),
+        );
+        let (method, route) = (head.method.clone(), self.spec.route_template(&head.path));
+        let gate = InternalGate {
+            expected_token: &self.internal_token,
+            hop: self.spec.hop,
+            skew_threshold: DEFAULT_SKEW_THRESHOLD,
+        };
+        let header = |name: &str| match name {
+            headers::REQUEST_ID => Some(request_id.as_str()),
+            _ => head.header(name),
+        };
+        match gate.admit(header, self.clock.now()) {
+            Ok(admitted) => {
+                if let Some(skew_ms) = admitted.skew_ms {
+                    journal::event(Event::ClockSkew { skew_ms });
+                }
+                let ctx = admitted.ctx;
+                Admission::Admitted {
+                    read_until: ctx.work_deadline(),
+                    admitted: Entered { ctx, method, route },
+                }
+            }
+            Err(problem) => {
+                let mut response = ServiceResponse::problem_for(request_id.as_str(), problem);
+                response.set_header(headers::REQUEST_ID, request_id.as_str());
+                let answer = Answer::from(response);
+                self.line(&method, &route, None, &answer);
+                Admission::Answered(answer)
+            }
+        }
+    }
+
+    async fn serve(
+        &self,
+        entered: Entered,
+        request: ServiceRequest,
+        unread: Option<BodyError>,
+    ) -> Answer {
+        let Entered { ctx, method, route } = entered;
+        let mut answer = match unread {
+            None => {
+                serve(
+                    ctx.clone(),
+                    request,
+                    self.spec,
+                    &self.databases,
+                    self.clock.clone(),
+                    &self.app,
+                )
+                .await
+            }
+            Some(unread) => {
+                let problem = unread.to_problem().unwrap_or_else(|| ctx.spent().into());
+                ServiceResponse::problem(&ctx, problem).into()
+            }
+        };
+        // Every answer to an admitted request carries its request id.
+        answer
+            .response
+            .set_header(headers::REQUEST_ID, ctx.request_id().as_str());
+        self.line(&method, &route, Some(&ctx), &answer);
+        answer
     }
 }

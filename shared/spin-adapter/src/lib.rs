@@ -17,7 +17,6 @@
 pub mod client;
 pub mod convert;
 pub mod counters;
-pub mod internal;
 pub mod jitter;
 pub mod service;
 pub mod sqlite;

@@ -1,24 +1,22 @@
-//! A private service's Spin entry point: the request's head admitted, its
-//! body read, the platform's pipeline (`meridian_platform::service`) run on
-//! Spin's SQLite, the answer sent, and what was left for after it.
+//! The Spin entry point of every component: the platform's one pipeline
+//! (`meridian_platform::http::pipeline`) run on Spin's request, the answer
+//! sent, and what was left for after it; a private service's hop on Spin's
+//! SQLite.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
 
-use meridian_platform::http::body::MAX_BODY_BYTES;
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::log::journal;
-use meridian_platform::log::{RequestLine, Served};
-use meridian_platform::service::{serve, Answer, Databases, ServiceSpec};
+use meridian_platform::http::body::BodyError;
+use meridian_platform::http::message::ServiceRequest;
+use meridian_platform::http::pipeline::{self, Body, Hop};
+use meridian_platform::service::{Answer, Databases, ServiceHop, ServiceSpec};
 use meridian_platform::store::db::{DbError, Store};
-use meridian_platform::wire::headers;
-use meridian_platform::wire::request_id::RequestId;
-use meridian_platform::{Clock, RequestContext, SystemClock};
+use meridian_platform::{Deadline, RequestContext, SystemClock};
 use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 
 use crate::sqlite::SpinSqlite;
-use crate::{convert, internal};
+use crate::{convert, vars};
 
 /// The store every service handler works on.
 pub type SpinStore = Store<SpinSqlite, SystemClock>;
@@ -36,10 +34,44 @@ impl Databases for SpinDatabases {
     }
 }
 
-/// The whole of a service's Spin entry point: admits the request on its
-/// head alone (so an expired or unauthorized request is refused before its
-/// body is read), reads the body within the limit and the work deadline,
-/// serves it with `app`, and sends the answer.
+/// Runs one Spin request, whose head is `head` ([`convert::read_head`]),
+/// through `hop`, the one pipeline every component shares
+/// (`meridian_platform::http::pipeline`): its head admitted, its body read
+/// from Spin's stream only if admitted, then served; the answer sent, and
+/// what was left for after it run once it has gone.
+pub async fn run_hop<H: Hop>(
+    head: ServiceRequest,
+    incoming: IncomingRequest,
+    out: ResponseOutparam,
+    hop: &H,
+) {
+    let Answer { response, after } = pipeline::run(hop, head, Incoming(incoming)).await;
+    convert::send_response(out, response);
+    // The caller has its answer (the body is finished); the instance runs
+    // on until what was left for after it is done.
+    if let Some(after) = after {
+        after.await;
+    }
+}
+
+/// The body of a Spin request, read from its stream.
+pub struct Incoming(pub IncomingRequest);
+
+impl Body for Incoming {
+    async fn read(
+        self,
+        head: &ServiceRequest,
+        limit: usize,
+        until: Deadline,
+    ) -> Result<Vec<u8>, BodyError> {
+        convert::read_body(self.0, head, limit, until).await
+    }
+}
+
+/// The whole of a service's Spin entry point: the service as a hop of the
+/// pipeline ([`ServiceHop`]: admitted on its head alone, so an expired or
+/// unauthorized request is refused before its body is read), on Spin's
+/// SQLite and clock, serving with `app`.
 pub async fn run<Op, F, Fut, A>(
     incoming: IncomingRequest,
     out: ResponseOutparam,
@@ -50,46 +82,14 @@ pub async fn run<Op, F, Fut, A>(
     Fut: Future<Output = A>,
     A: Into<Answer>,
 {
-    let mut request = convert::read_head(&incoming);
-    // Decided once, so the answer's body, its header and the log name the same id.
-    let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
-    journal::begin(spec.hop, request_id.as_str(), request.header("traceparent"));
-    let (method, route) = (request.method.clone(), spec.route_template(&request.path));
-    let (ctx, answer) = match internal::admit(&request, &request_id, spec.hop) {
-        Err(refusal) => (None, Answer::from(refusal)),
-        Ok(admitted) => {
-            let ctx = admitted.ctx;
-            let until = ctx.work_deadline();
-            // Every answer to an admitted request carries its request id.
-            let mut answer =
-                match convert::read_body(incoming, &request, MAX_BODY_BYTES, until).await {
-                    Ok(body) => {
-                        request.body = body;
-                        serve(ctx.clone(), request, spec, &SpinDatabases, SystemClock, app).await
-                    }
-                    Err(unread) => {
-                        let problem = unread.to_problem().unwrap_or_else(|| ctx.spent().into());
-                        ServiceResponse::problem(&ctx, problem).into()
-                    }
-                };
-            answer
-                .response
-                .set_header(headers::REQUEST_ID, request_id.as_str());
-            (Some(ctx), answer)
-        }
+    let hop = ServiceHop {
+        spec,
+        databases: SpinDatabases,
+        clock: SystemClock,
+        internal_token: vars::internal_token(),
+        app,
     };
-    let served = Served {
-        method: &method,
-        route: &route,
-    };
-    let Answer { response, after } = answer;
-    RequestLine::new(served, ctx.as_ref(), &response, SystemClock.now()).emit();
-    convert::send_response(out, response);
-    // The caller has its answer (the body is finished); the instance runs
-    // on until what was left for after it is done.
-    if let Some(after) = after {
-        after.await;
-    }
+    run_hop(convert::read_head(&incoming), incoming, out, &hop).await;
 }
 
 /// The Spin entry point of a private service: `service_component!(SPEC,

@@ -1,6 +1,8 @@
 //! An internal service's pipeline (`meridian_platform::service`) on a real
 //! (host) SQLite: `/health`, migrations when the request reads the ledger,
-//! and a read that finds the schema behind run again once it is migrated.
+//! and a read that finds the schema behind run again once it is migrated;
+//! and the whole hop as the Spin entry runs it (`http::pipeline`): the
+//! gate on the head, the body, the handler.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -9,12 +11,15 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use meridian_platform::http::body::{BodyError, MAX_BODY_BYTES};
+use meridian_platform::http::internal_headers;
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::service::{serve, Answer, Databases, ServiceSpec};
+use meridian_platform::http::pipeline::{self, Body, InHand};
+use meridian_platform::service::{serve, Answer, Databases, ServiceHop, ServiceSpec};
 use meridian_platform::store::db::{Database, DbError, Row, StorageFault, Store, Value};
 use meridian_platform::store::migrate::Migration;
 use meridian_platform::time::ManualClock;
-use meridian_platform::{Problem, RequestContext, UnixMillis};
+use meridian_platform::{Deadline, Problem, RequestContext, UnixMillis};
 use meridian_testing::{context_at, HostSqlite};
 
 const NOW: UnixMillis = UnixMillis::from_millis(1_700_000_000_000);
@@ -223,4 +228,83 @@ fn a_database_that_cannot_be_opened_is_a_retryable_503_and_no_handler_runs() {
         );
     }
     assert_eq!(runs.get(), 0);
+}
+
+/// A body that records whether it was read.
+struct Watched<'a> {
+    bytes: Vec<u8>,
+    read: &'a Cell<bool>,
+}
+
+impl Body for Watched<'_> {
+    async fn read(
+        self,
+        _head: &ServiceRequest,
+        limit: usize,
+        _until: Deadline,
+    ) -> Result<Vec<u8>, BodyError> {
+        self.read.set(true);
+        InHand(self.bytes).read(_head, limit, _until).await
+    }
+}
+
+const TOKEN: &str = "internal-secret";
+
+/// A request as the gateway sends it: the internal headers for `token`
+/// and a budget whose deadline is `budget_ms` from `NOW` (negative: spent).
+fn internal(method: &str, token: &str, budget_ms: i64) -> ServiceRequest {
+    let start = UnixMillis::from_millis(NOW.as_millis().saturating_add_signed(budget_ms - 2_000));
+    let ctx = context_at(start, Duration::from_secs(2), "gateway");
+    let mut request = ServiceRequest::new(method, "/notes");
+    for (name, value) in internal_headers(&ctx, NOW, token) {
+        request.headers.push((name.to_owned(), value));
+    }
+    request
+}
+
+/// One request through the whole hop, as the Spin entry runs it: the
+/// answer, whether the body was read, and how often the handler ran.
+fn through_the_hop(request: ServiceRequest, body: &[u8]) -> (ServiceResponse, bool, u32) {
+    let files = Files::new();
+    let (runs, read) = (Cell::new(0), Cell::new(false));
+    let hop = ServiceHop {
+        spec: &SPEC,
+        databases: files,
+        clock: clock(),
+        internal_token: TOKEN.to_owned(),
+        app: notes(&runs),
+    };
+    let body = Watched {
+        bytes: body.to_vec(),
+        read: &read,
+    };
+    let answer = now(pipeline::run(&hop, request, body));
+    (answer.response, read.get(), runs.get())
+}
+
+#[test]
+fn a_request_the_gate_refuses_is_answered_on_its_head_and_its_body_never_read() {
+    for (request, status) in [
+        (internal("POST", "wrong", 1_000), 401),
+        (internal("POST", TOKEN, -5), 504),
+    ] {
+        let (r, read, runs) = through_the_hop(request, b"{}");
+        assert_eq!((r.status, read, runs), (status, false, 0), "{:?}", json(&r));
+        assert_eq!(r.header("x-request-id"), Some("test-request"));
+    }
+}
+
+#[test]
+fn an_admitted_request_is_served_with_its_body_and_carries_its_request_id() {
+    let (r, read, runs) = through_the_hop(internal("POST", TOKEN, 1_000), b"{}");
+    assert_eq!((r.status, read, runs), (200, true, 1), "{:?}", json(&r));
+    assert_eq!(r.header("x-request-id"), Some("test-request"));
+}
+
+#[test]
+fn a_body_past_the_limit_is_a_413_and_no_handler_runs() {
+    let huge = vec![b' '; MAX_BODY_BYTES + 1];
+    let (r, read, runs) = through_the_hop(internal("POST", TOKEN, 1_000), &huge);
+    assert_eq!((r.status, read, runs), (413, true, 0));
+    assert_eq!(json(&r)["code"], "payload_too_large");
 }

@@ -1,0 +1,97 @@
+//! The one request pipeline every component runs, the gateway and the
+//! three services alike: the head admitted on its own (the budget, and who
+//! is calling, decided before a byte of the body is read), the body read
+//! within what admission granted, the request served, and the answer with
+//! whatever is left to do after it. A component says what each step means
+//! for it by implementing [`Hop`]; `meridian-spin` runs [`run`] on Spin's
+//! request and sends the answer, host tests run it on bytes in hand.
+
+use crate::budget::deadline::Deadline;
+use crate::http::body::{BodyError, MAX_BODY_BYTES};
+use crate::http::message::ServiceRequest;
+use crate::service::Answer;
+
+/// What admission made of a request's head.
+pub enum Admission<A> {
+    /// Go on: read the body until `read_until`, then serve with `admitted`.
+    Admitted {
+        /// What serving needs of the decision (its context, its arrival).
+        admitted: A,
+        /// The instant by which the body must be in.
+        read_until: Deadline,
+    },
+    /// Answered on the head alone; the body is never read.
+    Answered(Answer),
+}
+
+/// One component's way with a request.
+// Components are single-threaded, so the futures need no `Send` bound.
+#[allow(async_fn_in_trait)]
+pub trait Hop {
+    /// What admission decided, handed to [`Hop::serve`].
+    type Admitted;
+
+    /// Admits a request on its head alone, or answers it.
+    fn admit(&self, head: &ServiceRequest) -> Admission<Self::Admitted>;
+
+    /// Serves an admitted request: `request` has its body, or `unread`
+    /// says why it could not be read.
+    async fn serve(
+        &self,
+        admitted: Self::Admitted,
+        request: ServiceRequest,
+        unread: Option<BodyError>,
+    ) -> Answer;
+}
+
+/// Where a request's body comes from: Spin's incoming stream in a
+/// component, bytes in hand on the host.
+#[allow(async_fn_in_trait)]
+pub trait Body {
+    /// The body of the request whose head is `head`, at most `limit` bytes,
+    /// in by `until`.
+    async fn read(
+        self,
+        head: &ServiceRequest,
+        limit: usize,
+        until: Deadline,
+    ) -> Result<Vec<u8>, BodyError>;
+}
+
+/// Runs one request through `hop`: admit its head, read its body from
+/// `body` (only if admitted), serve it.
+pub async fn run<H: Hop>(hop: &H, mut request: ServiceRequest, body: impl Body) -> Answer {
+    let (admitted, until) = match hop.admit(&request) {
+        Admission::Answered(answer) => return answer,
+        Admission::Admitted {
+            admitted,
+            read_until,
+        } => (admitted, read_until),
+    };
+    let unread = match body.read(&request, MAX_BODY_BYTES, until).await {
+        Ok(bytes) => {
+            request.body = bytes;
+            None
+        }
+        Err(e) => Some(e),
+    };
+    hop.serve(admitted, request, unread).await
+}
+
+/// A body already in hand (tests, and callers that read it elsewhere):
+/// refused past the limit, never late.
+pub struct InHand(pub Vec<u8>);
+
+impl Body for InHand {
+    async fn read(
+        self,
+        _head: &ServiceRequest,
+        limit: usize,
+        _until: Deadline,
+    ) -> Result<Vec<u8>, BodyError> {
+        match self.0.len() > limit {
+            true => Err(BodyError::TooLarge(limit)),
+            false => Ok(self.0),
+        }
+    }
+}
