@@ -260,14 +260,8 @@ pub struct Entered {
     route: String,
 }
 
-impl<Op, O, C, F, Fut, A> ServiceHop<'_, Op, O, C, F>
-where
-    O: Databases,
-    C: Clock + Clone,
-    F: Fn(RequestContext, Store<O::Db, C>, ServiceRequest) -> Fut,
-    Fut: Future<Output = A>,
-    A: Into<Answer>,
-{
+impl<Op, O, C: Clock, F> ServiceHop<'_, Op, O, C, F> {
+    /// Writes the request's log line for `answer`.
     fn line(&self, method: &str, route: &str, ctx: Option<&RequestContext>, answer: &Answer) {
         let served = Served { method, route };
         RequestLine::new(served, ctx, &answer.response, self.clock.now()).emit();

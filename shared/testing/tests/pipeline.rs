@@ -239,12 +239,12 @@ struct Watched<'a> {
 impl Body for Watched<'_> {
     async fn read(
         self,
-        _head: &ServiceRequest,
+        head: &ServiceRequest,
         limit: usize,
-        _until: Deadline,
+        until: Deadline,
     ) -> Result<Vec<u8>, BodyError> {
         self.read.set(true);
-        InHand(self.bytes).read(_head, limit, _until).await
+        InHand(self.bytes).read(head, limit, until).await
     }
 }
 
