@@ -2,7 +2,6 @@
 //! admins and managers publish.
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::ids::new_id;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
@@ -10,7 +9,7 @@ use meridian_platform::store::page::PageRequest;
 use meridian_platform::{Clock, Problem, RequestContext};
 
 use crate::app::Community;
-use crate::model::Announcement;
+use crate::model::{Announcement, AnnouncementId};
 use crate::repo;
 
 /// Lists announcements in publication order, a page at a time.
@@ -19,9 +18,9 @@ pub fn list<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = ctx.member()?;
+    let s = app.scoped(ctx)?;
     let page = PageRequest::from_query(&request.query)?;
-    page.list(|window| repo::list_announcements(&app.store, ctx, &tenant, window))
+    page.list(|window| repo::list_announcements(&s, window))
 }
 
 /// Publishes an announcement now, authored by the caller.
@@ -31,20 +30,20 @@ pub fn create<D: Database, C: Clock>(
     request: &ServiceRequest,
     operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = ctx.member()?;
+    let s = app.scoped(ctx)?;
     let mut b = JsonBody::parse(&request.body)?;
     let fields = (b.text("title", 1, 200), b.text("body", 1, 10_000));
     let (title, body) = b.complete(fields)?;
-    let author_id = scope.actor_id.to_string();
+    let author_id = ctx.scope()?.actor_id.to_string();
     write_once(&app.store, ctx, request, operation, |tx| {
         let announcement = Announcement {
-            id: new_id(),
+            id: AnnouncementId::fresh(),
             title,
             body,
             author_id,
             published_at: app.timestamp(),
         };
-        repo::insert_announcement(tx, ctx, &tenant, &announcement)?;
+        repo::insert_announcement(&s.on(tx), &announcement)?;
         Ok(Written::same(201, &announcement))
     })
 }

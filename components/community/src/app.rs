@@ -1,8 +1,9 @@
 //! Community's collaborators.
 
 use meridian_platform::store::db::{Database, Store};
+use meridian_platform::store::scoped::Scoped;
 use meridian_platform::time::Timestamp;
-use meridian_platform::Clock;
+use meridian_platform::{Clock, Problem, RequestContext};
 
 /// The community service: its store.
 pub struct Community<D, C> {
@@ -14,5 +15,10 @@ impl<D: Database, C: Clock> Community<D, C> {
     /// Now, as stored in time columns.
     pub fn timestamp(&self) -> Timestamp {
         Timestamp::at(self.store.clock().now())
+    }
+
+    /// The store scoped to the request's tenant, for the repositories.
+    pub fn scoped<'a>(&'a self, ctx: &'a RequestContext) -> Result<Scoped<'a, D, C>, Problem> {
+        Scoped::of(&self.store, ctx)
     }
 }

@@ -3,18 +3,18 @@
 //! own; admins and managers see all and move them along.
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::input::query::query_param;
 use meridian_platform::input::validate::JsonBody;
-use meridian_platform::store::db::{Database, Store};
+use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
 use meridian_platform::store::page::PageRequest;
+use meridian_platform::store::scoped::Scoped;
 use meridian_platform::tenancy::TenantScope;
 use meridian_platform::wire::problem::FieldError;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
 use crate::app::Community;
-use crate::model::{Complaint, ComplaintStatus};
+use crate::model::{Complaint, ComplaintId, ComplaintStatus, ResidentId};
 use crate::repo::{self, ComplaintFilter};
 
 /// Whom a list or read is limited to: residents see what they filed.
@@ -28,7 +28,7 @@ pub fn list<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = ctx.member()?;
+    let (s, scope) = (app.scoped(ctx)?, ctx.scope()?);
     let page = PageRequest::from_query(&request.query)?;
     let status = query_param(&request.query, "status")
         .map(|s| {
@@ -41,19 +41,16 @@ pub fn list<D: Database, C: Clock>(
         filed_by: filed_by.as_deref(),
         status,
     };
-    page.list(|window| repo::list_complaints(&app.store, ctx, &tenant, &filter, window))
+    page.list(|window| repo::list_complaints(&s, &filter, window))
 }
 
 fn find<D: Database, C: Clock>(
-    db: &Store<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     scope: &TenantScope,
-    id: &str,
+    id: &ComplaintId,
 ) -> Result<Complaint, Problem> {
-    let id = parse_id(id).ok_or_else(|| Problem::not_found("complaint"))?;
     let filed_by = visible_to(scope);
-    repo::complaint(db, ctx, tenant, &id)?
+    repo::complaint(s, id)?
         .filter(|c| filed_by.as_ref().is_none_or(|me| *me == c.filed_by))
         .ok_or_else(|| Problem::not_found("complaint"))
 }
@@ -64,16 +61,14 @@ pub fn get<D: Database, C: Clock>(
     ctx: &RequestContext,
     id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = ctx.member()?;
-    Ok(ServiceResponse::json(
-        200,
-        &find(&app.store, ctx, &tenant, scope, id)?,
-    ))
+    let id = ComplaintId::parse(id).ok_or_else(|| Problem::not_found("complaint"))?;
+    let complaint = find(&app.scoped(ctx)?, ctx.scope()?, &id)?;
+    Ok(ServiceResponse::json(200, &complaint))
 }
 
 /// A validated complaint to file.
 struct NewComplaint {
-    resident_id: String,
+    resident_id: ResidentId,
     subject: String,
     body: String,
 }
@@ -84,7 +79,9 @@ impl TryFrom<&[u8]> for NewComplaint {
     fn try_from(body: &[u8]) -> Result<Self, Problem> {
         let mut b = JsonBody::parse(body)?;
         let fields = (
-            b.parsed("resident_id", |s| parse_id(s).ok_or("must be a UUID")),
+            b.parsed("resident_id", |s| {
+                ResidentId::parse(s).ok_or("must be a UUID")
+            }),
             b.text("subject", 1, 200),
             b.text("body", 1, 5_000),
         );
@@ -104,7 +101,7 @@ pub fn create<D: Database, C: Clock>(
     request: &ServiceRequest,
     operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = ctx.member()?;
+    let (s, scope) = (app.scoped(ctx)?, ctx.scope()?);
     let NewComplaint {
         resident_id,
         subject,
@@ -112,7 +109,8 @@ pub fn create<D: Database, C: Clock>(
     } = NewComplaint::try_from(request.body.as_slice())?;
     let filed_by = scope.actor_id.to_string();
     write_once(&app.store, ctx, request, operation, |tx| {
-        if repo::resident(tx, ctx, &tenant, &resident_id)?.is_none() {
+        let s = s.on(tx);
+        if repo::resident(&s, &resident_id)?.is_none() {
             return Err(Problem::validation(vec![FieldError::new(
                 "resident_id",
                 "no such resident",
@@ -120,7 +118,7 @@ pub fn create<D: Database, C: Clock>(
         }
         let now = app.timestamp();
         let complaint = Complaint {
-            id: new_id(),
+            id: ComplaintId::fresh(),
             resident_id,
             subject,
             body,
@@ -129,7 +127,7 @@ pub fn create<D: Database, C: Clock>(
             created_at: now.clone(),
             updated_at: now,
         };
-        repo::insert_complaint(tx, ctx, &tenant, &complaint)?;
+        repo::insert_complaint(&s, &complaint)?;
         Ok(Written::same(201, &complaint))
     })
 }
@@ -143,13 +141,14 @@ pub fn update<D: Database, C: Clock>(
     id: &str,
     operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = ctx.member()?;
+    let (s, scope) = (app.scoped(ctx)?, ctx.scope()?);
     let mut b = JsonBody::parse(&request.body)?;
     let status = b.parsed("status", ComplaintStatus::parse);
     let (to,) = b.complete((status,))?;
-    let id = parse_id(id).ok_or_else(|| Problem::not_found("complaint"))?;
+    let id = ComplaintId::parse(id).ok_or_else(|| Problem::not_found("complaint"))?;
     write_once(&app.store, ctx, request, operation, |tx| {
-        let mut complaint = find(tx, ctx, &tenant, scope, &id)?;
+        let s = s.on(tx);
+        let mut complaint = find(&s, scope, &id)?;
         let from = complaint.status;
         if !from.can_become(to) {
             return Err(Problem::new(
@@ -163,7 +162,7 @@ pub fn update<D: Database, C: Clock>(
         }
         let now = app.timestamp();
         // Guarded by the old status, so a concurrent change cannot be overwritten.
-        if !repo::set_complaint_status(tx, ctx, &tenant, &id, (from, to), &now)? {
+        if !repo::set_complaint_status(&s, &id, (from, to), &now)? {
             return Err(Problem::new(
                 ErrorCode::Conflict,
                 "the complaint changed meanwhile",

@@ -4,11 +4,24 @@ use meridian_platform::time::Timestamp;
 use serde::Serialize;
 use serde_json::Value;
 
+meridian_platform::row_id!(
+    /// A resident's id.
+    ResidentId
+);
+meridian_platform::row_id!(
+    /// A complaint's id.
+    ComplaintId
+);
+meridian_platform::row_id!(
+    /// An announcement's id.
+    AnnouncementId
+);
+
 /// A resident of the community.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Resident {
     /// UUID.
-    pub id: String,
+    pub id: ResidentId,
     /// Full name.
     pub name: String,
     /// Unit (apartment, house number).
@@ -75,9 +88,9 @@ impl ComplaintStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Complaint {
     /// UUID.
-    pub id: String,
+    pub id: ComplaintId,
     /// The resident it concerns.
-    pub resident_id: String,
+    pub resident_id: ResidentId,
     /// One line.
     pub subject: String,
     /// The details.
@@ -96,7 +109,7 @@ pub struct Complaint {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Announcement {
     /// UUID.
-    pub id: String,
+    pub id: AnnouncementId,
     /// Headline.
     pub title: String,
     /// Text.

@@ -12,6 +12,7 @@ use meridian_platform::{Clock, Problem, RequestContext};
 use serde_json::json;
 
 use crate::app::Community;
+use crate::model::ResidentId;
 use crate::repo::{self, NewNotification};
 
 /// `GET /v1/{tenant}/residents/{id}/notifications`: staff see any
@@ -23,16 +24,16 @@ pub fn list<D: Database, C: Clock>(
     request: &ServiceRequest,
     resident_id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = ctx.member()?;
+    let (s, scope) = (app.scoped(ctx)?, ctx.scope()?);
     let page = PageRequest::from_query(&request.query)?;
     let actor = scope.actor_id.to_string();
-    let resident = parse_id(resident_id)
-        .map(|id| repo::resident(&app.store, ctx, &tenant, &id))
+    let resident = ResidentId::parse(resident_id)
+        .map(|id| repo::resident(&s, &id))
         .transpose()?
         .flatten()
         .filter(|r| scope.role.is_staff() || r.user_id.as_deref() == Some(actor.as_str()))
         .ok_or_else(|| Problem::not_found("resident"))?;
-    page.list(|window| repo::list_notifications(&app.store, ctx, &tenant, &resident.id, window))
+    page.list(|window| repo::list_notifications(&s, &resident.id, window))
 }
 
 /// `POST /internal/events`: stores the event as a notification once.

@@ -1,13 +1,18 @@
-//! Community's SQL. Every function takes the request context first; the
+//! Community's SQL. Every tenant-scoped function takes the store scoped to
+//! the request and its tenant first, and its rows by their typed ids; the
 //! store checks the budget before each statement; every query filters by
 //! tenant.
 
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::store::page::Window;
+use meridian_platform::store::scoped::Scoped;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
-use crate::model::{Announcement, Complaint, ComplaintStatus, Notification, Resident};
+use crate::model::{
+    Announcement, AnnouncementId, Complaint, ComplaintId, ComplaintStatus, Notification, Resident,
+    ResidentId,
+};
 
 /// Community's storage.
 pub type Db<D, C> = Store<D, C>;
@@ -16,7 +21,7 @@ const RESIDENT_COLUMNS: &str = "id, name, unit, email, user_id, created_at, upda
 
 fn resident_from(r: &Row) -> Result<Resident, DbError> {
     Ok(Resident {
-        id: r.text("id")?.to_owned(),
+        id: ResidentId::stored(r.text("id")?),
         name: r.text("name")?.to_owned(),
         unit: r.text("unit")?.to_owned(),
         email: r.opt_text("email")?.map(str::to_owned),
@@ -28,19 +33,17 @@ fn resident_from(r: &Row) -> Result<Resident, DbError> {
 
 /// A page of live residents after `after`, in creation order.
 pub fn list_residents<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     window: Window,
 ) -> Result<Vec<(i64, Resident)>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         &format!(
             "SELECT {RESIDENT_COLUMNS}, seq FROM residents
              WHERE tenant_id = ? AND deleted_at IS NULL AND seq > ? ORDER BY seq LIMIT ?"
         ),
         &[
-            tenant.into(),
+            s.tenant(),
             Value::Integer(window.after),
             Value::Integer(window.limit),
         ],
@@ -50,15 +53,13 @@ pub fn list_residents<D: Database, C: Clock>(
 
 /// A live resident of the tenant.
 pub fn resident<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
-    id: &str,
+    s: &Scoped<'_, D, C>,
+    id: &ResidentId,
 ) -> Result<Option<Resident>, DbError> {
-    db.query(
-        ctx,
+    s.store.query(
+        s.ctx,
         &format!("SELECT {RESIDENT_COLUMNS} FROM residents WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL"),
-        &[tenant.into(), id.into()],
+        &[s.tenant(), id.into()],
     )?
     .first()
     .map(resident_from)
@@ -67,30 +68,26 @@ pub fn resident<D: Database, C: Clock>(
 
 /// The ids of the tenant's residents linked to `user_id` (a member's person id).
 pub fn residents_linked_to<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     user_id: &str,
-) -> Result<Vec<String>, DbError> {
-    db.query(
-        ctx,
+) -> Result<Vec<ResidentId>, DbError> {
+    s.store.query(
+        s.ctx,
         "SELECT id FROM residents WHERE tenant_id = ? AND user_id = ? AND deleted_at IS NULL ORDER BY id",
-        &[tenant.into(), user_id.into()],
+        &[s.tenant(), user_id.into()],
     )?
     .iter()
-    .map(|r| r.text("id").map(str::to_owned))
+    .map(|r| r.text("id").map(ResidentId::stored))
     .collect()
 }
 
 /// Inserts or rewrites a resident.
 pub fn save_resident<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     r: &Resident,
 ) -> Result<(), DbError> {
-    db.execute(
-        ctx,
+    s.store.execute(
+        s.ctx,
         "INSERT INTO residents (id, tenant_id, name, unit, email, user_id, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, unit = excluded.unit, email = excluded.email,
@@ -98,7 +95,7 @@ pub fn save_resident<D: Database, C: Clock>(
          WHERE residents.tenant_id = excluded.tenant_id",
         &[
             r.id.as_str().into(),
-            tenant.into(),
+            s.tenant(),
             r.name.as_str().into(),
             r.unit.as_str().into(),
             r.email.clone().into(),
@@ -111,16 +108,14 @@ pub fn save_resident<D: Database, C: Clock>(
 
 /// Marks a resident removed.
 pub fn delete_resident<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
-    id: &str,
+    s: &Scoped<'_, D, C>,
+    id: &ResidentId,
     at: &Timestamp,
 ) -> Result<(), DbError> {
-    db.execute(
-        ctx,
+    s.store.execute(
+        s.ctx,
         "UPDATE residents SET deleted_at = ? WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL",
-        &[at.into(), tenant.into(), id.into()],
+        &[at.into(), s.tenant(), id.into()],
     )
 }
 
@@ -129,8 +124,8 @@ const COMPLAINT_COLUMNS: &str =
 
 fn complaint_from(r: &Row) -> Result<Complaint, DbError> {
     Ok(Complaint {
-        id: r.text("id")?.to_owned(),
-        resident_id: r.text("resident_id")?.to_owned(),
+        id: ComplaintId::stored(r.text("id")?),
+        resident_id: ResidentId::stored(r.text("resident_id")?),
         subject: r.text("subject")?.to_owned(),
         body: r.text("body")?.to_owned(),
         status: r.parsed("status", ComplaintStatus::parse)?,
@@ -150,21 +145,19 @@ pub struct ComplaintFilter<'a> {
 
 /// A page of complaints after `after`, in creation order.
 pub fn list_complaints<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     filter: &ComplaintFilter<'_>,
     window: Window,
 ) -> Result<Vec<(i64, Complaint)>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         &format!(
             "SELECT {COMPLAINT_COLUMNS}, seq FROM complaints
              WHERE tenant_id = ? AND (? IS NULL OR filed_by = ?) AND (? IS NULL OR status = ?) AND seq > ?
              ORDER BY seq LIMIT ?"
         ),
         &[
-            tenant.into(),
+            s.tenant(),
             filter.filed_by.into(),
             filter.filed_by.into(),
             filter.status.map(ComplaintStatus::as_str).into(),
@@ -178,35 +171,32 @@ pub fn list_complaints<D: Database, C: Clock>(
 
 /// A complaint of the tenant.
 pub fn complaint<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
-    id: &str,
+    s: &Scoped<'_, D, C>,
+    id: &ComplaintId,
 ) -> Result<Option<Complaint>, DbError> {
-    db.query(
-        ctx,
-        &format!("SELECT {COMPLAINT_COLUMNS} FROM complaints WHERE tenant_id = ? AND id = ?"),
-        &[tenant.into(), id.into()],
-    )?
-    .first()
-    .map(complaint_from)
-    .transpose()
+    s.store
+        .query(
+            s.ctx,
+            &format!("SELECT {COMPLAINT_COLUMNS} FROM complaints WHERE tenant_id = ? AND id = ?"),
+            &[s.tenant(), id.into()],
+        )?
+        .first()
+        .map(complaint_from)
+        .transpose()
 }
 
 /// Inserts a complaint.
 pub fn insert_complaint<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     c: &Complaint,
 ) -> Result<(), DbError> {
-    db.execute(
-        ctx,
+    s.store.execute(
+        s.ctx,
         "INSERT INTO complaints (id, tenant_id, resident_id, subject, body, status, filed_by, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         &[
             c.id.as_str().into(),
-            tenant.into(),
+            s.tenant(),
             c.resident_id.as_str().into(),
             c.subject.as_str().into(),
             c.body.as_str().into(),
@@ -220,24 +210,22 @@ pub fn insert_complaint<D: Database, C: Clock>(
 
 /// Moves a complaint from `from` to `to`; false if its status was no longer `from`.
 pub fn set_complaint_status<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
-    id: &str,
+    s: &Scoped<'_, D, C>,
+    id: &ComplaintId,
     (from, to): (ComplaintStatus, ComplaintStatus),
     at: &Timestamp,
 ) -> Result<bool, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         "UPDATE complaints SET status = ?, updated_at = ? WHERE tenant_id = ? AND id = ? AND status = ? RETURNING id",
-        &[to.as_str().into(), at.into(), tenant.into(), id.into(), from.as_str().into()],
+        &[to.as_str().into(), at.into(), s.tenant(), id.into(), from.as_str().into()],
     )?;
     Ok(!rows.is_empty())
 }
 
 fn announcement_from(r: &Row) -> Result<Announcement, DbError> {
     Ok(Announcement {
-        id: r.text("id")?.to_owned(),
+        id: AnnouncementId::stored(r.text("id")?),
         title: r.text("title")?.to_owned(),
         body: r.text("body")?.to_owned(),
         author_id: r.text("author_id")?.to_owned(),
@@ -247,17 +235,15 @@ fn announcement_from(r: &Row) -> Result<Announcement, DbError> {
 
 /// A page of announcements after `after`, in publication order.
 pub fn list_announcements<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     window: Window,
 ) -> Result<Vec<(i64, Announcement)>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         "SELECT id, title, body, author_id, published_at, seq FROM announcements
          WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
         &[
-            tenant.into(),
+            s.tenant(),
             Value::Integer(window.after),
             Value::Integer(window.limit),
         ],
@@ -267,17 +253,15 @@ pub fn list_announcements<D: Database, C: Clock>(
 
 /// Inserts an announcement.
 pub fn insert_announcement<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     a: &Announcement,
 ) -> Result<(), DbError> {
-    db.execute(
-        ctx,
+    s.store.execute(
+        s.ctx,
         "INSERT INTO announcements (id, tenant_id, title, body, author_id, published_at) VALUES (?, ?, ?, ?, ?, ?)",
         &[
             a.id.as_str().into(),
-            tenant.into(),
+            s.tenant(),
             a.title.as_str().into(),
             a.body.as_str().into(),
             a.author_id.as_str().into(),
@@ -332,18 +316,16 @@ pub fn insert_notification<D: Database, C: Clock>(
 /// by the relay, so an older event can arrive after a newer one, and only
 /// arrival order lets a cursor never skip one.
 pub fn list_notifications<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
-    resident: &str,
+    s: &Scoped<'_, D, C>,
+    resident: &ResidentId,
     window: Window,
 ) -> Result<Vec<(i64, Notification)>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         "SELECT event_id, type, payload, created_at, seq FROM notifications
          WHERE tenant_id = ? AND resident_id = ? AND seq > ? ORDER BY seq LIMIT ?",
         &[
-            tenant.into(),
+            s.tenant(),
             resident.into(),
             Value::Integer(window.after),
             Value::Integer(window.limit),

@@ -2,7 +2,7 @@
 //! /v1/{tenant}/residents/{id}`, and the internal read billing uses.
 
 use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
-use meridian_platform::ids::{new_id, parse_id};
+use meridian_platform::ids::parse_id;
 use meridian_platform::input::validate::{normalize_email, JsonBody, Patch};
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
@@ -11,7 +11,7 @@ use meridian_platform::wire::problem::FieldError;
 use meridian_platform::{Clock, Problem, RequestContext};
 
 use crate::app::Community;
-use crate::model::Resident;
+use crate::model::{Resident, ResidentId};
 use crate::repo;
 
 fn user_id(raw: &str) -> Result<String, &'static str> {
@@ -24,9 +24,9 @@ pub fn list<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = ctx.member()?;
+    let s = app.scoped(ctx)?;
     let page = PageRequest::from_query(&request.query)?;
-    page.list(|window| repo::list_residents(&app.store, ctx, &tenant, window))
+    page.list(|window| repo::list_residents(&s, window))
 }
 
 /// One resident (any member; also the internal read billing makes).
@@ -35,9 +35,9 @@ pub fn get<D: Database, C: Clock>(
     ctx: &RequestContext,
     id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = ctx.member()?;
-    let resident = parse_id(id)
-        .map(|id| repo::resident(&app.store, ctx, &tenant, &id))
+    let s = app.scoped(ctx)?;
+    let resident = ResidentId::parse(id)
+        .map(|id| repo::resident(&s, &id))
         .transpose()?
         .flatten()
         .ok_or_else(|| Problem::not_found("resident"))?;
@@ -50,8 +50,8 @@ pub fn linked<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, scope) = ctx.member()?;
-    let ids = repo::residents_linked_to(&app.store, ctx, &tenant, &scope.actor_id.to_string())?;
+    let s = app.scoped(ctx)?;
+    let ids = repo::residents_linked_to(&s, &ctx.scope()?.actor_id.to_string())?;
     Ok(ServiceResponse::json(
         200,
         &serde_json::json!({ "resident_ids": ids }),
@@ -65,7 +65,7 @@ pub fn create<D: Database, C: Clock>(
     request: &ServiceRequest,
     operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = ctx.member()?;
+    let s = app.scoped(ctx)?;
     let mut b = JsonBody::parse(&request.body)?;
     let name = b.text("name", 1, 200);
     let unit = b.text("unit", 1, 50);
@@ -75,7 +75,7 @@ pub fn create<D: Database, C: Clock>(
     write_once(&app.store, ctx, request, operation, |tx| {
         let now = app.timestamp();
         let resident = Resident {
-            id: new_id(),
+            id: ResidentId::fresh(),
             name,
             unit,
             email: email.into_option(),
@@ -83,7 +83,7 @@ pub fn create<D: Database, C: Clock>(
             created_at: now.clone(),
             updated_at: now,
         };
-        repo::save_resident(tx, ctx, &tenant, &resident)?;
+        repo::save_resident(&s.on(tx), &resident)?;
         Ok(Written::same(201, &resident))
     })
 }
@@ -97,8 +97,8 @@ pub fn update<D: Database, C: Clock>(
     id: &str,
     operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = ctx.member()?;
-    let id = parse_id(id).ok_or_else(|| Problem::not_found("resident"))?;
+    let s = app.scoped(ctx)?;
+    let id = ResidentId::parse(id).ok_or_else(|| Problem::not_found("resident"))?;
     let mut b = JsonBody::parse(&request.body)?;
     if b.is_empty() {
         return Err(Problem::validation(vec![FieldError::new(
@@ -112,8 +112,8 @@ pub fn update<D: Database, C: Clock>(
     let user = b.patch_parsed("user_id", true, user_id);
     let (name, unit, email, user) = b.complete((name, unit, email, user))?;
     write_once(&app.store, ctx, request, operation, |tx| {
-        let mut r =
-            repo::resident(tx, ctx, &tenant, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
+        let s = s.on(tx);
+        let mut r = repo::resident(&s, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
         if let Patch::Set(v) = name {
             r.name = v;
         }
@@ -123,7 +123,7 @@ pub fn update<D: Database, C: Clock>(
         apply(&mut r.email, email);
         apply(&mut r.user_id, user);
         r.updated_at = app.timestamp();
-        repo::save_resident(tx, ctx, &tenant, &r)?;
+        repo::save_resident(&s, &r)?;
         Ok(Written::same(200, &r))
     })
 }
@@ -144,11 +144,12 @@ pub fn delete<D: Database, C: Clock>(
     id: &str,
     operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (tenant, _) = ctx.member()?;
-    let id = parse_id(id).ok_or_else(|| Problem::not_found("resident"))?;
+    let s = app.scoped(ctx)?;
+    let id = ResidentId::parse(id).ok_or_else(|| Problem::not_found("resident"))?;
     write_once(&app.store, ctx, request, operation, |tx| {
-        repo::resident(tx, ctx, &tenant, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
-        repo::delete_resident(tx, ctx, &tenant, &id, &app.timestamp())?;
+        let s = s.on(tx);
+        repo::resident(&s, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
+        repo::delete_resident(&s, &id, &app.timestamp())?;
         Ok(Written::no_content())
     })
 }

@@ -22,6 +22,55 @@ pub fn parse_id(raw: &str) -> Option<String> {
         .map(|u| u.hyphenated().to_string())
 }
 
+/// Declares a typed row id: a UUID in canonical form that only its own
+/// kind of row takes, so that a repository's parameters (a resident's id, a
+/// complaint's) cannot be passed for one another. Serialized as the bare
+/// string; a statement parameter as its text.
+#[macro_export]
+macro_rules! row_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, ::serde::Serialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// A new one, for a row about to be written.
+            pub fn fresh() -> Self {
+                Self($crate::ids::new_id())
+            }
+
+            /// A path's id in canonical form, or `None` if it is not a UUID
+            /// (no row has it: callers answer "not found").
+            pub fn parse(raw: &str) -> Option<Self> {
+                $crate::ids::parse_id(raw).map(Self)
+            }
+
+            /// One read back from its own column.
+            pub fn stored(raw: &str) -> Self {
+                Self(raw.to_owned())
+            }
+
+            /// The id's text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&$name> for $crate::store::db::Value {
+            fn from(id: &$name) -> Self {
+                id.as_str().into()
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

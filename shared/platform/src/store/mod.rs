@@ -1,7 +1,9 @@
 //! Storage: the database contract with its per-statement budget checks,
-//! migrations, idempotency records and cursor pages.
+//! migrations, idempotency records, cursor pages, and the tenant-scoped
+//! handle repositories take.
 
 pub mod db;
 pub mod idempotency;
 pub mod migrate;
 pub mod page;
+pub mod scoped;
