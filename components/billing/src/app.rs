@@ -3,8 +3,9 @@
 
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::store::db::{Database, Store};
+use meridian_platform::store::scoped::Scoped;
 use meridian_platform::time::Timestamp;
-use meridian_platform::Clock;
+use meridian_platform::{Clock, Problem, RequestContext};
 
 /// What billing runs on: the database, and what its calls to community run
 /// on. Spin's in the component, fakes in tests.
@@ -37,5 +38,13 @@ impl<E: Env> Billing<E> {
     /// Now, as stored in time columns.
     pub fn timestamp(&self) -> Timestamp {
         Timestamp::at(self.store.clock().now())
+    }
+
+    /// The store scoped to the request's tenant, for the repositories.
+    pub fn scoped<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+    ) -> Result<Scoped<'a, E::Db, E::Clock>, Problem> {
+        Scoped::of(&self.store, ctx)
     }
 }

@@ -17,7 +17,7 @@ use meridian_platform::{ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
 use crate::app::{Billing, Env};
-use crate::model::{Invoice, InvoiceStatus, OutboxEvent};
+use crate::model::{Invoice, InvoiceId, InvoiceStatus, OutboxEvent};
 use crate::money::{AmountCents, Currency, DueDate, MAX_AMOUNT_CENTS};
 use crate::repo::{self, InvoiceFilter};
 
@@ -98,7 +98,7 @@ impl<E: Env> Billing<E> {
         ctx: &RequestContext,
         request: &ServiceRequest,
     ) -> Result<ServiceResponse, Problem> {
-        let (tenant, _) = ctx.member()?;
+        let s = self.scoped(ctx)?;
         let page = PageRequest::from_query(&request.query)?;
         let invalid =
             |what: &str| Problem::new(ErrorCode::InvalidRequest, format!("{what} is not valid"));
@@ -111,7 +111,7 @@ impl<E: Env> Billing<E> {
                 .transpose()?,
             visible_to: self.visible_residents(ctx).await?,
         };
-        page.list(|window| repo::list_invoices(&self.store, ctx, &tenant, &filter, window))
+        page.list(|window| repo::list_invoices(&s, &filter, window))
     }
 
     /// One invoice; for a resident-role member, only one of their own
@@ -133,22 +133,16 @@ impl<E: Env> Billing<E> {
         ctx: &RequestContext,
         id: &str,
     ) -> Result<Invoice, Problem> {
-        let (tenant, _) = ctx.member()?;
-        let invoice = self.find_invoice(ctx, &tenant, id)?;
+        let invoice = self.find_invoice(ctx, id)?;
         match self.visible_residents(ctx).await? {
             Some(ids) if !ids.contains(&invoice.resident_id) => Err(Problem::not_found("invoice")),
             _ => Ok(invoice),
         }
     }
 
-    pub(crate) fn find_invoice(
-        &self,
-        ctx: &RequestContext,
-        tenant: &str,
-        id: &str,
-    ) -> Result<Invoice, Problem> {
-        let id = parse_id(id).ok_or_else(|| Problem::not_found("invoice"))?;
-        repo::invoice(&self.store, ctx, tenant, &id)?.ok_or_else(|| Problem::not_found("invoice"))
+    pub(crate) fn find_invoice(&self, ctx: &RequestContext, id: &str) -> Result<Invoice, Problem> {
+        let id = InvoiceId::parse(id).ok_or_else(|| Problem::not_found("invoice"))?;
+        repo::invoice(&self.scoped(ctx)?, &id)?.ok_or_else(|| Problem::not_found("invoice"))
     }
 
     /// Creates an invoice (admins and managers).
@@ -159,6 +153,7 @@ impl<E: Env> Billing<E> {
         operation: &str,
     ) -> Result<ServiceResponse, Problem> {
         let (tenant, scope) = ctx.member()?;
+        let s = self.scoped(ctx)?;
         let actor = scope.actor_id.to_string();
         let input = NewInvoice::try_from(request.body.as_slice())?;
         let key = IdempotencyKey::of(request)?;
@@ -181,7 +176,7 @@ impl<E: Env> Billing<E> {
         }
         let now = self.timestamp();
         let invoice = Invoice {
-            id: new_id(),
+            id: InvoiceId::fresh(),
             resident_id: input.resident_id,
             amount_cents: input.amount_cents,
             currency: input.currency,
@@ -203,7 +198,7 @@ impl<E: Env> Billing<E> {
             created_at: now,
         };
         let response = write.commit(&self.store, ctx, |tx| {
-            repo::insert_invoice(tx, ctx, &tenant, &actor, &invoice)?;
+            repo::insert_invoice(&s.on(tx), &actor, &invoice)?;
             repo::enqueue(tx, ctx, &event)?;
             Ok(Written::same(201, &invoice))
         })?;
@@ -278,19 +273,20 @@ impl<E: Env> Billing<E> {
         id: &str,
         operation: &str,
     ) -> Result<ServiceResponse, Problem> {
-        let (tenant, _) = ctx.member()?;
+        let s = self.scoped(ctx)?;
         let mut b = JsonBody::parse(&request.body)?;
         let status = b.parsed("status", |s| match InvoiceStatus::parse(s) {
             Ok(InvoiceStatus::Void) => Ok(()),
             _ => Err("can only be set to void"),
         });
         b.complete((status,))?;
-        let id = parse_id(id).ok_or_else(|| Problem::not_found("invoice"))?;
+        let id = InvoiceId::parse(id).ok_or_else(|| Problem::not_found("invoice"))?;
         write_once(&self.store, ctx, request, operation, |tx| {
-            let mut invoice = repo::invoice(tx, ctx, &tenant, &id)?
-                .ok_or_else(|| Problem::not_found("invoice"))?;
-            let voided = invoice.status.may_be_voided()
-                && repo::void_invoice(tx, ctx, &tenant, &id, &self.timestamp())?;
+            let s = s.on(tx);
+            let mut invoice =
+                repo::invoice(&s, &id)?.ok_or_else(|| Problem::not_found("invoice"))?;
+            let voided =
+                invoice.status.may_be_voided() && repo::void_invoice(&s, &id, &self.timestamp())?;
             if !voided {
                 return Err(Problem::new(
                     ErrorCode::Conflict,

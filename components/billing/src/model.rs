@@ -55,11 +55,20 @@ impl InvoiceStatus {
     }
 }
 
+meridian_platform::row_id!(
+    /// An invoice's id.
+    InvoiceId
+);
+meridian_platform::row_id!(
+    /// A payment's id.
+    PaymentId
+);
+
 /// An invoice.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Invoice {
     /// UUID.
-    pub id: String,
+    pub id: InvoiceId,
     /// The resident billed.
     pub resident_id: String,
     /// Total.
@@ -82,9 +91,9 @@ pub struct Invoice {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Payment {
     /// UUID.
-    pub id: String,
+    pub id: PaymentId,
     /// The invoice paid.
-    pub invoice_id: String,
+    pub invoice_id: InvoiceId,
     /// Amount.
     pub amount_cents: AmountCents,
     /// How it was paid.

@@ -12,7 +12,7 @@ use meridian_platform::{Problem, RequestContext};
 use serde_json::json;
 
 use crate::app::{Billing, Env};
-use crate::model::{OutboxEvent, Payment, RecordedPayment};
+use crate::model::{OutboxEvent, Payment, PaymentId, RecordedPayment};
 use crate::money::{AmountCents, PaymentMethod, MAX_AMOUNT_CENTS};
 use crate::repo::{self, NewPayment};
 
@@ -27,8 +27,9 @@ impl<E: Env> Billing<E> {
         operation: &str,
     ) -> Result<ServiceResponse, Problem> {
         let (tenant, scope) = ctx.member()?;
+        let s = self.scoped(ctx)?;
         let actor = scope.actor_id.to_string();
-        let invoice = self.find_invoice(ctx, &tenant, invoice_id)?;
+        let invoice = self.find_invoice(ctx, invoice_id)?;
         let mut b = JsonBody::parse(&request.body)?;
         let fields = (
             b.integer("amount_cents", 1, MAX_AMOUNT_CENTS)
@@ -39,12 +40,12 @@ impl<E: Env> Billing<E> {
         let mut emitted = None;
         let response = write_once(&self.store, ctx, request, operation, |tx| {
             let now = self.timestamp();
-            let Some((balance, status)) =
-                repo::apply_payment(tx, ctx, &tenant, &invoice.id, amount, &now)?
+            let s = s.on(tx);
+            let Some((balance, status)) = repo::apply_payment(&s, &invoice.id, amount, &now)?
             else {
                 // Re-read inside the transaction for an exact reason.
-                let current = repo::invoice(tx, ctx, &tenant, &invoice.id)?
-                    .ok_or_else(|| Problem::not_found("invoice"))?;
+                let current =
+                    repo::invoice(&s, &invoice.id)?.ok_or_else(|| Problem::not_found("invoice"))?;
                 let message = match current.status.refuses_payment() {
                     Some(reason) => reason.to_owned(),
                     None => format!(
@@ -59,7 +60,7 @@ impl<E: Env> Billing<E> {
             };
             let payment = RecordedPayment {
                 payment: Payment {
-                    id: new_id(),
+                    id: PaymentId::fresh(),
                     invoice_id: invoice.id.clone(),
                     amount_cents: amount,
                     method,
@@ -70,9 +71,7 @@ impl<E: Env> Billing<E> {
                 invoice_status: status,
             };
             repo::insert_payment(
-                tx,
-                ctx,
-                &tenant,
+                &s,
                 &NewPayment {
                     id: &payment.payment.id,
                     invoice_id: &payment.payment.invoice_id,
@@ -112,9 +111,9 @@ impl<E: Env> Billing<E> {
         request: &ServiceRequest,
         invoice_id: &str,
     ) -> Result<ServiceResponse, Problem> {
-        let (tenant, _) = ctx.member()?;
+        let s = self.scoped(ctx)?;
         let invoice = self.find_visible_invoice(ctx, invoice_id).await?;
         let page = PageRequest::from_query(&request.query)?;
-        page.list(|window| repo::list_payments(&self.store, ctx, &tenant, &invoice.id, window))
+        page.list(|window| repo::list_payments(&s, &invoice.id, window))
     }
 }

@@ -1,13 +1,16 @@
-//! Billing's SQL. Every function takes the request context first; the store
-//! checks the budget before each statement; every query filters by tenant
-//! (the relay's outbox scan is the one cross-tenant read, by design).
+//! Billing's SQL. A tenant-scoped function takes the store scoped to the
+//! request and its tenant first, and invoices and payments by their typed
+//! ids; the outbox's take the request context first. The store checks the
+//! budget before each statement; every query filters by tenant (the
+//! relay's outbox scan is the one cross-tenant read, by design).
 
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::store::page::Window;
+use meridian_platform::store::scoped::Scoped;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
-use crate::model::{Invoice, InvoiceStatus, OutboxEvent, Payment};
+use crate::model::{Invoice, InvoiceId, InvoiceStatus, OutboxEvent, Payment, PaymentId};
 use crate::money::{AmountCents, Currency, DueDate, PaymentMethod};
 
 /// Billing's storage.
@@ -27,7 +30,7 @@ fn status(r: &Row) -> Result<InvoiceStatus, DbError> {
 
 fn invoice_from(r: &Row) -> Result<Invoice, DbError> {
     Ok(Invoice {
-        id: r.text("id")?.to_owned(),
+        id: InvoiceId::stored(r.text("id")?),
         resident_id: r.text("resident_id")?.to_owned(),
         amount_cents: amount(r)?,
         currency: r.parsed("currency", Currency::parse)?,
@@ -52,9 +55,7 @@ pub struct InvoiceFilter {
 
 /// A page of invoices after `after`, in creation order.
 pub fn list_invoices<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     filter: &InvoiceFilter,
     window: Window,
 ) -> Result<Vec<(i64, Invoice)>, DbError> {
@@ -62,8 +63,8 @@ pub fn list_invoices<D: Database, C: Clock>(
         .visible_to
         .as_ref()
         .map(|ids| serde_json::Value::from(ids.clone()).to_string());
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         &format!(
             "SELECT {INVOICE_COLUMNS}, seq FROM invoices
              WHERE tenant_id = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR resident_id = ?)
@@ -71,7 +72,7 @@ pub fn list_invoices<D: Database, C: Clock>(
              ORDER BY seq LIMIT ?"
         ),
         &[
-            tenant.into(),
+            s.tenant(),
             filter.status.map(InvoiceStatus::as_str).into(),
             filter.status.map(InvoiceStatus::as_str).into(),
             filter.resident_id.clone().into(),
@@ -87,37 +88,34 @@ pub fn list_invoices<D: Database, C: Clock>(
 
 /// An invoice of the tenant.
 pub fn invoice<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
-    id: &str,
+    s: &Scoped<'_, D, C>,
+    id: &InvoiceId,
 ) -> Result<Option<Invoice>, DbError> {
-    db.query(
-        ctx,
-        &format!("SELECT {INVOICE_COLUMNS} FROM invoices WHERE tenant_id = ? AND id = ?"),
-        &[tenant.into(), id.into()],
-    )?
-    .first()
-    .map(invoice_from)
-    .transpose()
+    s.store
+        .query(
+            s.ctx,
+            &format!("SELECT {INVOICE_COLUMNS} FROM invoices WHERE tenant_id = ? AND id = ?"),
+            &[s.tenant(), id.into()],
+        )?
+        .first()
+        .map(invoice_from)
+        .transpose()
 }
 
 /// Inserts an invoice.
 pub fn insert_invoice<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     created_by: &str,
     i: &Invoice,
 ) -> Result<(), DbError> {
-    db.execute(
-        ctx,
+    s.store.execute(
+        s.ctx,
         "INSERT INTO invoices (id, tenant_id, resident_id, amount_cents, currency, description, due_date, status,
                                balance_cents, created_by, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         &[
             i.id.as_str().into(),
-            tenant.into(),
+            s.tenant(),
             i.resident_id.as_str().into(),
             Value::Integer(i.amount_cents.get()),
             i.currency.as_str().into(),
@@ -137,15 +135,13 @@ pub fn insert_invoice<D: Database, C: Clock>(
 /// open or its balance was smaller than `amount` (checked in the statement
 /// itself, so concurrent payments cannot overdraw it).
 pub fn apply_payment<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
-    invoice_id: &str,
+    s: &Scoped<'_, D, C>,
+    invoice_id: &InvoiceId,
     amount: AmountCents,
     at: &Timestamp,
 ) -> Result<Option<(i64, InvoiceStatus)>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         "UPDATE invoices
          SET balance_cents = balance_cents - ?1,
              status = CASE WHEN balance_cents - ?1 = 0 THEN ?5 ELSE status END,
@@ -155,7 +151,7 @@ pub fn apply_payment<D: Database, C: Clock>(
         &[
             Value::Integer(amount.get()),
             at.into(),
-            tenant.into(),
+            s.tenant(),
             invoice_id.into(),
             InvoiceStatus::Paid.as_str().into(),
             InvoiceStatus::Open.as_str().into(),
@@ -168,21 +164,19 @@ pub fn apply_payment<D: Database, C: Clock>(
 
 /// Voids an open invoice with no payments; false if it was not open or had payments.
 pub fn void_invoice<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
-    invoice_id: &str,
+    s: &Scoped<'_, D, C>,
+    invoice_id: &InvoiceId,
     at: &Timestamp,
 ) -> Result<bool, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         "UPDATE invoices SET status = ?, updated_at = ?
          WHERE tenant_id = ? AND id = ? AND status = ? AND balance_cents = amount_cents
          RETURNING id",
         &[
             InvoiceStatus::Void.as_str().into(),
             at.into(),
-            tenant.into(),
+            s.tenant(),
             invoice_id.into(),
             InvoiceStatus::Open.as_str().into(),
         ],
@@ -193,9 +187,9 @@ pub fn void_invoice<D: Database, C: Clock>(
 /// A payment row to insert.
 pub struct NewPayment<'a> {
     /// UUID.
-    pub id: &'a str,
+    pub id: &'a PaymentId,
     /// Invoice UUID.
-    pub invoice_id: &'a str,
+    pub invoice_id: &'a InvoiceId,
     /// Amount.
     pub amount_cents: AmountCents,
     /// How it was paid.
@@ -208,17 +202,15 @@ pub struct NewPayment<'a> {
 
 /// Inserts a payment.
 pub fn insert_payment<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
+    s: &Scoped<'_, D, C>,
     p: &NewPayment<'_>,
 ) -> Result<(), DbError> {
-    db.execute(
-        ctx,
+    s.store.execute(
+        s.ctx,
         "INSERT INTO payments (id, tenant_id, invoice_id, amount_cents, method, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         &[
             p.id.into(),
-            tenant.into(),
+            s.tenant(),
             p.invoice_id.into(),
             Value::Integer(p.amount_cents.get()),
             p.method.as_str().into(),
@@ -230,18 +222,16 @@ pub fn insert_payment<D: Database, C: Clock>(
 
 /// A page of an invoice's payments.
 pub fn list_payments<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant: &str,
-    invoice_id: &str,
+    s: &Scoped<'_, D, C>,
+    invoice_id: &InvoiceId,
     window: Window,
 ) -> Result<Vec<(i64, Payment)>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         "SELECT id, amount_cents, method, created_at, seq FROM payments
          WHERE tenant_id = ? AND invoice_id = ? AND seq > ? ORDER BY seq LIMIT ?",
         &[
-            tenant.into(),
+            s.tenant(),
             invoice_id.into(),
             Value::Integer(window.after),
             Value::Integer(window.limit),
@@ -249,8 +239,8 @@ pub fn list_payments<D: Database, C: Clock>(
     )?;
     sequenced(&rows, |r| {
         Ok(Payment {
-            id: r.text("id")?.to_owned(),
-            invoice_id: invoice_id.to_owned(),
+            id: PaymentId::stored(r.text("id")?),
+            invoice_id: invoice_id.clone(),
             amount_cents: amount(r)?,
             method: r.parsed("method", PaymentMethod::parse)?,
             created_at: r.timestamp("created_at")?,
