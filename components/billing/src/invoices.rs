@@ -152,8 +152,8 @@ impl<E: Env> Billing<E> {
         request: &ServiceRequest,
         operation: &str,
     ) -> Result<ServiceResponse, Problem> {
-        let (tenant, scope) = ctx.member()?;
         let s = self.scoped(ctx)?;
+        let (tenant, scope) = (s.scope.tenant_id.to_string(), s.scope);
         let actor = scope.actor_id.to_string();
         let input = NewInvoice::try_from(request.body.as_slice())?;
         let key = IdempotencyKey::of(request)?;

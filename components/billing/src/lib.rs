@@ -112,15 +112,14 @@ pub async fn handle<E: Env>(
         Ok(call) => call,
         Err(problem) => return ServiceResponse::problem(ctx, problem),
     };
-    let operation = call.operation();
     let served = match call.op() {
         Op::ListInvoices => app.list_invoices(ctx, request).await,
-        Op::CreateInvoice => app.create_invoice(ctx, request, &operation).await,
+        Op::CreateInvoice => app.create_invoice(ctx, request, &call.operation()).await,
         Op::GetInvoice => app.get_invoice(ctx, call.id()).await,
-        Op::VoidInvoice => app.void_invoice(ctx, request, call.id(), &operation),
+        Op::VoidInvoice => app.void_invoice(ctx, request, call.id(), &call.operation()),
         Op::ListPayments => app.list_payments(ctx, request, call.id()).await,
         Op::CreatePayment => {
-            app.create_payment(ctx, request, call.id(), &operation)
+            app.create_payment(ctx, request, call.id(), &call.operation())
                 .await
         }
         Op::Relay => app.relay(ctx, request).await,

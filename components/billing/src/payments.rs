@@ -26,8 +26,8 @@ impl<E: Env> Billing<E> {
         invoice_id: &str,
         operation: &str,
     ) -> Result<ServiceResponse, Problem> {
-        let (tenant, scope) = ctx.member()?;
         let s = self.scoped(ctx)?;
+        let (tenant, scope) = (s.scope.tenant_id.to_string(), s.scope);
         let actor = scope.actor_id.to_string();
         let invoice = self.find_invoice(ctx, invoice_id)?;
         let mut b = JsonBody::parse(&request.body)?;

@@ -34,7 +34,7 @@ pub fn create<D: Database, C: Clock>(
     let mut b = JsonBody::parse(&request.body)?;
     let fields = (b.text("title", 1, 200), b.text("body", 1, 10_000));
     let (title, body) = b.complete(fields)?;
-    let author_id = ctx.scope()?.actor_id.to_string();
+    let author_id = s.scope.actor_id.to_string();
     write_once(&app.store, ctx, request, operation, |tx| {
         let announcement = Announcement {
             id: AnnouncementId::fresh(),

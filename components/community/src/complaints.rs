@@ -28,7 +28,8 @@ pub fn list<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &ServiceRequest,
 ) -> Result<ServiceResponse, Problem> {
-    let (s, scope) = (app.scoped(ctx)?, ctx.scope()?);
+    let s = app.scoped(ctx)?;
+    let scope = s.scope;
     let page = PageRequest::from_query(&request.query)?;
     let status = query_param(&request.query, "status")
         .map(|s| {
@@ -62,7 +63,8 @@ pub fn get<D: Database, C: Clock>(
     id: &str,
 ) -> Result<ServiceResponse, Problem> {
     let id = ComplaintId::parse(id).ok_or_else(|| Problem::not_found("complaint"))?;
-    let complaint = find(&app.scoped(ctx)?, ctx.scope()?, &id)?;
+    let s = app.scoped(ctx)?;
+    let complaint = find(&s, s.scope, &id)?;
     Ok(ServiceResponse::json(200, &complaint))
 }
 
@@ -101,7 +103,8 @@ pub fn create<D: Database, C: Clock>(
     request: &ServiceRequest,
     operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (s, scope) = (app.scoped(ctx)?, ctx.scope()?);
+    let s = app.scoped(ctx)?;
+    let scope = s.scope;
     let NewComplaint {
         resident_id,
         subject,
@@ -141,7 +144,8 @@ pub fn update<D: Database, C: Clock>(
     id: &str,
     operation: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (s, scope) = (app.scoped(ctx)?, ctx.scope()?);
+    let s = app.scoped(ctx)?;
+    let scope = s.scope;
     let mut b = JsonBody::parse(&request.body)?;
     let status = b.parsed("status", ComplaintStatus::parse);
     let (to,) = b.complete((status,))?;

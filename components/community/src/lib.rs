@@ -166,25 +166,29 @@ pub fn handle<D: Database, C: Clock>(
     request: &ServiceRequest,
 ) -> ServiceResponse {
     let segments = request.segments();
-    let served = dispatch(ENDPOINTS, &request.method, &segments, ctx).and_then(|call| {
-        let operation = || call.operation();
-        match call.op() {
+    let served =
+        dispatch(ENDPOINTS, &request.method, &segments, ctx).and_then(|call| match call.op() {
             Op::ListResidents => residents::list(app, ctx, request),
-            Op::CreateResident => residents::create(app, ctx, request, &operation()),
+            Op::CreateResident => residents::create(app, ctx, request, &call.operation()),
             Op::GetResident | Op::InternalResident => residents::get(app, ctx, call.id()),
-            Op::UpdateResident => residents::update(app, ctx, request, call.id(), &operation()),
-            Op::DeleteResident => residents::delete(app, ctx, request, call.id(), &operation()),
+            Op::UpdateResident => {
+                residents::update(app, ctx, request, call.id(), &call.operation())
+            }
+            Op::DeleteResident => {
+                residents::delete(app, ctx, request, call.id(), &call.operation())
+            }
             Op::ListNotifications => notifications::list(app, ctx, request, call.id()),
             Op::ListComplaints => complaints::list(app, ctx, request),
-            Op::CreateComplaint => complaints::create(app, ctx, request, &operation()),
+            Op::CreateComplaint => complaints::create(app, ctx, request, &call.operation()),
             Op::GetComplaint => complaints::get(app, ctx, call.id()),
-            Op::UpdateComplaint => complaints::update(app, ctx, request, call.id(), &operation()),
+            Op::UpdateComplaint => {
+                complaints::update(app, ctx, request, call.id(), &call.operation())
+            }
             Op::ListAnnouncements => announcements::list(app, ctx, request),
-            Op::CreateAnnouncement => announcements::create(app, ctx, request, &operation()),
+            Op::CreateAnnouncement => announcements::create(app, ctx, request, &call.operation()),
             Op::ConsumeEvent => notifications::consume(app, ctx, request),
             Op::LinkedResidents => residents::linked(app, ctx),
-        }
-    });
+        });
     served.unwrap_or_else(|problem: Problem| ServiceResponse::problem(ctx, problem))
 }
 

@@ -24,7 +24,8 @@ pub fn list<D: Database, C: Clock>(
     request: &ServiceRequest,
     resident_id: &str,
 ) -> Result<ServiceResponse, Problem> {
-    let (s, scope) = (app.scoped(ctx)?, ctx.scope()?);
+    let s = app.scoped(ctx)?;
+    let scope = s.scope;
     let page = PageRequest::from_query(&request.query)?;
     let actor = scope.actor_id.to_string();
     let resident = ResidentId::parse(resident_id)

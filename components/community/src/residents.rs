@@ -51,7 +51,7 @@ pub fn linked<D: Database, C: Clock>(
     ctx: &RequestContext,
 ) -> Result<ServiceResponse, Problem> {
     let s = app.scoped(ctx)?;
-    let ids = repo::residents_linked_to(&s, &ctx.scope()?.actor_id.to_string())?;
+    let ids = repo::residents_linked_to(&s, &s.scope.actor_id.to_string())?;
     Ok(ServiceResponse::json(
         200,
         &serde_json::json!({ "resident_ids": ids }),

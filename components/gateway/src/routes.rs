@@ -2,7 +2,7 @@
 //! service owns every other public path.
 
 use http::Method;
-use meridian_platform::http::routes::{self, Access, Endpoint};
+use meridian_platform::http::routes::{self, Access, Endpoint, Lookup};
 use meridian_platform::log::route_template;
 
 /// A service behind the gateway.
@@ -110,21 +110,14 @@ pub const OWN: &[Endpoint<Route>] = &[
 /// Routes a request by method and path.
 pub fn route(method: &str, path: &str) -> Route {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    if let Some(template) = routes::template(OWN, &segments) {
-        let wanted = if method == Method::HEAD {
-            "GET"
-        } else {
-            method
-        };
-        return match OWN
-            .iter()
-            .find(|e| e.path == template && e.method == wanted)
-        {
-            Some(endpoint) => endpoint.op.clone(),
-            None => Route::MethodNotAllowed {
+    match routes::lookup(OWN, method, &segments) {
+        Lookup::Found(endpoint) => return endpoint.op.clone(),
+        Lookup::MethodNotAllowed(template) => {
+            return Route::MethodNotAllowed {
                 allow: routes::allow(OWN, template),
-            },
-        };
+            }
+        }
+        Lookup::NoRoute => {}
     }
     match segments.as_slice() {
         ["v1", slug, rest @ ..] if !slug.is_empty() => match owner(rest) {

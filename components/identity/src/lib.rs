@@ -114,21 +114,20 @@ pub fn handle<D: Database, C: Clock>(
 ) -> ServiceResponse {
     let segments = request.segments();
     let served = dispatch(ENDPOINTS, &request.method, &segments, ctx).and_then(|call| {
-        let operation = call.operation();
         let slug = call.param("tenant");
         match call.op() {
             Op::Resolve => resolve::resolve(app, ctx, request),
-            Op::CreateTenant => tenants::create(app, ctx, request, &operation),
+            Op::CreateTenant => tenants::create(app, ctx, request, &call.operation()),
             Op::GetTenant => tenants::get(app, ctx),
             Op::ListMembers => members::list(app, ctx, request),
-            Op::CreateMember => members::create(app, ctx, request, &operation),
-            Op::CreateToken => tokens::create(app, ctx, request, &operation),
+            Op::CreateMember => members::create(app, ctx, request, &call.operation()),
+            Op::CreateToken => tokens::create(app, ctx, request, &call.operation()),
             // The two changes that can change a resolution: the gateway's
             // remembered ones of the tenant stop being served before the
             // answer.
-            Op::DeleteMember => members::delete(app, ctx, request, call.id(), &operation)
+            Op::DeleteMember => members::delete(app, ctx, request, call.id(), &call.operation())
                 .inspect(|_| app.resolutions_changed(slug)),
-            Op::RevokeToken => tokens::revoke(app, ctx, request, call.id(), &operation)
+            Op::RevokeToken => tokens::revoke(app, ctx, request, call.id(), &call.operation())
                 .inspect(|_| app.resolutions_changed(slug)),
         }
     });

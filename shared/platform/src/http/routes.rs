@@ -141,29 +141,60 @@ impl<'p, Op> Matched<'_, 'p, Op> {
     }
 }
 
-/// The endpoint of `table` that serves `method` on the path `segments`,
-/// once its access check passed: a 404 for a path no row has, a 405 with
-/// the path's `Allow` for a method it does not take, a 403 for a caller
-/// it does not admit. `HEAD` is dispatched as `GET`.
+/// What a table has for a method on a path.
+#[derive(Debug)]
+pub enum Lookup<'r, Op> {
+    /// The row that serves it.
+    Found(&'r Endpoint<Op>),
+    /// The path's template, which does not take the method.
+    MethodNotAllowed(&'static str),
+    /// No row has the path.
+    NoRoute,
+}
+
+/// The row of `table` that serves `method` on the path `segments`; `HEAD`
+/// is looked up as `GET`. The first template the path matches is the
+/// path's, so a literal row listed first (`/v1/tenants`) shadows a
+/// placeholder one (`/v1/{tenant}`) for every method.
+pub fn lookup<'r, Op>(
+    table: &'r [Endpoint<Op>],
+    method: &str,
+    segments: &[&str],
+) -> Lookup<'r, Op> {
+    let wanted = if method == Method::HEAD {
+        "GET"
+    } else {
+        method
+    };
+    let Some(template) = template(table, segments) else {
+        return Lookup::NoRoute;
+    };
+    match table
+        .iter()
+        .find(|e| e.path == template && e.method == wanted)
+    {
+        Some(endpoint) => Lookup::Found(endpoint),
+        None => Lookup::MethodNotAllowed(template),
+    }
+}
+
+/// The endpoint of `table` that serves `method` on the path `segments`
+/// ([`lookup`]), once its access check passed: a 404 for a path no row
+/// has, a 405 with the path's `Allow` for a method it does not take, a 403
+/// for a caller it does not admit.
 pub fn dispatch<'r, 'p, Op>(
     table: &'r [Endpoint<Op>],
     method: &str,
     segments: &[&'p str],
     ctx: &RequestContext,
 ) -> Result<Matched<'r, 'p, Op>, Problem> {
-    let wanted = if method == Method::HEAD {
-        "GET"
-    } else {
-        method
+    let endpoint = match lookup(table, method, segments) {
+        Lookup::Found(endpoint) => endpoint,
+        Lookup::MethodNotAllowed(template) => {
+            return Err(Problem::method_not_allowed(method, allow(table, template)))
+        }
+        Lookup::NoRoute => return Err(Problem::no_route()),
     };
-    // The first template the path matches is the path's, so a literal
-    // row listed first (`/v1/tenants`) shadows a placeholder one
-    // (`/v1/{tenant}`) for every method.
-    let template = template(table, segments).ok_or_else(Problem::no_route)?;
-    let endpoint = table
-        .iter()
-        .find(|e| e.path == template && e.method == wanted)
-        .ok_or_else(|| Problem::method_not_allowed(method, allow(table, template)))?;
     endpoint.access.check(ctx)?;
     Ok(Matched {
         endpoint,

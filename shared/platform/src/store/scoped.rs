@@ -1,22 +1,23 @@
 //! A store seen from one request in one tenant: what a tenant-scoped
 //! repository function takes, so that the tenant is named once, by its
-//! type (`TenantId`, not a string another id could be passed for), and the
-//! request's context travels with it.
+//! type (the scope's `TenantId`, not a string another id could be passed
+//! for), and the request's context travels with it.
 
 use crate::budget::context::RequestContext;
 use crate::store::db::{Database, Store, Value};
-use crate::tenancy::TenantId;
+use crate::tenancy::TenantScope;
 use crate::time::Clock;
 use crate::wire::problem::Problem;
 
-/// The store, the request's context and its tenant.
+/// The store, the request's context and its tenant scope (the tenant,
+/// and the caller's actor and role).
 pub struct Scoped<'a, D, C> {
     /// The store (or the transaction) statements run on.
     pub store: &'a Store<D, C>,
     /// The request they run for: its budget, its log.
     pub ctx: &'a RequestContext,
-    /// The tenant every statement filters by.
-    pub tenant: TenantId,
+    /// The tenant every statement filters by, and who is asking.
+    pub scope: &'a TenantScope,
 }
 
 impl<'a, D: Database, C: Clock> Scoped<'a, D, C> {
@@ -26,7 +27,7 @@ impl<'a, D: Database, C: Clock> Scoped<'a, D, C> {
         Ok(Self {
             store,
             ctx,
-            tenant: ctx.scope()?.tenant_id,
+            scope: ctx.scope()?,
         })
     }
 
@@ -38,12 +39,12 @@ impl<'a, D: Database, C: Clock> Scoped<'a, D, C> {
         Scoped {
             store: tx,
             ctx: self.ctx,
-            tenant: self.tenant,
+            scope: self.scope,
         }
     }
 
     /// The tenant as a statement parameter.
     pub fn tenant(&self) -> Value {
-        self.tenant.to_string().into()
+        self.scope.tenant_id.to_string().into()
     }
 }
