@@ -330,6 +330,13 @@ pub trait Database {
         self.run(&format!("PRAGMA busy_timeout = {}", duration_ms(wait)), &[])
             .map(drop)
     }
+
+    /// Waits `d` before the store tries to take the write lock again: the
+    /// lock wait it keeps itself on a connection that refused
+    /// [`Self::set_lock_wait`].
+    fn pause(&self, d: Duration) {
+        std::thread::sleep(d);
+    }
 }
 
 impl<D: Database + ?Sized> Database for &D {
@@ -340,12 +347,21 @@ impl<D: Database + ?Sized> Database for &D {
     fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
         (**self).set_lock_wait(wait)
     }
+
+    fn pause(&self, d: Duration) {
+        (**self).pause(d);
+    }
 }
 
 /// How much earlier than needed a lock wait is set to end, so that one
 /// setting stays valid for this long of later statements. Without it the
 /// bound would need a `PRAGMA` before every statement.
 pub const LOCK_WAIT_SLACK: Duration = Duration::from_millis(5);
+
+/// The longest pause between two tries at the write lock where the store
+/// keeps the lock wait itself (the first is 2 ms, each next one twice as
+/// long).
+const MAX_LOCK_PAUSE: Duration = Duration::from_millis(50);
 
 /// A database whose every statement first checks the request budget, and
 /// whose lock waits end by the hop's work deadline (the deadline less the
@@ -467,7 +483,7 @@ impl<D: Database, C: Clock> Store<D, C> {
         ctx: &RequestContext,
         work: impl FnOnce(&Self) -> Result<T, E>,
     ) -> Result<T, E> {
-        self.execute(ctx, "BEGIN IMMEDIATE", &[])?;
+        self.begin(ctx)?;
         match work(self) {
             Ok(value) => match self.execute(ctx, "COMMIT", &[]) {
                 Ok(()) => Ok(value),
@@ -479,6 +495,33 @@ impl<D: Database, C: Clock> Store<D, C> {
             Err(e) => {
                 let _ = self.run(ctx, "ROLLBACK", &[]);
                 Err(e)
+            }
+        }
+    }
+
+    /// `BEGIN IMMEDIATE`: takes the write lock. On a connection that
+    /// refused a lock wait (a remote libSQL server, which answers a held
+    /// lock at once with "database is locked"), a lock another connection
+    /// holds is waited for here instead, in pauses of 2 ms doubling to
+    /// 50 ms, until the work deadline less the slack, as a local SQLite's
+    /// `busy_timeout` waits: nothing of the transaction has run, so taking
+    /// the lock again is safe.
+    fn begin(&self, ctx: &RequestContext) -> Result<(), DbError> {
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match self.execute(ctx, "BEGIN IMMEDIATE", &[]) {
+                Err(DbError::Locked(detail)) if self.lock_wait.get() == LockWait::Unsupported => {
+                    let left = ctx
+                        .work_deadline()
+                        .remaining(self.clock.now())
+                        .saturating_sub(LOCK_WAIT_SLACK);
+                    if left.is_zero() {
+                        return Err(DbError::Locked(detail));
+                    }
+                    self.db.pause(pause.min(left));
+                    pause = (pause * 2).min(MAX_LOCK_PAUSE);
+                }
+                other => return other,
             }
         }
     }
@@ -529,6 +572,10 @@ mod tests {
         pragmas_refused: bool,
         /// How long setting the lock wait takes.
         pragma_takes: Cell<Duration>,
+        /// How many more statements fail with `Locked` (while `locked`).
+        locked_for: Cell<u32>,
+        /// The pauses the store asked for.
+        pauses: RefCell<Vec<Duration>>,
     }
 
     impl<'c> Recorder<'c> {
@@ -540,6 +587,8 @@ mod tests {
                 locked: Cell::new(false),
                 pragmas_refused: false,
                 pragma_takes: Cell::new(Duration::ZERO),
+                locked_for: Cell::new(u32::MAX),
+                pauses: RefCell::default(),
             }
         }
 
@@ -563,11 +612,17 @@ mod tests {
                 self.wait.set(Duration::from_millis(ms.parse().unwrap()));
                 return Ok(Vec::new());
             }
-            if self.locked.get() {
+            if self.locked.get() && self.locked_for.get() > 0 {
+                self.locked_for.set(self.locked_for.get() - 1);
                 self.clock.advance(self.wait.get());
                 return Err(DbError::Locked("database is locked".into()));
             }
             Ok(Vec::new())
+        }
+
+        fn pause(&self, d: Duration) {
+            self.pauses.borrow_mut().push(d);
+            self.clock.advance(d);
         }
     }
 
@@ -698,5 +753,64 @@ mod tests {
         // A connection that refused the pragma is not asked again.
         let _ = store.query(&ctx, "SELECT 2", &[]);
         assert_eq!(db.pragmas().len(), 1);
+    }
+
+    #[test]
+    fn where_the_connection_keeps_no_lock_wait_a_transaction_waits_for_the_lock_itself() {
+        // A remote libSQL: refuses `busy_timeout`, answers a held lock at once.
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let budget = 1_000;
+        let mut db = Recorder::new(&clock);
+        db.pragmas_refused = true;
+        db.wait.set(Duration::ZERO);
+        db.locked.set(true);
+        db.locked_for.set(3);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(budget);
+        let done = store.transaction(&ctx, |tx| tx.execute(&ctx, "INSERT INTO t VALUES (1)", &[]));
+        assert_eq!(done, Ok(()));
+        let ms = |n| Duration::from_millis(n);
+        assert_eq!(*db.pauses.borrow(), [ms(2), ms(4), ms(8)]);
+        let begins = db
+            .sql
+            .borrow()
+            .iter()
+            .filter(|s| *s == "BEGIN IMMEDIATE")
+            .count();
+        assert_eq!(begins, 4);
+    }
+
+    #[test]
+    fn a_lock_never_released_is_waited_for_no_longer_than_the_work_deadline() {
+        // A remote libSQL: refuses `busy_timeout`, answers a held lock at once.
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let budget = 1_000;
+        let mut db = Recorder::new(&clock);
+        db.pragmas_refused = true;
+        db.wait.set(Duration::ZERO);
+        db.locked.set(true);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(budget);
+        let err = store
+            .transaction(&ctx, |tx| tx.execute(&ctx, "INSERT INTO t VALUES (1)", &[]))
+            .unwrap_err();
+        // Given up by the work deadline, as the hop's own 504, its reserve
+        // left to answer in; the work never ran.
+        assert_eq!(err, DbError::Budget(ctx.spent()));
+        assert!(ctx.work_deadline().remaining(clock.now()) <= LOCK_WAIT_SLACK);
+        assert!(ctx.remaining(clock.now()) >= steps::ANSWER_COST);
+        assert!(db.pauses.borrow().iter().all(|p| *p <= MAX_LOCK_PAUSE));
+        assert!(!db.sql.borrow().iter().any(|s| s.starts_with("INSERT")));
+    }
+
+    #[test]
+    fn a_connection_with_its_own_lock_wait_is_not_paused_for() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let db = Recorder::new(&clock);
+        db.locked.set(true);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(400);
+        assert!(store.transaction(&ctx, |_| Ok::<_, DbError>(())).is_err());
+        assert!(db.pauses.borrow().is_empty());
     }
 }
