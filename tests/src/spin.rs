@@ -892,7 +892,27 @@ pub(crate) struct Sqld {
 
 impl Sqld {
     /// Starts `sqld` (from `$SQLD_BIN` or `PATH`) and waits until it listens.
+    /// A server that exits at once because another process took one of its
+    /// ports between `free_port` and its bind is started again on fresh
+    /// ports (twice at most); any other early exit, or no listener within
+    /// 20 s, fails with the tail of its log.
     fn start(&mut self) {
+        for _ in 0..3 {
+            match self.try_start() {
+                Ok(()) => return,
+                Err(log) if log.contains("Address already in use") => {
+                    self.http = free_port();
+                    self.grpc = free_port();
+                }
+                Err(log) => panic!("sqld for {} did not start:\n{log}", self.label),
+            }
+        }
+        panic!("sqld for {}: its ports were taken three times", self.label);
+    }
+
+    /// One attempt: `Err` with the log's tail when the server exited
+    /// before it listened.
+    fn try_start(&mut self) -> Result<(), String> {
         let sqld =
             std::env::var_os("SQLD_BIN").map_or_else(|| PathBuf::from("sqld"), PathBuf::from);
         let log = || {
@@ -914,16 +934,31 @@ impl Sqld {
             .stdout(Stdio::from(log()))
             .stderr(Stdio::from(log()));
         command.process_group(0);
-        self.child = Some(command.spawn().expect("start sqld (set SQLD_BIN)"));
+        let mut child = command.spawn().expect("start sqld (set SQLD_BIN)");
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.http)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "sqld for {} did not start",
-                self.label
-            );
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!("exited ({status}); its log:\n{}", self.log_tail()));
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                stop(&mut child);
+                panic!(
+                    "sqld for {} did not listen within 20 s; its log:\n{}",
+                    self.label,
+                    self.log_tail()
+                );
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// The last 2,000 bytes of the server's log.
+    fn log_tail(&self) -> String {
+        let log = std::fs::read(&self.log).unwrap_or_default();
+        let from = log.len().saturating_sub(2_000);
+        String::from_utf8_lossy(&log[from..]).into_owned()
     }
 
     fn stop(&mut self) {
