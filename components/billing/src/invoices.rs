@@ -3,9 +3,9 @@
 //! resident at community, write invoice + idempotency record + outbox event
 //! in one transaction, then deliver the event if time allows.
 
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
-use meridian_platform::http::{OutboundRequest, OutboundResponse, SendError};
+use meridian_platform::http::SendError;
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::input::query::query_param;
 use meridian_platform::input::validate::JsonBody;
@@ -60,7 +60,7 @@ impl TryFrom<&[u8]> for NewInvoice {
 /// `upstream_unavailable` (the call was already retried).
 pub(crate) fn community_failure(
     ctx: &RequestContext,
-    outcome: Result<OutboundResponse, SendError>,
+    outcome: Result<Response, SendError>,
     what: &str,
 ) -> Problem {
     match outcome {
@@ -70,7 +70,7 @@ pub(crate) fn community_failure(
         Ok(r) => {
             journal::event(Event::Failure {
                 what: "calling community",
-                cause: format!("answered {} when asked to {what}", r.status),
+                cause: format!("answered {} when asked to {what}", r.status().as_u16()),
             });
             Problem::new(
                 ErrorCode::UpstreamUnavailable,
@@ -96,17 +96,17 @@ impl<E: Env> Billing<E> {
     pub async fn list_invoices(
         &self,
         ctx: &RequestContext,
-        request: &ServiceRequest,
-    ) -> Result<ServiceResponse, Problem> {
+        request: &Request,
+    ) -> Result<Response, Problem> {
         let s = self.scoped(ctx)?;
-        let page = PageRequest::from_query(&request.query)?;
+        let page = PageRequest::from_query(request.query())?;
         let invalid =
             |what: &str| Problem::new(ErrorCode::InvalidRequest, format!("{what} is not valid"));
         let filter = InvoiceFilter {
-            status: query_param(&request.query, "status")
+            status: query_param(request.query(), "status")
                 .map(|s| InvoiceStatus::parse(&s).map_err(|_| invalid("status")))
                 .transpose()?,
-            resident_id: query_param(&request.query, "resident_id")
+            resident_id: query_param(request.query(), "resident_id")
                 .map(|s| parse_id(&s).ok_or_else(|| invalid("resident_id")))
                 .transpose()?,
             visible_to: self.visible_residents(ctx).await?,
@@ -116,13 +116,9 @@ impl<E: Env> Billing<E> {
 
     /// One invoice; for a resident-role member, only one of their own
     /// residents' (any other is "not found").
-    pub async fn get_invoice(
-        &self,
-        ctx: &RequestContext,
-        id: &str,
-    ) -> Result<ServiceResponse, Problem> {
-        Ok(ServiceResponse::json(
-            200,
+    pub async fn get_invoice(&self, ctx: &RequestContext, id: &str) -> Result<Response, Problem> {
+        Ok(message::json(
+            StatusCode::OK,
             &self.find_visible_invoice(ctx, id).await?,
         ))
     }
@@ -149,13 +145,13 @@ impl<E: Env> Billing<E> {
     pub async fn create_invoice(
         &self,
         ctx: &RequestContext,
-        request: &ServiceRequest,
+        request: &Request,
         operation: &str,
-    ) -> Result<ServiceResponse, Problem> {
+    ) -> Result<Response, Problem> {
         let s = self.scoped(ctx)?;
         let (tenant, scope) = (s.scope.tenant_id.to_string(), s.scope);
         let actor = scope.actor_id.to_string();
-        let input = NewInvoice::try_from(request.body.as_slice())?;
+        let input = NewInvoice::try_from(request.body().as_slice())?;
         let key = IdempotencyKey::of(request)?;
         // The claim comes first, so a concurrent duplicate is refused at
         // once instead of racing through the resident check.
@@ -165,7 +161,7 @@ impl<E: Env> Billing<E> {
             key.as_ref(),
             (&tenant, &actor),
             operation,
-            &request.body,
+            request.body(),
         )? {
             Begun::Replay(response) => return Ok(response),
             Begun::Proceed(write) => write,
@@ -200,7 +196,7 @@ impl<E: Env> Billing<E> {
         let response = write.commit(&self.store, ctx, |tx| {
             repo::insert_invoice(&s.on(tx), &actor, &invoice)?;
             repo::enqueue(tx, ctx, &event)?;
-            Ok(Written::same(201, &invoice))
+            Ok(Written::same(StatusCode::CREATED, &invoice))
         })?;
         self.deliver_later(vec![event]);
         Ok(response)
@@ -212,9 +208,9 @@ impl<E: Env> Billing<E> {
         &self,
         ctx: &RequestContext,
         path: &str,
-    ) -> Result<OutboundResponse, SendError> {
+    ) -> Result<Response, SendError> {
         let url = format!("{}{path}", self.community_url);
-        let request = OutboundRequest::new("GET", url);
+        let request = outbound::request(Method::GET, &url, Vec::new())?;
         let call = self
             .upstream
             .call(ctx, &RetryPolicy::standard(), request)
@@ -226,8 +222,8 @@ impl<E: Env> Billing<E> {
     async fn check_resident(&self, ctx: &RequestContext, resident_id: &str) -> Result<(), Problem> {
         let path = format!("/internal/residents/{resident_id}");
         match self.read_community(ctx, &path).await {
-            Ok(r) if r.status == 200 => Ok(()),
-            Ok(r) if r.status == 404 => Err(Problem::validation(vec![FieldError::new(
+            Ok(r) if r.status() == 200 => Ok(()),
+            Ok(r) if r.status() == 404 => Err(Problem::validation(vec![FieldError::new(
                 "resident_id",
                 "no such resident",
             )])),
@@ -247,8 +243,8 @@ impl<E: Env> Billing<E> {
             return Ok(None);
         }
         match self.read_community(ctx, "/internal/linked-residents").await {
-            Ok(r) if r.status == 200 => {
-                let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
+            Ok(r) if r.status() == 200 => {
+                let body: serde_json::Value = serde_json::from_slice(r.body()).unwrap_or_default();
                 let ids = body
                     .get("resident_ids")
                     .and_then(|ids| ids.as_array())
@@ -269,12 +265,12 @@ impl<E: Env> Billing<E> {
     pub fn void_invoice(
         &self,
         ctx: &RequestContext,
-        request: &ServiceRequest,
+        request: &Request,
         id: &str,
         operation: &str,
-    ) -> Result<ServiceResponse, Problem> {
+    ) -> Result<Response, Problem> {
         let s = self.scoped(ctx)?;
-        let mut b = JsonBody::parse(&request.body)?;
+        let mut b = JsonBody::parse(request.body())?;
         let status = b.parsed("status", |s| match InvoiceStatus::parse(s) {
             Ok(InvoiceStatus::Void) => Ok(()),
             _ => Err("can only be set to void"),
@@ -297,7 +293,7 @@ impl<E: Env> Billing<E> {
                 ));
             }
             invoice.status = InvoiceStatus::Void;
-            Ok(Written::same(200, &invoice))
+            Ok(Written::same(StatusCode::OK, &invoice))
         })
     }
 }

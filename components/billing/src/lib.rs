@@ -25,7 +25,7 @@ pub mod payments;
 pub mod repo;
 
 use http::Method;
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::routes::{dispatch, Access, Endpoint};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::RequestContext;
@@ -102,15 +102,11 @@ pub const ENDPOINTS: &[Endpoint<Op>] = &[
 
 /// Serves one request: dispatched by the table, then the operation's
 /// handler.
-pub async fn handle<E: Env>(
-    app: &Billing<E>,
-    ctx: &RequestContext,
-    request: &ServiceRequest,
-) -> ServiceResponse {
+pub async fn handle<E: Env>(app: &Billing<E>, ctx: &RequestContext, request: &Request) -> Response {
     let segments = request.segments();
-    let call = match dispatch(ENDPOINTS, &request.method, &segments, ctx) {
+    let call = match dispatch(ENDPOINTS, request.method(), &segments, ctx) {
         Ok(call) => call,
-        Err(problem) => return ServiceResponse::problem(ctx, problem),
+        Err(problem) => return message::problem(ctx, problem),
     };
     let served = match call.op() {
         Op::ListInvoices => app.list_invoices(ctx, request).await,
@@ -124,17 +120,18 @@ pub async fn handle<E: Env>(
         }
         Op::Relay => app.relay(ctx, request).await,
     };
-    served.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+    served.unwrap_or_else(|problem| message::problem(ctx, problem))
 }
 
 meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {
+    use meridian_platform::http::RequestExt;
     use meridian_spin::{vars, Spin};
     let app = crate::app::Billing {
         store,
         upstream: Spin::upstream(),
         community_url: vars::service_url("community_url", "http://community.spin.internal"),
         // Read only where it is checked (the relay): one variable less per request.
-        admin_token: match request.path.starts_with("/internal/outbox/") {
+        admin_token: match request.path().starts_with("/internal/outbox/") {
             true => vars::get("admin_token").unwrap_or_default(),
             false => String::new(),
         },

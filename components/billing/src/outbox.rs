@@ -6,9 +6,8 @@
 use std::time::Duration;
 
 use meridian_platform::budget::steps;
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
-use meridian_platform::http::OutboundRequest;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::constant_time_eq;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
@@ -64,18 +63,23 @@ impl<E: Env> Billing<E> {
                 report.skipped += 1;
                 continue;
             }
-            let request =
-                OutboundRequest::new("POST", format!("{}/internal/events", self.community_url))
-                    .with_header("content-type", "application/json")
-                    .with_body(serde_json::to_vec(event).unwrap_or_default());
-            // Safe to repeat: the consumer keys notifications by event id.
-            let call = self
-                .upstream
-                .call(&step, &RetryPolicy::standard(), request)
-                .await;
-            let outcome = match &call.response {
-                Ok(r) if r.status == 200 => Ok(()),
-                Ok(r) => Err(format!("community answered {}", r.status)),
+            let url = format!("{}/internal/events", self.community_url);
+            let body = serde_json::to_vec(event).unwrap_or_default();
+            let response = match outbound::request(Method::POST, &url, body) {
+                Ok(mut request) => {
+                    message::set_header(request.headers_mut(), "content-type", "application/json");
+                    // Safe to repeat: the consumer keys notifications by event id.
+                    let call = self
+                        .upstream
+                        .call(&step, &RetryPolicy::standard(), request)
+                        .await;
+                    call.response
+                }
+                Err(refused) => Err(refused),
+            };
+            let outcome = match &response {
+                Ok(r) if r.status() == 200 => Ok(()),
+                Ok(r) => Err(format!("community answered {}", r.status().as_u16())),
                 Err(e) => Err(e.to_string()),
             };
             let recorded = match outcome {
@@ -176,8 +180,8 @@ impl<E: Env> Billing<E> {
     pub async fn relay(
         &self,
         ctx: &RequestContext,
-        request: &ServiceRequest,
-    ) -> Result<ServiceResponse, Problem> {
+        request: &Request,
+    ) -> Result<Response, Problem> {
         let bearer = request.bearer();
         if self.admin_token.is_empty()
             || !bearer.is_some_and(|t| constant_time_eq(t, &self.admin_token))
@@ -206,8 +210,8 @@ impl<E: Env> Billing<E> {
         let mut report = self.deliver(ctx, &ready).await;
         report.failed += unreadable;
         let pending = repo::pending_count(&self.store, ctx)?;
-        Ok(ServiceResponse::json(
-            200,
+        Ok(message::json(
+            StatusCode::OK,
             &serde_json::json!({
                 "delivered": report.delivered, "failed": report.failed,
                 "skipped": report.skipped, "pending": pending,

@@ -2,7 +2,7 @@
 //! lowers the balance atomically, marks the invoice paid at zero, and emits
 //! `payment.received` in the same transaction.
 
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::ids::new_id;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::idempotency::{write_once, Written};
@@ -22,15 +22,15 @@ impl<E: Env> Billing<E> {
     pub async fn create_payment(
         &self,
         ctx: &RequestContext,
-        request: &ServiceRequest,
+        request: &Request,
         invoice_id: &str,
         operation: &str,
-    ) -> Result<ServiceResponse, Problem> {
+    ) -> Result<Response, Problem> {
         let s = self.scoped(ctx)?;
         let (tenant, scope) = (s.scope.tenant_id.to_string(), s.scope);
         let actor = scope.actor_id.to_string();
         let invoice = self.find_invoice(ctx, invoice_id)?;
-        let mut b = JsonBody::parse(&request.body)?;
+        let mut b = JsonBody::parse(request.body())?;
         let fields = (
             b.integer("amount_cents", 1, MAX_AMOUNT_CENTS)
                 .and_then(AmountCents::new),
@@ -95,7 +95,7 @@ impl<E: Env> Billing<E> {
             };
             repo::enqueue(tx, ctx, &event)?;
             emitted = Some(event);
-            Ok(Written::same(201, &payment))
+            Ok(Written::same(StatusCode::CREATED, &payment))
         })?;
         if let Some(event) = emitted {
             self.deliver_later(vec![event]);
@@ -108,12 +108,12 @@ impl<E: Env> Billing<E> {
     pub async fn list_payments(
         &self,
         ctx: &RequestContext,
-        request: &ServiceRequest,
+        request: &Request,
         invoice_id: &str,
-    ) -> Result<ServiceResponse, Problem> {
+    ) -> Result<Response, Problem> {
         let s = self.scoped(ctx)?;
         let invoice = self.find_visible_invoice(ctx, invoice_id).await?;
-        let page = PageRequest::from_query(&request.query)?;
+        let page = PageRequest::from_query(request.query())?;
         page.list(|window| repo::list_payments(&s, &invoice.id, window))
     }
 }

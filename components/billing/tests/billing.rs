@@ -11,15 +11,13 @@ use community::app::Community;
 use futures::executor::block_on;
 use meridian_platform::budget::admission::InternalGate;
 use meridian_platform::budget::steps;
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::upstream::Calls;
-use meridian_platform::http::{
-    internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
-};
+use meridian_platform::http::{internal_headers, HttpClient, SendError};
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext};
-use meridian_testing::http::{code, fields, post};
+use meridian_testing::http::{as_received, code, fields, post, request, Build};
 use meridian_testing::{
     assert_embeds_every_migration, context_at, manual_clock, migrated_store_on, tenant_context,
     upstream, ClockSleeper, HostSqlite, NoJitter,
@@ -45,13 +43,9 @@ struct InProcessCommunity {
 }
 
 impl HttpClient for InProcessCommunity {
-    async fn send(
-        &self,
-        ctx: &RequestContext,
-        request: OutboundRequest,
-    ) -> Result<OutboundResponse, SendError> {
+    async fn send(&self, ctx: &RequestContext, request: Request) -> Result<Response, SendError> {
         self.calls.set(self.calls.get() + 1);
-        let path = split_url(&request.url).unwrap().path_and_query.to_owned();
+        let path = request.path_and_query().to_owned();
         if self
             .down
             .borrow()
@@ -68,12 +62,7 @@ impl HttpClient for InProcessCommunity {
             self.clock.advance(ctx.remaining(self.clock.now()));
             return Err(ctx.spent().into());
         }
-        let mut inbound =
-            ServiceRequest::new(&request.method, &path).with_body(request.body.clone());
-        inbound.headers = request.headers.clone();
-        for (name, value) in internal_headers(ctx, self.clock.now(), TOKEN) {
-            inbound.headers.push((name.to_owned(), value));
-        }
+        let inbound = as_received(request, internal_headers(ctx, self.clock.now(), TOKEN));
         let gate = InternalGate {
             expected_token: TOKEN,
             hop: "community",
@@ -81,14 +70,10 @@ impl HttpClient for InProcessCommunity {
         };
         let response = match gate.admit(|n| inbound.header(n), self.clock.now()) {
             Ok(admitted) => community::handle(&self.app, &admitted.ctx, &inbound),
-            Err(problem) => ServiceResponse::problem_for("x", problem),
+            Err(problem) => message::problem_for("x", problem),
         };
         self.clock.advance(Duration::from_millis(2));
-        Ok(OutboundResponse {
-            status: response.status,
-            headers: response.headers,
-            body: response.body,
-        })
+        Ok(response)
     }
 }
 
@@ -156,7 +141,7 @@ impl Harness {
 
     /// As the component does: the answer, then the deliveries its writes
     /// left for after it.
-    fn send(&self, ctx: &RequestContext, request: ServiceRequest) -> ServiceResponse {
+    fn send(&self, ctx: &RequestContext, request: Request) -> Response {
         let answer = block_on(billing::handle(&self.app, ctx, &request));
         block_on(self.app.deliver_after_answer(ctx));
         answer
@@ -165,7 +150,7 @@ impl Harness {
     /// A new invoice of `amount` for `resident`, made by a manager; its id.
     fn new_invoice(&self, resident: &str, amount: i64) -> String {
         let r = self.manager(post("/v1/a/invoices", invoice_body(resident, amount)));
-        assert_eq!(r.status, 201, "{:?}", r.json_body());
+        assert_eq!(r.status().as_u16(), 201, "{:?}", r.json_body());
         r.json_body()["id"].as_str().unwrap().to_owned()
     }
 
@@ -175,7 +160,7 @@ impl Harness {
             .with_tenant(*self.ctx(TENANT, MANAGER, Role::Manager).tenant().unwrap())
     }
 
-    fn manager(&self, request: ServiceRequest) -> ServiceResponse {
+    fn manager(&self, request: Request) -> Response {
         self.send(&self.ctx(TENANT, MANAGER, Role::Manager), request)
     }
 
@@ -195,8 +180,7 @@ impl Harness {
         let r = community::handle(
             &self.community().app,
             &ctx,
-            &ServiceRequest::new("POST", "/v1/a/residents")
-                .with_body(r#"{"name":"Ada","unit":"4B"}"#),
+            &request("POST", "/v1/a/residents").with_body(r#"{"name":"Ada","unit":"4B"}"#),
         );
         r.json_body()["id"].as_str().unwrap().to_owned()
     }
@@ -207,10 +191,10 @@ impl Harness {
         let r = community::handle(
             &self.community().app,
             &ctx,
-            &ServiceRequest::new("PATCH", &format!("/v1/a/residents/{resident}"))
+            &request("PATCH", &format!("/v1/a/residents/{resident}"))
                 .with_body(json!({ "user_id": user }).to_string()),
         );
-        assert_eq!(r.status, 200, "{}", r.json_body());
+        assert_eq!(r.status().as_u16(), 200, "{}", r.json_body());
     }
 
     fn notifications(&self, resident: &str) -> Vec<Value> {
@@ -218,7 +202,7 @@ impl Harness {
         let r = community::handle(
             &self.community().app,
             &ctx,
-            &ServiceRequest::new("GET", &format!("/v1/a/residents/{resident}/notifications")),
+            &request("GET", &format!("/v1/a/residents/{resident}/notifications")),
         );
         r.json_body()["items"].as_array().unwrap().clone()
     }
@@ -230,11 +214,11 @@ impl Harness {
             .unwrap()
     }
 
-    fn relay(&self, token: &str) -> ServiceResponse {
+    fn relay(&self, token: &str) -> Response {
         let ctx = context_at(self.clock.now(), Duration::from_secs(2), "billing");
         self.send(
             &ctx,
-            ServiceRequest::new("POST", "/internal/outbox/relay")
+            request("POST", "/internal/outbox/relay")
                 .with_header("authorization", format!("Bearer {token}")),
         )
     }
@@ -254,7 +238,7 @@ fn an_invoice_is_written_with_its_event_and_the_event_delivered_inline() {
     let h = Harness::new();
     let resident = h.new_resident();
     let r = h.manager(post("/v1/a/invoices", invoice_body(&resident, 12_500)));
-    assert_eq!(r.status, 201, "{}", r.json_body());
+    assert_eq!(r.status().as_u16(), 201, "{}", r.json_body());
     let invoice = r.json_body();
     assert_eq!(
         (
@@ -274,7 +258,7 @@ fn an_invoice_is_written_with_its_event_and_the_event_delivered_inline() {
     h.link(&resident, RESIDENT_USER);
     let got = h.send(
         &h.ctx(TENANT, RESIDENT_USER, Role::Resident),
-        ServiceRequest::new(
+        request(
             "GET",
             &format!("/v1/a/invoices/{}", invoice["id"].as_str().unwrap()),
         ),
@@ -290,7 +274,7 @@ fn an_unknown_resident_is_a_422_and_nothing_is_written() {
         invoice_body("0b6f1e3c-0000-4a55-9d3c-2f0c3b1f6a09", 100),
     ));
     assert_eq!(
-        (r.status, fields(&r)),
+        (r.status().as_u16(), fields(&r)),
         (422, vec!["resident_id".to_owned()])
     );
     assert_eq!(
@@ -343,7 +327,7 @@ fn payments_lower_the_balance_until_the_invoice_is_paid() {
         ))
     };
     let r = pay(4_000);
-    assert_eq!(r.status, 201);
+    assert_eq!(r.status().as_u16(), 201);
     assert_eq!(
         (
             r.json_body()["balance_cents"].as_i64(),
@@ -353,7 +337,7 @@ fn payments_lower_the_balance_until_the_invoice_is_paid() {
     );
     let r = pay(6_001);
     assert_eq!(
-        (r.status, fields(&r)),
+        (r.status().as_u16(), fields(&r)),
         (422, vec!["amount_cents".to_owned()])
     );
     assert!(r.json_body()["errors"][0]["message"]
@@ -369,13 +353,13 @@ fn payments_lower_the_balance_until_the_invoice_is_paid() {
         (Some(0), Some("paid"))
     );
     let r = pay(1);
-    assert_eq!(r.status, 422);
+    assert_eq!(r.status().as_u16(), 422);
     assert!(r.json_body()["errors"][0]["message"]
         .as_str()
         .unwrap()
         .contains("already paid"));
     let invoice = h
-        .manager(ServiceRequest::new("GET", &format!("/v1/a/invoices/{id}")))
+        .manager(request("GET", &format!("/v1/a/invoices/{id}")))
         .json_body();
     assert_eq!(
         (
@@ -394,11 +378,8 @@ fn payments_lower_the_balance_until_the_invoice_is_paid() {
         ["invoice.created", "payment.received", "payment.received"]
     );
     assert_eq!(
-        h.manager(ServiceRequest::new(
-            "GET",
-            &format!("/v1/a/invoices/{id}/payments")
-        ))
-        .json_body()["items"]
+        h.manager(request("GET", &format!("/v1/a/invoices/{id}/payments")))
+            .json_body()["items"]
             .as_array()
             .unwrap()
             .len(),
@@ -412,27 +393,25 @@ fn a_void_invoice_cannot_be_paid() {
     let resident = h.new_resident();
     let id = h.new_invoice(&resident, 500);
     let r = h.manager(
-        ServiceRequest::new("PATCH", &format!("/v1/a/invoices/{id}"))
-            .with_body(r#"{"status":"void"}"#),
+        request("PATCH", &format!("/v1/a/invoices/{id}")).with_body(r#"{"status":"void"}"#),
     );
     assert_eq!(
-        (r.status, r.json_body()["status"].as_str()),
+        (r.status().as_u16(), r.json_body()["status"].as_str()),
         (200, Some("void"))
     );
     let r = h.manager(post(
         &format!("/v1/a/invoices/{id}/payments"),
         json!({"amount_cents": 100, "method": "cash"}),
     ));
-    assert_eq!(r.status, 422);
+    assert_eq!(r.status().as_u16(), 422);
     assert!(r.json_body()["errors"][0]["message"]
         .as_str()
         .unwrap()
         .contains("void"));
     let r = h.manager(
-        ServiceRequest::new("PATCH", &format!("/v1/a/invoices/{id}"))
-            .with_body(r#"{"status":"void"}"#),
+        request("PATCH", &format!("/v1/a/invoices/{id}")).with_body(r#"{"status":"void"}"#),
     );
-    assert_eq!((r.status, code(&r).as_str()), (409, "conflict"));
+    assert_eq!((r.status().as_u16(), code(&r).as_str()), (409, "conflict"));
 }
 
 #[test]
@@ -447,7 +426,7 @@ fn residents_read_only_their_own_bills_and_do_not_bill_and_other_tenants_see_not
     let pay_a_cent = |ctx: &RequestContext, invoice: &str| {
         let body = json!({"amount_cents": 1, "method": "card"});
         h.send(ctx, post(&format!("{invoice}/payments"), body))
-            .status
+            .status()
     };
     assert_eq!(
         code(&h.send(
@@ -461,7 +440,7 @@ fn residents_read_only_their_own_bills_and_do_not_bill_and_other_tenants_see_not
         403
     );
     assert_eq!(
-        h.send(&as_resident, ServiceRequest::new("GET", "/v1/a/invoices"))
+        h.send(&as_resident, request("GET", "/v1/a/invoices"))
             .json_body()["items"]
             .as_array()
             .unwrap()
@@ -475,35 +454,35 @@ fn residents_read_only_their_own_bills_and_do_not_bill_and_other_tenants_see_not
         format!("/v1/a/invoices/{theirs}"),
         format!("/v1/a/invoices/{theirs}/payments"),
     ] {
-        let r = h.send(&as_resident, ServiceRequest::new("GET", &path));
-        assert_eq!((r.status, code(&r).as_str()), (404, "not_found"), "{path}");
+        let r = h.send(&as_resident, request("GET", &path));
+        assert_eq!(
+            (r.status().as_u16(), code(&r).as_str()),
+            (404, "not_found"),
+            "{path}"
+        );
     }
     let r = h.send(
         &as_resident,
-        ServiceRequest::new("GET", &format!("/v1/a/invoices/{id}/payments")),
+        request("GET", &format!("/v1/a/invoices/{id}/payments")),
     );
-    assert_eq!(r.status, 200);
+    assert_eq!(r.status().as_u16(), 200);
     // A resident-role member linked to no resident sees no bills at all.
     let unlinked = h.ctx(
         TENANT,
         "9a1c2f4e-3333-4a55-9d3c-2f0c3b1f6a04",
         Role::Resident,
     );
-    let r = h.send(&unlinked, ServiceRequest::new("GET", "/v1/a/invoices"));
+    let r = h.send(&unlinked, request("GET", "/v1/a/invoices"));
     assert_eq!(r.json_body()["items"], json!([]));
     let other = h.ctx(OTHER_TENANT, MANAGER, Role::Admin);
     assert_eq!(
-        h.send(
-            &other,
-            ServiceRequest::new("GET", &format!("/v1/b/invoices/{id}"))
-        )
-        .status,
+        h.send(&other, request("GET", &format!("/v1/b/invoices/{id}")))
+            .status(),
         404
     );
     assert_eq!(pay_a_cent(&other, &format!("/v1/b/invoices/{id}")), 404);
     assert_eq!(
-        h.send(&other, ServiceRequest::new("GET", "/v1/b/invoices"))
-            .json_body()["items"],
+        h.send(&other, request("GET", "/v1/b/invoices")).json_body()["items"],
         json!([])
     );
     // Another tenant cannot bill this tenant's resident either.
@@ -522,7 +501,7 @@ fn a_keyed_invoice_is_created_once_replayed_and_guarded() {
     let first = h.manager(keyed(&invoice_body(&resident, 700), "inv-1"));
     let again = h.manager(keyed(&invoice_body(&resident, 700), "inv-1"));
     assert_eq!(
-        (again.status, again.header("idempotent-replayed")),
+        (again.status().as_u16(), again.header("idempotent-replayed")),
         (201, Some("true"))
     );
     assert_eq!(first.json_body(), again.json_body());
@@ -530,7 +509,7 @@ fn a_keyed_invoice_is_created_once_replayed_and_guarded() {
     assert_eq!(h.notifications(&resident).len(), 1);
     let reused = h.manager(keyed(&invoice_body(&resident, 701), "inv-1"));
     assert_eq!(
-        (reused.status, code(&reused).as_str()),
+        (reused.status().as_u16(), code(&reused).as_str()),
         (422, "idempotency_key_reused")
     );
     // A duplicate arriving while the first still holds the key: 409.
@@ -551,7 +530,7 @@ fn a_keyed_invoice_is_created_once_replayed_and_guarded() {
             .with_header("idempotency-key", "inv-2"),
     );
     assert_eq!(
-        (concurrent.status, code(&concurrent).as_str()),
+        (concurrent.status().as_u16(), code(&concurrent).as_str()),
         (409, "idempotency_key_in_progress")
     );
     assert_eq!(h.count("SELECT COUNT(*) AS n FROM invoices"), 1);
@@ -567,7 +546,10 @@ fn when_community_is_down_nothing_is_written_and_the_key_can_be_retried() {
             .with_header("idempotency-key", "inv-down")
     };
     let r = h.manager(req());
-    assert_eq!((r.status, code(&r).as_str()), (502, "upstream_unavailable"));
+    assert_eq!(
+        (r.status().as_u16(), code(&r).as_str()),
+        (502, "upstream_unavailable")
+    );
     assert_eq!(
         h.community().calls.get(),
         3,
@@ -576,7 +558,10 @@ fn when_community_is_down_nothing_is_written_and_the_key_can_be_retried() {
     assert_eq!(h.count("SELECT COUNT(*) AS n FROM invoices"), 0);
     *h.community().down.borrow_mut() = None;
     let r = h.manager(req());
-    assert_eq!((r.status, r.header("idempotent-replayed")), (201, None));
+    assert_eq!(
+        (r.status().as_u16(), r.header("idempotent-replayed")),
+        (201, None)
+    );
 }
 
 #[test]
@@ -585,7 +570,11 @@ fn the_relay_delivers_what_delivery_after_the_answer_could_not_and_duplicates_ch
     let resident = h.new_resident();
     *h.community().down.borrow_mut() = Some("/internal/events");
     let r = h.manager(post("/v1/a/invoices", invoice_body(&resident, 1_000)));
-    assert_eq!(r.status, 201, "the write does not depend on delivery");
+    assert_eq!(
+        r.status().as_u16(),
+        201,
+        "the write does not depend on delivery"
+    );
     assert_eq!(
         h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE delivered_at IS NULL"),
         1
@@ -599,7 +588,7 @@ fn the_relay_delivers_what_delivery_after_the_answer_could_not_and_duplicates_ch
     let r = h.relay("admin-secret");
     assert_eq!(
         (
-            r.status,
+            r.status().as_u16(),
             r.json_body()["delivered"].as_i64(),
             r.json_body()["pending"].as_i64()
         ),
@@ -618,7 +607,7 @@ fn the_relay_delivers_what_delivery_after_the_answer_could_not_and_duplicates_ch
         1,
         "one notification per event, however often delivered"
     );
-    assert_eq!(h.relay("wrong").status, 401);
+    assert_eq!(h.relay("wrong").status().as_u16(), 401);
 }
 
 #[test]
@@ -629,7 +618,7 @@ fn the_answer_is_formed_before_the_event_is_delivered() {
     let request = post("/v1/a/invoices", invoice_body(&resident, 700));
     let before = h.community().calls.get();
     let r = block_on(billing::handle(&h.app, &ctx, &request));
-    assert_eq!(r.status, 201, "{:?}", r.json_body());
+    assert_eq!(r.status().as_u16(), 201, "{:?}", r.json_body());
     // The resident check only: the event waits for the answer to go.
     assert_eq!(h.community().calls.get() - before, 1);
     assert!(h.notifications(&resident).is_empty());
@@ -657,7 +646,7 @@ fn a_hanging_consumer_costs_the_delivery_after_the_answer_not_the_answer() {
         &ctx,
         &post("/v1/a/invoices", invoice_body(&resident, 700)),
     ));
-    assert_eq!(r.status, 201, "{:?}", r.json_body());
+    assert_eq!(r.status().as_u16(), 201, "{:?}", r.json_body());
     let answered = h.clock.now().since(started);
     assert!(
         answered < Duration::from_millis(50),
@@ -684,7 +673,7 @@ fn an_undecodable_outbox_row_is_set_aside_and_does_not_block_the_relay() {
     *h.community().down.borrow_mut() = Some("/internal/events");
     assert_eq!(
         h.manager(post("/v1/a/invoices", invoice_body(&resident, 500)))
-            .status,
+            .status(),
         201
     );
     *h.community().down.borrow_mut() = None;
@@ -701,7 +690,7 @@ fn an_undecodable_outbox_row_is_set_aside_and_does_not_block_the_relay() {
         .unwrap();
     h.clock.advance(Duration::from_secs(2));
     let r = h.relay("admin-secret");
-    assert_eq!(r.status, 200, "{:?}", r.json_body());
+    assert_eq!(r.status().as_u16(), 200, "{:?}", r.json_body());
     assert_eq!(r.json_body()["delivered"], 1);
     assert_eq!(r.json_body()["failed"], 1);
     assert_eq!(r.json_body()["pending"], 1);
@@ -718,7 +707,7 @@ fn a_short_budget_skips_the_delivery_but_keeps_the_event() {
     let resident = h.new_resident();
     let short = h.manager_within(Duration::from_millis(40));
     let r = h.send(&short, post("/v1/a/invoices", invoice_body(&resident, 300)));
-    assert_eq!(r.status, 201);
+    assert_eq!(r.status().as_u16(), 201);
     assert_eq!(
         h.count("SELECT COUNT(*) AS n FROM outbox_events WHERE delivered_at IS NULL"),
         1
@@ -737,7 +726,10 @@ fn an_expired_request_makes_no_call_and_writes_nothing() {
         post("/v1/a/invoices", invoice_body(&resident, 300))
             .with_header("idempotency-key", "late-1"),
     );
-    assert_eq!((r.status, code(&r).as_str()), (504, "deadline_exceeded"));
+    assert_eq!(
+        (r.status().as_u16(), code(&r).as_str()),
+        (504, "deadline_exceeded")
+    );
     assert_eq!(h.community().calls.get(), before);
     assert_eq!(
         h.count("SELECT COUNT(*) AS n FROM invoices")
@@ -765,9 +757,9 @@ mod hostile_input {
             let h = Harness::new();
             let resident = h.new_resident();
             let invoice = h.manager(post("/v1/a/invoices", invoice_body(&resident, 1_000))).json_body()["id"].as_str().unwrap().to_owned();
-            let r = h.manager(ServiceRequest::new(route.0, &route.1.replace("{id}", &invoice)).with_body(body));
-            prop_assert!(r.status < 500, "{} {} -> {}: {}", route.0, route.1, r.status, r.json_body());
-            if r.status >= 400 {
+            let r = h.manager(request(route.0, &route.1.replace("{id}", &invoice)).with_body(body));
+            prop_assert!(r.status().as_u16() < 500, "{} {} -> {}: {}", route.0, route.1, r.status(), r.json_body());
+            if r.status().as_u16() >= 400 {
                 prop_assert_eq!(r.header("content-type"), Some("application/problem+json"));
             }
         }
@@ -785,7 +777,7 @@ fn the_relay_stops_within_its_budget_and_reports_what_is_left() {
                 "/v1/a/invoices",
                 invoice_body(&resident, amount * 100)
             ))
-            .status,
+            .status(),
             201
         );
     }
@@ -798,11 +790,11 @@ fn the_relay_stops_within_its_budget_and_reports_what_is_left() {
     let short = context_at(now, Duration::from_millis(35), "billing");
     let r = h.send(
         &short,
-        ServiceRequest::new("POST", "/internal/outbox/relay")
+        request("POST", "/internal/outbox/relay")
             .with_header("authorization", "Bearer admin-secret"),
     );
     let b = r.json_body();
-    assert_eq!(r.status, 200, "{b}");
+    assert_eq!(r.status().as_u16(), 200, "{b}");
     let delivered = b["delivered"].as_i64().unwrap();
     assert!((1..5).contains(&delivered), "{b}");
     assert_eq!(b["skipped"].as_i64().unwrap() + delivered, 5, "{b}");

@@ -1,7 +1,7 @@
 //! Announcements: `GET, POST /v1/{tenant}/announcements`. Members read;
 //! admins and managers publish.
 
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
@@ -16,10 +16,10 @@ use crate::repo;
 pub fn list<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
-) -> Result<ServiceResponse, Problem> {
+    request: &Request,
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
-    let page = PageRequest::from_query(&request.query)?;
+    let page = PageRequest::from_query(request.query())?;
     page.list(|window| repo::list_announcements(&s, window))
 }
 
@@ -27,11 +27,11 @@ pub fn list<D: Database, C: Clock>(
 pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
-    let mut b = JsonBody::parse(&request.body)?;
+    let mut b = JsonBody::parse(request.body())?;
     let fields = (b.text("title", 1, 200), b.text("body", 1, 10_000));
     let (title, body) = b.complete(fields)?;
     let author_id = s.scope.actor_id.to_string();
@@ -44,6 +44,6 @@ pub fn create<D: Database, C: Clock>(
             published_at: app.timestamp(),
         };
         repo::insert_announcement(&s.on(tx), &announcement)?;
-        Ok(Written::same(201, &announcement))
+        Ok(Written::same(StatusCode::CREATED, &announcement))
     })
 }

@@ -2,7 +2,7 @@
 //! /v1/{tenant}/complaints/{id}`. Any member files; residents see their
 //! own; admins and managers see all and move them along.
 
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::input::query::query_param;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
@@ -26,12 +26,12 @@ fn visible_to(scope: &TenantScope) -> Option<String> {
 pub fn list<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
-) -> Result<ServiceResponse, Problem> {
+    request: &Request,
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
     let scope = s.scope;
-    let page = PageRequest::from_query(&request.query)?;
-    let status = query_param(&request.query, "status")
+    let page = PageRequest::from_query(request.query())?;
+    let status = query_param(request.query(), "status")
         .map(|s| {
             ComplaintStatus::parse(&s)
                 .map_err(|e| Problem::new(ErrorCode::InvalidRequest, format!("status {e}")))
@@ -61,11 +61,11 @@ pub fn get<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
     id: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let id = ComplaintId::parse(id).ok_or_else(|| Problem::not_found("complaint"))?;
     let s = app.scoped(ctx)?;
     let complaint = find(&s, s.scope, &id)?;
-    Ok(ServiceResponse::json(200, &complaint))
+    Ok(message::json(StatusCode::OK, &complaint))
 }
 
 /// A validated complaint to file.
@@ -100,16 +100,16 @@ impl TryFrom<&[u8]> for NewComplaint {
 pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
     let scope = s.scope;
     let NewComplaint {
         resident_id,
         subject,
         body,
-    } = NewComplaint::try_from(request.body.as_slice())?;
+    } = NewComplaint::try_from(request.body().as_slice())?;
     let filed_by = scope.actor_id.to_string();
     write_once(&app.store, ctx, request, operation, |tx| {
         let s = s.on(tx);
@@ -131,7 +131,7 @@ pub fn create<D: Database, C: Clock>(
             updated_at: now,
         };
         repo::insert_complaint(&s, &complaint)?;
-        Ok(Written::same(201, &complaint))
+        Ok(Written::same(StatusCode::CREATED, &complaint))
     })
 }
 
@@ -140,13 +140,13 @@ pub fn create<D: Database, C: Clock>(
 pub fn update<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     id: &str,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
     let scope = s.scope;
-    let mut b = JsonBody::parse(&request.body)?;
+    let mut b = JsonBody::parse(request.body())?;
     let status = b.parsed("status", ComplaintStatus::parse);
     let (to,) = b.complete((status,))?;
     let id = ComplaintId::parse(id).ok_or_else(|| Problem::not_found("complaint"))?;
@@ -174,6 +174,6 @@ pub fn update<D: Database, C: Clock>(
         }
         complaint.status = to;
         complaint.updated_at = now;
-        Ok(Written::same(200, &complaint))
+        Ok(Written::same(StatusCode::OK, &complaint))
     })
 }

@@ -23,7 +23,7 @@ pub mod notifications;
 pub mod repo;
 pub mod residents;
 
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::routes::{dispatch, Access, Endpoint};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
@@ -163,33 +163,28 @@ pub const ENDPOINTS: &[Endpoint<Op>] = &[
 pub fn handle<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
-) -> ServiceResponse {
+    request: &Request,
+) -> Response {
     let segments = request.segments();
-    let served =
-        dispatch(ENDPOINTS, &request.method, &segments, ctx).and_then(|call| match call.op() {
-            Op::ListResidents => residents::list(app, ctx, request),
-            Op::CreateResident => residents::create(app, ctx, request, &call.operation()),
-            Op::GetResident | Op::InternalResident => residents::get(app, ctx, call.id()),
-            Op::UpdateResident => {
-                residents::update(app, ctx, request, call.id(), &call.operation())
-            }
-            Op::DeleteResident => {
-                residents::delete(app, ctx, request, call.id(), &call.operation())
-            }
-            Op::ListNotifications => notifications::list(app, ctx, request, call.id()),
-            Op::ListComplaints => complaints::list(app, ctx, request),
-            Op::CreateComplaint => complaints::create(app, ctx, request, &call.operation()),
-            Op::GetComplaint => complaints::get(app, ctx, call.id()),
-            Op::UpdateComplaint => {
-                complaints::update(app, ctx, request, call.id(), &call.operation())
-            }
-            Op::ListAnnouncements => announcements::list(app, ctx, request),
-            Op::CreateAnnouncement => announcements::create(app, ctx, request, &call.operation()),
-            Op::ConsumeEvent => notifications::consume(app, ctx, request),
-            Op::LinkedResidents => residents::linked(app, ctx),
-        });
-    served.unwrap_or_else(|problem: Problem| ServiceResponse::problem(ctx, problem))
+    let served = dispatch(ENDPOINTS, request.method(), &segments, ctx).and_then(|call| match call
+        .op()
+    {
+        Op::ListResidents => residents::list(app, ctx, request),
+        Op::CreateResident => residents::create(app, ctx, request, &call.operation()),
+        Op::GetResident | Op::InternalResident => residents::get(app, ctx, call.id()),
+        Op::UpdateResident => residents::update(app, ctx, request, call.id(), &call.operation()),
+        Op::DeleteResident => residents::delete(app, ctx, request, call.id(), &call.operation()),
+        Op::ListNotifications => notifications::list(app, ctx, request, call.id()),
+        Op::ListComplaints => complaints::list(app, ctx, request),
+        Op::CreateComplaint => complaints::create(app, ctx, request, &call.operation()),
+        Op::GetComplaint => complaints::get(app, ctx, call.id()),
+        Op::UpdateComplaint => complaints::update(app, ctx, request, call.id(), &call.operation()),
+        Op::ListAnnouncements => announcements::list(app, ctx, request),
+        Op::CreateAnnouncement => announcements::create(app, ctx, request, &call.operation()),
+        Op::ConsumeEvent => notifications::consume(app, ctx, request),
+        Op::LinkedResidents => residents::linked(app, ctx),
+    });
+    served.unwrap_or_else(|problem: Problem| message::problem(ctx, problem))
 }
 
 meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {

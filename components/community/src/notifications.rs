@@ -2,7 +2,7 @@
 //! (`POST /internal/events`) is keyed by event id, so a repeated delivery
 //! changes nothing and still succeeds.
 
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::ids::parse_id;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
@@ -21,12 +21,12 @@ use crate::repo::{self, NewNotification};
 pub fn list<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     resident_id: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
     let scope = s.scope;
-    let page = PageRequest::from_query(&request.query)?;
+    let page = PageRequest::from_query(request.query())?;
     let actor = scope.actor_id.to_string();
     let resident = ResidentId::parse(resident_id)
         .map(|id| repo::resident(&s, &id))
@@ -42,10 +42,10 @@ pub fn list<D: Database, C: Clock>(
 pub fn consume<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
-) -> Result<ServiceResponse, Problem> {
+    request: &Request,
+) -> Result<Response, Problem> {
     let uuid = |s: &str| parse_id(s).ok_or("must be a UUID");
-    let mut b = JsonBody::parse(&request.body)?;
+    let mut b = JsonBody::parse(request.body())?;
     let event_id = b.parsed("event_id", uuid);
     let tenant_id = b.parsed("tenant_id", uuid);
     let resident_id = b.parsed("resident_id", uuid);
@@ -69,8 +69,8 @@ pub fn consume<D: Database, C: Clock>(
             received_at: &app.timestamp(),
         },
     )?;
-    Ok(ServiceResponse::json(
-        200,
+    Ok(message::json(
+        StatusCode::OK,
         &json!({"event_id": event_id, "stored": stored}),
     ))
 }

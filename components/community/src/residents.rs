@@ -1,7 +1,7 @@
 //! Residents: `GET, POST /v1/{tenant}/residents`, `GET, PATCH, DELETE
 //! /v1/{tenant}/residents/{id}`, and the internal read billing uses.
 
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::ids::parse_id;
 use meridian_platform::input::validate::{normalize_email, JsonBody, Patch};
 use meridian_platform::store::db::Database;
@@ -22,10 +22,10 @@ fn user_id(raw: &str) -> Result<String, &'static str> {
 pub fn list<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
-) -> Result<ServiceResponse, Problem> {
+    request: &Request,
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
-    let page = PageRequest::from_query(&request.query)?;
+    let page = PageRequest::from_query(request.query())?;
     page.list(|window| repo::list_residents(&s, window))
 }
 
@@ -34,14 +34,14 @@ pub fn get<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
     id: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
     let resident = ResidentId::parse(id)
         .map(|id| repo::resident(&s, &id))
         .transpose()?
         .flatten()
         .ok_or_else(|| Problem::not_found("resident"))?;
-    Ok(ServiceResponse::json(200, &resident))
+    Ok(message::json(StatusCode::OK, &resident))
 }
 
 /// `GET /internal/linked-residents`: the ids of the residents linked to the
@@ -49,11 +49,11 @@ pub fn get<D: Database, C: Clock>(
 pub fn linked<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
     let ids = repo::residents_linked_to(&s, &s.scope.actor_id.to_string())?;
-    Ok(ServiceResponse::json(
-        200,
+    Ok(message::json(
+        StatusCode::OK,
         &serde_json::json!({ "resident_ids": ids }),
     ))
 }
@@ -62,11 +62,11 @@ pub fn linked<D: Database, C: Clock>(
 pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
-    let mut b = JsonBody::parse(&request.body)?;
+    let mut b = JsonBody::parse(request.body())?;
     let name = b.text("name", 1, 200);
     let unit = b.text("unit", 1, 50);
     let email = b.patch_parsed("email", true, normalize_email);
@@ -84,7 +84,7 @@ pub fn create<D: Database, C: Clock>(
             updated_at: now,
         };
         repo::save_resident(&s.on(tx), &resident)?;
-        Ok(Written::same(201, &resident))
+        Ok(Written::same(StatusCode::CREATED, &resident))
     })
 }
 
@@ -93,13 +93,13 @@ pub fn create<D: Database, C: Clock>(
 pub fn update<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     id: &str,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
     let id = ResidentId::parse(id).ok_or_else(|| Problem::not_found("resident"))?;
-    let mut b = JsonBody::parse(&request.body)?;
+    let mut b = JsonBody::parse(request.body())?;
     if b.is_empty() {
         return Err(Problem::validation(vec![FieldError::new(
             "body",
@@ -124,7 +124,7 @@ pub fn update<D: Database, C: Clock>(
         apply(&mut r.user_id, user);
         r.updated_at = app.timestamp();
         repo::save_resident(&s, &r)?;
-        Ok(Written::same(200, &r))
+        Ok(Written::same(StatusCode::OK, &r))
     })
 }
 
@@ -140,10 +140,10 @@ fn apply(slot: &mut Option<String>, patch: Patch<String>) {
 pub fn delete<D: Database, C: Clock>(
     app: &Community<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     id: &str,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let s = app.scoped(ctx)?;
     let id = ResidentId::parse(id).ok_or_else(|| Problem::not_found("resident"))?;
     write_once(&app.store, ctx, request, operation, |tx| {

@@ -1,11 +1,11 @@
 //! Community's handlers over a real (host) SQLite with the real migrations.
 
 use community::app::Community;
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, Deadline, RequestContext};
-use meridian_testing::http::{code, fields, get, patch, post};
+use meridian_testing::http::{code, fields, get, patch, post, request, Build};
 use meridian_testing::{assert_embeds_every_migration, migrated_store, tenant_context, HostSqlite};
 use serde_json::{json, Value};
 
@@ -38,21 +38,15 @@ impl Harness {
         )
     }
 
-    fn as_(
-        &self,
-        tenant: &str,
-        actor: &str,
-        role: Role,
-        request: ServiceRequest,
-    ) -> ServiceResponse {
+    fn as_(&self, tenant: &str, actor: &str, role: Role, request: Request) -> Response {
         community::handle(&self.app, &self.ctx(tenant, actor, role), &request)
     }
 
-    fn admin(&self, request: ServiceRequest) -> ServiceResponse {
+    fn admin(&self, request: Request) -> Response {
         self.as_(TENANT_A, ADMIN, Role::Admin, request)
     }
 
-    fn resident(&self, request: ServiceRequest) -> ServiceResponse {
+    fn resident(&self, request: Request) -> Response {
         self.as_(TENANT_A, RESIDENT_USER, Role::Resident, request)
     }
 
@@ -61,7 +55,7 @@ impl Harness {
             "/v1/a/residents",
             json!({"name": name, "unit": "4B", "email": "Ada@Example.org"}),
         ));
-        assert_eq!(r.status, 201, "{}", r.json_body());
+        assert_eq!(r.status().as_u16(), 201, "{}", r.json_body());
         r.json_body()["id"].as_str().unwrap().to_owned()
     }
 
@@ -86,7 +80,7 @@ fn staff_manage_residents_and_members_read_them() {
     let h = Harness::new();
     let id = h.new_resident("Ada");
     let r = h.resident(get(&format!("/v1/a/residents/{id}")));
-    assert_eq!(r.status, 200);
+    assert_eq!(r.status().as_u16(), 200);
     let b = r.json_body();
     assert_eq!(
         (b["name"].as_str(), b["unit"].as_str(), b["email"].as_str()),
@@ -96,7 +90,7 @@ fn staff_manage_residents_and_members_read_them() {
         &format!("/v1/a/residents/{id}"),
         json!({"unit": "5C", "email": null}),
     ));
-    assert_eq!(r.status, 200, "{}", r.json_body());
+    assert_eq!(r.status().as_u16(), 200, "{}", r.json_body());
     assert_eq!(
         (
             r.json_body()["unit"].as_str(),
@@ -105,23 +99,17 @@ fn staff_manage_residents_and_members_read_them() {
         (Some("5C"), Value::Null)
     );
     assert_eq!(
-        h.admin(ServiceRequest::new(
-            "DELETE",
-            &format!("/v1/a/residents/{id}")
-        ))
-        .status,
+        h.admin(request("DELETE", &format!("/v1/a/residents/{id}")))
+            .status(),
         204
     );
     assert_eq!(
-        h.resident(get(&format!("/v1/a/residents/{id}"))).status,
+        h.resident(get(&format!("/v1/a/residents/{id}"))).status(),
         404
     );
     assert_eq!(
-        h.admin(ServiceRequest::new(
-            "DELETE",
-            &format!("/v1/a/residents/{id}")
-        ))
-        .status,
+        h.admin(request("DELETE", &format!("/v1/a/residents/{id}")))
+            .status(),
         404
     );
 }
@@ -131,21 +119,18 @@ fn residents_may_not_change_residents() {
     let h = Harness::new();
     let id = h.new_resident("Ada");
     let r = h.resident(post("/v1/a/residents", json!({"name": "X", "unit": "1"})));
-    assert_eq!((r.status, code(&r).as_str()), (403, "forbidden"));
+    assert_eq!((r.status().as_u16(), code(&r).as_str()), (403, "forbidden"));
     assert_eq!(
         h.resident(patch(
             &format!("/v1/a/residents/{id}"),
             json!({"unit": "9"})
         ))
-        .status,
+        .status(),
         403
     );
     assert_eq!(
-        h.resident(ServiceRequest::new(
-            "DELETE",
-            &format!("/v1/a/residents/{id}")
-        ))
-        .status,
+        h.resident(request("DELETE", &format!("/v1/a/residents/{id}")))
+            .status(),
         403
     );
     assert_eq!(h.count("residents"), 1);
@@ -156,21 +141,17 @@ fn another_tenants_rows_are_not_found() {
     let h = Harness::new();
     let id = h.new_resident("Ada");
     let other = |req| h.as_(TENANT_B, ADMIN, Role::Admin, req);
-    assert_eq!(other(get(&format!("/v1/b/residents/{id}"))).status, 404);
+    assert_eq!(other(get(&format!("/v1/b/residents/{id}"))).status(), 404);
     assert_eq!(
         other(patch(
             &format!("/v1/b/residents/{id}"),
             json!({"unit": "1"})
         ))
-        .status,
+        .status(),
         404
     );
     assert_eq!(
-        other(ServiceRequest::new(
-            "DELETE",
-            &format!("/v1/b/residents/{id}")
-        ))
-        .status,
+        other(request("DELETE", &format!("/v1/b/residents/{id}"))).status(),
         404
     );
     assert_eq!(
@@ -191,7 +172,10 @@ fn resident_input_is_validated() {
         "/v1/a/residents",
         json!({"name": "", "unit": "x".repeat(51), "email": "nope", "user_id": "42", "age": 3}),
     ));
-    assert_eq!((r.status, code(&r).as_str()), (422, "validation_failed"));
+    assert_eq!(
+        (r.status().as_u16(), code(&r).as_str()),
+        (422, "validation_failed")
+    );
     assert_eq!(fields(&r), ["name", "unit", "email", "user_id", "age"]);
     let id = h.new_resident("Ada");
     let r = h.admin(patch(
@@ -201,12 +185,12 @@ fn resident_input_is_validated() {
     assert_eq!(fields(&r), ["name"]);
     assert_eq!(
         h.admin(patch(&format!("/v1/a/residents/{id}"), json!({})))
-            .status,
+            .status(),
         422
     );
     assert_eq!(
-        h.admin(ServiceRequest::new("POST", "/v1/a/residents").with_body("{oops"))
-            .status,
+        h.admin(request("POST", "/v1/a/residents").with_body("{oops"))
+            .status(),
         400
     );
     assert_eq!(h.count("residents"), 1);
@@ -245,9 +229,9 @@ fn resident_pages_are_stable_while_rows_are_added() {
     let mut expected: Vec<String> = (0..25).map(|i| format!("R{i:02}")).collect();
     expected.push("Late".into());
     assert_eq!(seen, expected);
-    assert_eq!(h.resident(get("/v1/a/residents?limit=101")).status, 400);
+    assert_eq!(h.resident(get("/v1/a/residents?limit=101")).status(), 400);
     assert_eq!(
-        h.resident(get("/v1/a/residents?cursor=nonsense")).status,
+        h.resident(get("/v1/a/residents?cursor=nonsense")).status(),
         400
     );
 }
@@ -297,24 +281,27 @@ fn complaints_move_forward_one_step_at_a_time() {
         "/v1/a/complaints",
         json!({"resident_id": resident, "subject": "Leak", "body": "Water in 4B"}),
     ));
-    assert_eq!(r.status, 201);
+    assert_eq!(r.status().as_u16(), 201);
     assert_eq!(r.json_body()["status"], "open");
     let path = format!("/v1/a/complaints/{}", r.json_body()["id"].as_str().unwrap());
     let r = h.admin(patch(&path, json!({"status": "resolved"})));
-    assert_eq!((r.status, code(&r).as_str()), (409, "conflict"));
+    assert_eq!((r.status().as_u16(), code(&r).as_str()), (409, "conflict"));
     assert_eq!(
         h.resident(patch(&path, json!({"status": "in_progress"})))
-            .status,
+            .status(),
         403
     );
     for status in ["in_progress", "resolved", "closed"] {
         let r = h.admin(patch(&path, json!({"status": status})));
         assert_eq!(
-            (r.status, r.json_body()["status"].as_str()),
+            (r.status().as_u16(), r.json_body()["status"].as_str()),
             (200, Some(status))
         );
     }
-    assert_eq!(h.admin(patch(&path, json!({"status": "open"}))).status, 409);
+    assert_eq!(
+        h.admin(patch(&path, json!({"status": "open"}))).status(),
+        409
+    );
     assert_eq!(
         fields(&h.admin(patch(&path, json!({"status": "done"})))),
         ["status"]
@@ -350,7 +337,7 @@ fn residents_see_only_the_complaints_they_filed() {
             "/v1/a/complaints/{}",
             theirs["id"].as_str().unwrap()
         )))
-        .status,
+        .status(),
         404
     );
     assert_eq!(
@@ -364,7 +351,7 @@ fn residents_see_only_the_complaints_they_filed() {
         h.admin(get("/v1/a/complaints?status=closed")).json_body()["items"],
         json!([])
     );
-    assert_eq!(h.admin(get("/v1/a/complaints?status=nope")).status, 400);
+    assert_eq!(h.admin(get("/v1/a/complaints?status=nope")).status(), 400);
 }
 
 #[test]
@@ -374,7 +361,7 @@ fn announcements_are_published_by_staff_and_read_by_members() {
         "/v1/a/announcements",
         json!({"title": "Pool", "body": "Opens Monday"}),
     ));
-    assert_eq!(r.status, 201);
+    assert_eq!(r.status().as_u16(), 201);
     assert_eq!(r.json_body()["author_id"], ADMIN);
     assert!(r.json_body()["published_at"]
         .as_str()
@@ -385,7 +372,7 @@ fn announcements_are_published_by_staff_and_read_by_members() {
             "/v1/a/announcements",
             json!({"title": "x", "body": "y"})
         ))
-        .status,
+        .status(),
         403
     );
     assert_eq!(
@@ -419,31 +406,31 @@ fn a_repeated_event_delivery_creates_one_notification() {
     };
     let first = internal(post("/internal/events", event.clone()));
     assert_eq!(
-        (first.status, first.json_body()["stored"].clone()),
+        (first.status().as_u16(), first.json_body()["stored"].clone()),
         (200, json!(true))
     );
     let again = internal(post("/internal/events", event));
     assert_eq!(
-        (again.status, again.json_body()["stored"].clone()),
+        (again.status().as_u16(), again.json_body()["stored"].clone()),
         (200, json!(false))
     );
     let notifications = format!("/v1/a/residents/{resident}/notifications");
     // A resident-role member not linked to this resident cannot see them.
     let r = h.resident(get(&notifications));
-    assert_eq!(r.status, 404, "{}", r.json_body());
+    assert_eq!(r.status().as_u16(), 404, "{}", r.json_body());
     let linked = h.admin(
-        ServiceRequest::new("PATCH", &format!("/v1/a/residents/{resident}"))
+        request("PATCH", &format!("/v1/a/residents/{resident}"))
             .with_body(json!({ "user_id": RESIDENT_USER }).to_string()),
     );
-    assert_eq!(linked.status, 200);
+    assert_eq!(linked.status().as_u16(), 200);
     let listed = h.resident(get(&notifications)).json_body();
     assert_eq!(listed["items"].as_array().unwrap().len(), 1);
     // Staff see any resident's.
-    assert_eq!(h.admin(get(&notifications)).status, 200);
+    assert_eq!(h.admin(get(&notifications)).status(), 200);
     assert_eq!(listed["items"][0]["type"], "invoice.created");
     assert_eq!(listed["items"][0]["payload"]["amount_cents"], 1200);
     let bad = internal(post("/internal/events", json!({"event_id": "x"})));
-    assert_eq!(bad.status, 422);
+    assert_eq!(bad.status().as_u16(), 422);
     // Another tenant cannot read them.
     assert_eq!(
         h.as_(
@@ -452,7 +439,7 @@ fn a_repeated_event_delivery_creates_one_notification() {
             Role::Admin,
             get(&format!("/v1/b/residents/{resident}/notifications"))
         )
-        .status,
+        .status(),
         404
     );
 }
@@ -490,7 +477,10 @@ fn an_expired_request_touches_nothing() {
         &expired,
         &post("/v1/a/residents", json!({"name": "Ada", "unit": "1"})),
     );
-    assert_eq!((r.status, code(&r).as_str()), (504, "deadline_exceeded"));
+    assert_eq!(
+        (r.status().as_u16(), code(&r).as_str()),
+        (504, "deadline_exceeded")
+    );
     assert_eq!(h.count("residents"), 0);
 }
 
@@ -514,9 +504,9 @@ mod hostile_input {
         ) {
             let h = Harness::new();
             let resident = h.new_resident("Ada");
-            let r = h.admin(ServiceRequest::new(route.0, &route.1.replace("{id}", &resident)).with_body(body));
-            prop_assert!(r.status < 500, "{} {} -> {}: {}", route.0, route.1, r.status, r.json_body());
-            if r.status >= 400 {
+            let r = h.admin(request(route.0, &route.1.replace("{id}", &resident)).with_body(body));
+            prop_assert!(r.status().as_u16() < 500, "{} {} -> {}: {}", route.0, route.1, r.status(), r.json_body());
+            if r.status().as_u16() >= 400 {
                 prop_assert_eq!(r.header("content-type"), Some("application/problem+json"));
             }
         }
@@ -589,6 +579,6 @@ mod same_millisecond {
 fn head_is_served_like_get() {
     let h = Harness::new();
     h.new_resident("Ada");
-    let r = h.resident(ServiceRequest::new("HEAD", "/v1/a/residents"));
-    assert_eq!(r.status, 200);
+    let r = h.resident(request("HEAD", "/v1/a/residents"));
+    assert_eq!(r.status().as_u16(), 200);
 }

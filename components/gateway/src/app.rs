@@ -4,6 +4,7 @@
 use meridian_platform::budget::{answer_reserve, request_start, steps};
 use meridian_platform::http::body::BodyError;
 use meridian_platform::http::pipeline::{self, Hop, InHand};
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::Jitter;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::{Calls, Upstream};
@@ -17,7 +18,6 @@ use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, Uni
 
 use crate::config::GatewayConfig;
 use crate::contract;
-use crate::edge::{EdgeRequest, EdgeResponse};
 use crate::exchange::{Exchange, Refusal, Trace};
 use crate::proxy::forwarding_policy;
 use crate::routes::{self, route, Route};
@@ -59,7 +59,7 @@ impl<E: Calls> Hop for EdgeHop<'_, E> {
 
     /// Every request goes on: the gateway answers even a refusal with
     /// its headers and log line, once the body is in or given up.
-    fn admit(&self, head: &EdgeRequest) -> pipeline::Admission<Arrival> {
+    fn admit(&self, head: &Request) -> pipeline::Admission<Arrival> {
         let arrival = self.gateway.arrive(head, self.at);
         pipeline::Admission::Admitted {
             read_until: self.gateway.read_deadline(&arrival),
@@ -67,12 +67,7 @@ impl<E: Calls> Hop for EdgeHop<'_, E> {
         }
     }
 
-    async fn serve(
-        &self,
-        arrival: Arrival,
-        request: EdgeRequest,
-        unread: Option<BodyError>,
-    ) -> Answer {
+    async fn serve(&self, arrival: Arrival, request: Request, unread: Option<BodyError>) -> Answer {
         let response = self.gateway.handle_since(request, arrival, unread).await;
         Answer::from(response)
     }
@@ -81,7 +76,7 @@ impl<E: Calls> Hop for EdgeHop<'_, E> {
 /// What admission decided about a request.
 enum Admission {
     /// Answered by the gateway alone, before any budget was made.
-    Answered(EdgeResponse),
+    Answered(Response),
     /// To be served under `ctx`, forwarded (if it is) with `policy`.
     Admitted {
         route: Route,
@@ -94,12 +89,12 @@ impl<E: Calls> Gateway<E> {
     /// Answers one public request whose body is already in hand (tests,
     /// and callers that read it elsewhere), through the same pipeline as
     /// the component's entry.
-    pub async fn handle(&self, mut request: EdgeRequest) -> EdgeResponse {
+    pub async fn handle(&self, mut request: Request) -> Response {
         let hop = EdgeHop {
             gateway: self,
             at: self.upstream.clock.now(),
         };
-        let body = InHand(std::mem::take(&mut request.body));
+        let body = InHand(std::mem::take(request.body_mut()));
         pipeline::run(&hop, request, body).await.response
     }
 
@@ -108,7 +103,7 @@ impl<E: Calls> Gateway<E> {
     /// the gateway is configured to trust one: time queued before the
     /// gateway ran then counts), and the budget its timeout header asks
     /// for.
-    pub fn arrive(&self, head: &EdgeRequest, now: UnixMillis) -> Arrival {
+    pub fn arrive(&self, head: &Request, now: UnixMillis) -> Arrival {
         let at = match self.config.trust_request_start {
             false => now,
             true => head
@@ -140,10 +135,10 @@ impl<E: Calls> Gateway<E> {
     /// `body` is why the body could not be read, if it could not.
     pub async fn handle_since(
         &self,
-        request: EdgeRequest,
+        request: Request,
         arrival: Arrival,
         body: Option<BodyError>,
-    ) -> EdgeResponse {
+    ) -> Response {
         let arrived = arrival.at;
         let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
         journal::begin(
@@ -168,10 +163,9 @@ impl<E: Calls> Gateway<E> {
             Err(refusal) => Err(refusal),
         };
         let mut response = match outcome {
-            Ok(response) | Err(Refusal::Upstream(response)) => response,
-            Err(Refusal::Problem(problem)) => {
-                EdgeResponse::problem_for(request_id.as_str(), problem)
-            }
+            Ok(response) => response,
+            Err(Refusal::Upstream(response)) => *response,
+            Err(Refusal::Problem(problem)) => message::problem_for(request_id.as_str(), problem),
         };
         response.set_header(headers::REQUEST_ID, request_id.as_str());
         if let Some(attempts) = trace.attempts {
@@ -200,14 +194,17 @@ impl<E: Calls> Gateway<E> {
             // count, or a tenant whose flood starves identity would look
             // quiet.
             let took = now.since(arrived);
-            let finished = response.status != 504
+            let finished = response.status() != 504
                 && served_ctx.as_ref().is_none_or(|ctx| {
                     took <= self.config.admission.in_time(ctx.budget_at_arrival())
                 });
             let roll = self.upstream.jitter.clone().next_u64();
             let admission = crate::limits::admission(&self.upstream, &self.config, route);
             let resolved = served_ctx.as_ref().is_some_and(|c| c.tenant().is_some());
-            let refused = matches!(response.status, 401 | 403 | 404);
+            let refused = matches!(
+                response.status(),
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND
+            );
             match resolved || !refused {
                 true => admission.for_tenant(slug),
                 false => admission,
@@ -222,15 +219,15 @@ impl<E: Calls> Gateway<E> {
     /// and whether forwarding may be repeated.
     fn admit(
         &self,
-        request: &EdgeRequest,
+        request: &Request,
         request_id: &RequestId,
         arrival: Arrival,
         body: Option<BodyError>,
     ) -> Result<Admission, Refusal> {
-        let route = route(&request.method, &request.path);
+        let route = route(request.method(), request.path());
         match route {
             Route::Health => {
-                let ok = EdgeResponse::json(200, &serde_json::json!({"status": "ok"}));
+                let ok = message::json(StatusCode::OK, &serde_json::json!({"status": "ok"}));
                 return Ok(Admission::Answered(ok));
             }
             Route::Contract => {
@@ -239,7 +236,7 @@ impl<E: Calls> Gateway<E> {
             }
             Route::NotFound => return Err(Problem::no_route().into()),
             Route::MethodNotAllowed { allow } => {
-                return Err(Problem::method_not_allowed(&request.method, allow).into());
+                return Err(Problem::method_not_allowed(request.method().as_str(), allow).into());
             }
             Route::Ready
             | Route::CreateTenant
@@ -258,7 +255,7 @@ impl<E: Calls> Gateway<E> {
             "gateway",
         );
         let body = body.or_else(|| {
-            (request.body.len() > MAX_BODY_BYTES).then_some(BodyError::TooLarge(MAX_BODY_BYTES))
+            (request.body().len() > MAX_BODY_BYTES).then_some(BodyError::TooLarge(MAX_BODY_BYTES))
         });
         if let Some(problem) = body.as_ref().and_then(BodyError::to_problem) {
             return Err(problem.into());
@@ -270,7 +267,7 @@ impl<E: Calls> Gateway<E> {
         ctx.for_step()
             .ensure(now, steps::CALL)
             .map_err(Problem::from)?;
-        if !request.body.is_empty() && !declares_json(request.header("content-type")) {
+        if !request.body().is_empty() && !declares_json(request.header("content-type")) {
             return Err(Problem::new(
                 ErrorCode::UnsupportedMediaType,
                 "request bodies must be JSON (content-type: application/json)",
@@ -278,7 +275,7 @@ impl<E: Calls> Gateway<E> {
             .into());
         }
         // Reads, and writes the owner can deduplicate by key, may be repeated.
-        let policy = forwarding_policy(&request.method, IdempotencyKey::of(request)?.as_ref());
+        let policy = forwarding_policy(request.method(), IdempotencyKey::of(request)?.as_ref());
         Ok(Admission::Admitted { route, ctx, policy })
     }
 }
@@ -286,14 +283,14 @@ impl<E: Calls> Gateway<E> {
 /// The log line of one public request (`ctx` is `None` for one answered
 /// before it had a budget: a probe, a refusal at the edge).
 pub fn request_line(
-    request: &EdgeRequest,
+    request: &Request,
     ctx: Option<&RequestContext>,
-    response: &EdgeResponse,
+    response: &Response,
     now: UnixMillis,
 ) -> RequestLine {
-    let route = routes::template(&request.path);
+    let route = routes::template(request.path());
     let served = Served {
-        method: &request.method,
+        method: request.method().as_str(),
         route: &route,
     };
     RequestLine::new(served, ctx, response, now)

@@ -2,7 +2,7 @@
 //! built (see `build.rs`) and served as `GET /openapi.json`. One build
 //! serves one document, so caches may keep it and revalidate by ETag.
 
-use meridian_platform::http::message::ServiceResponse;
+use meridian_platform::http::prelude::*;
 
 /// The document, compact JSON.
 pub const DOCUMENT: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
@@ -14,15 +14,11 @@ pub const ETAG: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.etag"));
 pub const CACHE_CONTROL: &str = "public, max-age=3600";
 
 /// The document, or `304 Not Modified` when `If-None-Match` names it.
-pub fn response(if_none_match: Option<&str>) -> ServiceResponse {
+pub fn response(if_none_match: Option<&str>) -> Response {
     let mut response = if if_none_match.is_some_and(names_current) {
-        ServiceResponse {
-            status: 304,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
+        message::response(StatusCode::NOT_MODIFIED, http::HeaderMap::new(), Vec::new())
     } else {
-        ServiceResponse::raw_json(200, DOCUMENT.as_bytes().to_vec())
+        message::raw_json(StatusCode::OK, DOCUMENT.as_bytes().to_vec())
     };
     response.set_header("etag", ETAG);
     response.set_header("cache-control", CACHE_CONTROL);
@@ -52,8 +48,8 @@ mod tests {
     #[test]
     fn served_with_validators_and_revalidated_by_etag() {
         let full = response(None);
-        assert_eq!(full.status, 200);
-        assert_eq!(full.body, DOCUMENT.as_bytes());
+        assert_eq!(full.status().as_u16(), 200);
+        assert_eq!(full.body(), DOCUMENT.as_bytes());
         assert_eq!(full.header("etag"), Some(ETAG));
         assert_eq!(full.header("cache-control"), Some(CACHE_CONTROL));
         for current in [
@@ -63,10 +59,10 @@ mod tests {
             "*".into(),
         ] {
             let r = response(Some(&current));
-            assert_eq!(r.status, 304, "{current}");
-            assert!(r.body.is_empty());
+            assert_eq!(r.status().as_u16(), 304, "{current}");
+            assert!(r.body().is_empty());
             assert_eq!(r.header("etag"), Some(ETAG));
         }
-        assert_eq!(response(Some("\"stale\"")).status, 200);
+        assert_eq!(response(Some("\"stale\"")).status(), 200);
     }
 }

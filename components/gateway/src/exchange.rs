@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Call;
 use meridian_platform::http::upstream::{Calls, Upstream};
@@ -13,7 +14,7 @@ use meridian_platform::limits::RateVerdict;
 use meridian_platform::{Problem, RequestContext};
 
 use crate::config::GatewayConfig;
-use crate::edge::{Credentials, EdgeRequest, EdgeResponse};
+use crate::edge::Credentials;
 use crate::routes::{Route, Service};
 use crate::timing::ServerTiming;
 
@@ -54,7 +55,7 @@ pub enum Refusal {
     /// The gateway's own problem.
     Problem(Problem),
     /// A downstream's answer, passed on as it came.
-    Upstream(EdgeResponse),
+    Upstream(Box<Response>),
 }
 
 impl From<Problem> for Refusal {
@@ -91,9 +92,9 @@ impl<'g, E: Calls> Exchange<'g, E> {
     pub async fn serve(
         &mut self,
         route: Route,
-        request: &EdgeRequest,
+        request: &Request,
         policy: &RetryPolicy,
-    ) -> Result<EdgeResponse, Refusal> {
+    ) -> Result<Response, Refusal> {
         match route {
             Route::Ready => self.ready().await,
             Route::CreateTenant => {
@@ -101,11 +102,8 @@ impl<'g, E: Calls> Exchange<'g, E> {
                     .await
             }
             Route::Relay => {
-                let relay = EdgeRequest {
-                    path: "/internal/outbox/relay".into(),
-                    query: String::new(),
-                    ..request.clone()
-                };
+                let mut relay = request.clone();
+                *relay.uri_mut() = http::Uri::from_static("/internal/outbox/relay");
                 // Delivery is keyed by event id, so a relay run is safe to repeat.
                 let policy = RetryPolicy::standard();
                 self.forward(Service::Billing, &relay, &policy, Credentials::Keep)

@@ -31,6 +31,7 @@ pub mod timing;
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod entry {
+    use meridian_platform::http::RequestExt;
     use meridian_platform::{Clock, SystemClock};
     use meridian_spin::service::run_hop;
     use meridian_spin::{convert, vars, Spin};
@@ -48,7 +49,7 @@ mod entry {
         let head = convert::read_head(&incoming);
         // The admin token is read only where it is checked: one variable
         // less per request.
-        let ops = head.path.starts_with("/ops/tenants/");
+        let ops = head.path().starts_with("/ops/tenants/");
         let gateway = Gateway {
             config: GatewayConfig {
                 budget: vars::budget_config(),

@@ -4,6 +4,7 @@
 //! under overload, the headers every tenant answer carries, and the
 //! platform admin's overrides (`/ops/tenants/{tenant}/limits`).
 
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::{Jitter, Sleeper};
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::input::validate::JsonBody;
@@ -15,7 +16,6 @@ use meridian_platform::wire::headers;
 use meridian_platform::{Clock, ErrorCode, Problem};
 
 use crate::config::GatewayConfig;
-use crate::edge::{EdgeRequest, EdgeResponse};
 use crate::exchange::{Exchange, Refusal};
 use crate::routes;
 
@@ -117,8 +117,8 @@ impl<E: Calls> Exchange<'_, E> {
     /// many of the route's (and the tenant `slug`'s) recent requests ran
     /// out of budget, or at once when the budget left is below what the
     /// route recently cost.
-    pub fn admit_route(&mut self, request: &EdgeRequest, slug: &str) -> Result<(), Refusal> {
-        let key = format!("{} {}", request.method, routes::template(&request.path));
+    pub fn admit_route(&mut self, request: &Request, slug: &str) -> Result<(), Refusal> {
+        let key = format!("{} {}", request.method(), routes::template(request.path()));
         let now = self.upstream.clock.now();
         let roll = self.upstream.jitter.clone().next_u64();
         let admission = admission(self.upstream, self.config, &key).for_tenant(slug);
@@ -146,7 +146,7 @@ impl<E: Calls> Exchange<'_, E> {
 
     /// `GET`, `PUT` or `DELETE /ops/tenants/{tenant}/limits`: the
     /// platform admin reads, sets or removes a tenant's override.
-    pub fn tenant_limits(&self, request: &EdgeRequest) -> Result<EdgeResponse, Refusal> {
+    pub fn tenant_limits(&self, request: &Request) -> Result<Response, Refusal> {
         let authorized = request
             .header("authorization")
             .and_then(headers::bearer_token)
@@ -162,7 +162,7 @@ impl<E: Calls> Exchange<'_, E> {
             .into());
         }
         let slug = request
-            .path
+            .path()
             .trim_start_matches('/')
             .split('/')
             .nth(2)
@@ -174,11 +174,11 @@ impl<E: Calls> Exchange<'_, E> {
                 ErrorCode::UpstreamUnavailable,
                 format!("the limits store could not be used: {cause}"),
             )
-            .with_status(503)
+            .with_status(StatusCode::SERVICE_UNAVAILABLE)
         };
-        match request.method.as_str() {
+        match request.method().as_str() {
             "PUT" => {
-                let policy = parse_policy(&request.body)?;
+                let policy = parse_policy(request.body())?;
                 limiter.set_override(Some(policy)).map_err(unavailable)?;
             }
             "DELETE" => limiter.set_override(None).map_err(unavailable)?,
@@ -189,8 +189,8 @@ impl<E: Calls> Exchange<'_, E> {
             Some(policy) => (policy, "override"),
             None => (self.config.rates.default, "default"),
         };
-        Ok(EdgeResponse::json(
-            200,
+        Ok(message::json(
+            StatusCode::OK,
             &serde_json::json!({
                 "tenant": slug.as_str(),
                 "quota": policy.quota,
@@ -222,7 +222,7 @@ fn parse_policy(body: &[u8]) -> Result<RatePolicy, Problem> {
 }
 
 /// Sets the rate headers of a tenant answer.
-pub fn set_rate_headers(response: &mut EdgeResponse, verdict: &RateVerdict) {
+pub fn set_rate_headers(response: &mut Response, verdict: &RateVerdict) {
     response.set_header(RATE_LIMIT_POLICY, verdict.policy_header());
     response.set_header(RATE_LIMIT, verdict.header());
 }

@@ -1,21 +1,22 @@
 //! Forwarding a public request to the service that owns it.
 
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Calls;
-use meridian_platform::http::{OutboundRequest, OutboundResponse, SendError};
+use meridian_platform::http::SendError;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::store::idempotency::IdempotencyKey;
 use meridian_platform::{ErrorCode, Problem};
 
-use crate::edge::{forwardable_headers, is_returnable, Credentials, EdgeRequest, EdgeResponse};
+use crate::edge::{forwardable_headers, is_returnable, Credentials};
 use crate::exchange::{Exchange, Refusal};
 use crate::routes::Service;
 
 /// The retry policy for a forwarded request: reads, and writes the owning
 /// service can deduplicate by `Idempotency-Key`, may be repeated; any
 /// other write is sent once.
-pub fn forwarding_policy(method: &str, key: Option<&IdempotencyKey>) -> RetryPolicy {
-    if matches!(method, "GET" | "HEAD") || key.is_some() {
+pub fn forwarding_policy(method: &Method, key: Option<&IdempotencyKey>) -> RetryPolicy {
+    if *method == Method::GET || *method == Method::HEAD || key.is_some() {
         RetryPolicy::standard()
     } else {
         RetryPolicy::once()
@@ -28,18 +29,19 @@ impl<E: Calls> Exchange<'_, E> {
     pub async fn forward(
         &mut self,
         service: Service,
-        request: &EdgeRequest,
+        request: &Request,
         policy: &RetryPolicy,
         credentials: Credentials,
-    ) -> Result<EdgeResponse, Refusal> {
+    ) -> Result<Response, Refusal> {
         let url = format!(
             "{}{}",
             self.config.base_url(service),
             request.path_and_query()
         );
         let mut outbound =
-            OutboundRequest::new(&request.method, url).with_body(request.body.clone());
-        outbound.headers = forwardable_headers(request, credentials);
+            outbound::request(request.method().clone(), &url, request.body().clone())
+                .map_err(|e| Refusal::from(call_failed(service, e)))?;
+        *outbound.headers_mut() = forwardable_headers(request, credentials);
 
         let call = self.upstream.call(&self.ctx, policy, outbound).await;
         self.trace.timing.record(service.name(), call.took);
@@ -56,22 +58,22 @@ impl<E: Calls> Exchange<'_, E> {
 /// answer JSON, and problem+json for every failure; anything else (Spin's
 /// plain-text 500 for a trap, a proxy's HTML 502, a body that is not JSON)
 /// becomes the gateway's own problem, so no raw body ever reaches a client.
-pub fn pass_on(service: Service, upstream: OutboundResponse) -> Result<EdgeResponse, Problem> {
+pub fn pass_on(service: Service, upstream: Response) -> Result<Response, Problem> {
     let is_problem = upstream.problem_code().is_some();
-    let success = (200..300).contains(&upstream.status);
-    let body_is_json = upstream.body.is_empty()
-        || serde_json::from_slice::<serde::de::IgnoredAny>(&upstream.body).is_ok();
+    let success = upstream.status().is_success();
+    let body_is_json = upstream.body().is_empty()
+        || serde_json::from_slice::<serde::de::IgnoredAny>(upstream.body()).is_ok();
     if !(is_problem || (success && body_is_json)) {
         journal::event(Event::Failure {
             what: "reading a service's answer",
             cause: format!(
                 "{} answered {} with an unexpected body ({} bytes)",
                 service.name(),
-                upstream.status,
-                upstream.body.len()
+                upstream.status(),
+                upstream.body().len()
             ),
         });
-        return Err(match upstream.status {
+        return Err(match upstream.status().as_u16() {
             // A proxy or runtime between us and the service gave up: the
             // service could not be reached, and the retry loop is done.
             502..=504 => unreachable(service),
@@ -82,15 +84,15 @@ pub fn pass_on(service: Service, upstream: OutboundResponse) -> Result<EdgeRespo
             ),
         });
     }
-    Ok(EdgeResponse {
-        status: upstream.status,
-        headers: upstream
-            .headers
-            .into_iter()
-            .filter(|(n, _)| is_returnable(n))
-            .collect(),
-        body: upstream.body,
-    })
+    let (mut head, body) = upstream.into_parts();
+    let dropped: Vec<_> = (head.headers.keys())
+        .filter(|n| !is_returnable(n.as_str()))
+        .cloned()
+        .collect();
+    for name in dropped {
+        head.headers.remove(name);
+    }
+    Ok(Response::from_parts(head, body))
 }
 
 /// The problem for a call that got no answer: the budget's 504 when it ran
@@ -122,12 +124,8 @@ fn unreachable(service: Service) -> Problem {
 mod tests {
     use super::*;
 
-    fn answer(status: u16, content_type: &str, body: &str) -> OutboundResponse {
-        OutboundResponse {
-            status,
-            headers: vec![("content-type".into(), content_type.into())],
-            body: body.as_bytes().to_vec(),
-        }
+    fn answer(status: u16, content_type: &str, body: &str) -> Response {
+        meridian_testing::http::response(status, &[("content-type", content_type)], body)
     }
 
     #[test]
@@ -136,22 +134,22 @@ mod tests {
             Service::Billing,
             answer(201, "application/json", r#"{"id":1}"#),
         );
-        assert_eq!(ok.unwrap().status, 201);
+        assert_eq!(ok.unwrap().status().as_u16(), 201);
         let problem = answer(
             409,
             "application/problem+json",
             r#"{"code":"conflict","status":409}"#,
         );
-        assert_eq!(pass_on(Service::Billing, problem).unwrap().status, 409);
+        assert_eq!(pass_on(Service::Billing, problem).unwrap().status(), 409);
         let head = pass_on(Service::Billing, answer(200, "application/json", ""));
-        assert_eq!(head.unwrap().status, 200);
+        assert_eq!(head.unwrap().status().as_u16(), 200);
     }
 
     #[test]
     fn a_trap_becomes_an_internal_problem() {
         let trap = answer(500, "text/plain", "Internal Server Error");
         let p = pass_on(Service::Community, trap).unwrap_err();
-        assert_eq!((p.status(), p.code()), (500, ErrorCode::Internal));
+        assert_eq!((p.status().as_u16(), p.code()), (500, ErrorCode::Internal));
     }
 
     #[test]
@@ -174,21 +172,27 @@ mod tests {
 
     #[test]
     fn reads_are_retry_safe() {
-        assert_eq!(forwarding_policy("GET", None), RetryPolicy::standard());
-        assert_eq!(forwarding_policy("HEAD", None), RetryPolicy::standard());
+        assert_eq!(
+            forwarding_policy(&Method::GET, None),
+            RetryPolicy::standard()
+        );
+        assert_eq!(
+            forwarding_policy(&Method::HEAD, None),
+            RetryPolicy::standard()
+        );
     }
 
     #[test]
     fn writes_are_retried_only_with_an_idempotency_key() {
         let key = IdempotencyKey::parse("k-1").unwrap();
-        for method in ["POST", "PATCH", "DELETE", "PUT"] {
+        for method in [Method::POST, Method::PATCH, Method::DELETE, Method::PUT] {
             assert_eq!(
-                forwarding_policy(method, None),
+                forwarding_policy(&method, None),
                 RetryPolicy::once(),
                 "{method}"
             );
             assert_eq!(
-                forwarding_policy(method, Some(&key)),
+                forwarding_policy(&method, Some(&key)),
                 RetryPolicy::standard(),
                 "{method}"
             );

@@ -3,30 +3,26 @@
 use std::time::Duration;
 
 use futures::future::join_all;
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
-use meridian_platform::http::upstream::Calls;
-use meridian_platform::http::OutboundRequest;
+use meridian_platform::http::upstream::{Call, Calls};
 use meridian_platform::{Clock, ErrorCode, Problem};
 
-use crate::edge::EdgeResponse;
 use crate::exchange::{Exchange, Refusal};
 use crate::routes::Service;
 
 impl<E: Calls> Exchange<'_, E> {
     /// 200 when every service answers its health probe in time, else 503
     /// naming the ones that did not (504 when the budget ran out first).
-    pub async fn ready(&mut self) -> Result<EdgeResponse, Refusal> {
+    pub async fn ready(&mut self) -> Result<Response, Refusal> {
         let (upstream, config, ctx) = (self.upstream, self.config, &self.ctx);
         let probes = Service::ALL.map(|service| async move {
             let url = format!("{}/health", config.base_url(service));
             // Health probes are reads: safe to repeat.
-            let call = upstream
-                .call(
-                    ctx,
-                    &RetryPolicy::standard(),
-                    OutboundRequest::new("GET", url),
-                )
-                .await;
+            let call = match outbound::request(Method::GET, &url, Vec::new()) {
+                Ok(probe) => upstream.call(ctx, &RetryPolicy::standard(), probe).await,
+                Err(refused) => Call::refused(refused),
+            };
             (service, call)
         });
         let mut failing = Vec::new();
@@ -34,8 +30,8 @@ impl<E: Calls> Exchange<'_, E> {
         for (service, call) in join_all(probes).await {
             self.trace.timing.record(service.name(), call.took);
             let status = match &call.response {
-                Ok(r) if r.status == 200 => "ok".to_owned(),
-                Ok(r) => format!("status {}", r.status),
+                Ok(r) if r.status() == 200 => "ok".to_owned(),
+                Ok(r) => format!("status {}", r.status().as_u16()),
                 Err(e) => e.to_string(),
             };
             if status != "ok" {
@@ -44,8 +40,8 @@ impl<E: Calls> Exchange<'_, E> {
             checks.insert(service.name().into(), status.into());
         }
         if failing.is_empty() {
-            return Ok(EdgeResponse::json(
-                200,
+            return Ok(message::json(
+                StatusCode::OK,
                 &serde_json::json!({"status": "ready", "checks": checks}),
             ));
         }
@@ -60,7 +56,7 @@ impl<E: Calls> Exchange<'_, E> {
             ErrorCode::UpstreamUnavailable,
             format!("not ready: {}", failing.join(", ")),
         )
-        .with_status(503)
+        .with_status(StatusCode::SERVICE_UNAVAILABLE)
         .into())
     }
 }

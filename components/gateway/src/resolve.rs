@@ -3,16 +3,15 @@
 //! identity's answer is remembered and still current
 //! ([`meridian_platform::tenancy::cache`]).
 
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Calls;
-use meridian_platform::http::OutboundRequest;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::tenancy::cache::{Lookup, ResolutionCache};
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::wire::headers;
 use meridian_platform::{Clock, ErrorCode, Problem};
 
-use crate::edge::EdgeRequest;
 use crate::exchange::{Exchange, Refusal};
 use crate::proxy::{call_failed, pass_on};
 use crate::routes::Service;
@@ -20,11 +19,7 @@ use crate::routes::Service;
 impl<E: Calls> Exchange<'_, E> {
     /// Resolves `slug` and the bearer token of `request` once for the
     /// whole request.
-    pub async fn resolve(
-        &mut self,
-        slug: &str,
-        request: &EdgeRequest,
-    ) -> Result<TenantScope, Refusal> {
+    pub async fn resolve(&mut self, slug: &str, request: &Request) -> Result<TenantScope, Refusal> {
         let (authorization, token) = request
             .header("authorization")
             .and_then(|a| Some((a, headers::bearer_token(a)?)))
@@ -44,20 +39,20 @@ impl<E: Calls> Exchange<'_, E> {
             return Ok(scope);
         }
 
-        let mut resolution = OutboundRequest::new(
-            "GET",
-            format!(
-                "{}/internal/resolve?slug={}",
-                self.config.identity_url,
-                slug.as_str()
-            ),
-        )
-        .with_header("authorization", authorization);
+        let url = format!(
+            "{}/internal/resolve?slug={}",
+            self.config.identity_url,
+            slug.as_str()
+        );
+        let mut resolution = outbound::request(Method::GET, &url, Vec::new())
+            .map_err(|e| Refusal::from(call_failed(Service::Identity, e)))?;
+        let headers = resolution.headers_mut();
+        message::set_header(headers, "authorization", authorization);
         // The client's trace, as the forward carries it: identity's log
         // line names it too (Spin adds its own only with OpenTelemetry on).
         for name in ["traceparent", "tracestate"] {
             if let Some(value) = request.header(name) {
-                resolution = resolution.with_header(name, value);
+                message::set_header(headers, name, value);
             }
         }
         // Resolution is a read: safe to repeat within the budget.
@@ -72,15 +67,15 @@ impl<E: Calls> Exchange<'_, E> {
             Ok(r) => r,
             Err(e) => return Err(call_failed(Service::Identity, e).into()),
         };
-        if response.status != 200 {
+        if response.status() != 200 {
             // identity's own 401/404/504 problem, passed on unchanged; any
             // other answer becomes the gateway's problem.
             return Err(match pass_on(Service::Identity, response) {
-                Ok(problem) => Refusal::Upstream(problem),
+                Ok(problem) => Refusal::Upstream(Box::new(problem)),
                 Err(problem) => problem.into(),
             });
         }
-        let scope = parse_resolution(&response.body).ok_or_else(|| {
+        let scope = parse_resolution(response.body()).ok_or_else(|| {
             journal::event(Event::Failure {
                 what: "reading identity's resolution",
                 cause: "not a resolution".into(),

@@ -108,7 +108,7 @@ pub const OWN: &[Endpoint<Route>] = &[
 ];
 
 /// Routes a request by method and path.
-pub fn route(method: &str, path: &str) -> Route {
+pub fn route(method: &Method, path: &str) -> Route {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match routes::lookup(OWN, method, &segments) {
         Lookup::Found(endpoint) => return endpoint.op.clone(),
@@ -176,20 +176,20 @@ mod tests {
 
     #[test]
     fn probes_and_tenant_creation_are_gateway_routes() {
-        assert_eq!(route("GET", "/healthz"), Route::Health);
-        assert_eq!(route("GET", "/readyz"), Route::Ready);
-        assert_eq!(route("POST", "/v1/tenants"), Route::CreateTenant);
-        assert_eq!(route("POST", "/ops/outbox/relay"), Route::Relay);
-        assert_eq!(route("GET", "/openapi.json"), Route::Contract);
-        assert_eq!(route("HEAD", "/openapi.json"), Route::Contract);
+        assert_eq!(route(&Method::GET, "/healthz"), Route::Health);
+        assert_eq!(route(&Method::GET, "/readyz"), Route::Ready);
+        assert_eq!(route(&Method::POST, "/v1/tenants"), Route::CreateTenant);
+        assert_eq!(route(&Method::POST, "/ops/outbox/relay"), Route::Relay);
+        assert_eq!(route(&Method::GET, "/openapi.json"), Route::Contract);
+        assert_eq!(route(&Method::HEAD, "/openapi.json"), Route::Contract);
         assert_eq!(
-            route("GET", "/v1/tenants"),
+            route(&Method::GET, "/v1/tenants"),
             Route::MethodNotAllowed {
                 allow: "POST".into()
             }
         );
         assert_eq!(
-            route("POST", "/healthz"),
+            route(&Method::POST, "/healthz"),
             Route::MethodNotAllowed {
                 allow: "GET, HEAD".into()
             }
@@ -211,7 +211,7 @@ mod tests {
             ("/v1/acme/invoices/1/payments", Service::Billing),
         ];
         for (path, service) in cases {
-            assert_eq!(route("GET", path), tenant(service), "{path}");
+            assert_eq!(route(&Method::GET, path), tenant(service), "{path}");
         }
     }
 
@@ -243,7 +243,7 @@ mod tests {
             "/internal/resolve",
             "/v2/acme",
         ] {
-            assert_eq!(route("GET", path), Route::NotFound, "{path}");
+            assert_eq!(route(&Method::GET, path), Route::NotFound, "{path}");
         }
     }
 }

@@ -14,13 +14,14 @@ use futures::executor::block_on;
 use gateway::contract::DOCUMENT;
 use gateway::routes::{self, Route, Service, OWN};
 use identity::app::Identity;
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::routes::{templates, Endpoint};
 use meridian_platform::http::upstream::Calls;
-use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
+use meridian_platform::http::{HttpClient, SendError};
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext};
+use meridian_testing::http::request;
 use meridian_testing::{
     manual_clock, migrated_store_on, tenant_context, upstream, ClockSleeper, HostSqlite, NoJitter,
 };
@@ -130,7 +131,11 @@ fn the_gateway_sends_each_route_to_the_service_that_declares_it() {
                     },
                     |e| e.op.clone(),
                 );
-            assert_eq!(routes::route(method, &path), expected, "{method} {path}");
+            assert_eq!(
+                routes::route(&method.parse().unwrap(), &path),
+                expected,
+                "{method} {path}"
+            );
         }
     }
     for (service, table) in services() {
@@ -138,7 +143,7 @@ fn the_gateway_sends_each_route_to_the_service_that_declares_it() {
             let path = instance(template);
             for method in METHODS {
                 assert_eq!(
-                    routes::route(method, &path),
+                    routes::route(&method.parse().unwrap(), &path),
                     Route::Tenant {
                         slug: "acme".into(),
                         service
@@ -168,20 +173,16 @@ impl Env for TestEnv {
 }
 
 impl HttpClient for Unreachable {
-    async fn send(
-        &self,
-        _ctx: &RequestContext,
-        _request: OutboundRequest,
-    ) -> Result<OutboundResponse, SendError> {
+    async fn send(&self, _ctx: &RequestContext, _request: Request) -> Result<Response, SendError> {
         Err(SendError::Connect("unreachable in this test".into()))
     }
 }
 
 /// Whether an answer came from a route (any status but 405 and the 404 of
 /// a path no route serves).
-fn routed(response: &ServiceResponse) -> bool {
+fn routed(response: &Response) -> bool {
     let body = response.json_body();
-    response.status != 405 && !(response.status == 404 && body["detail"] == "no such route")
+    response.status() != 405 && !(response.status() == 404 && body["detail"] == "no such route")
 }
 
 #[test]
@@ -207,7 +208,7 @@ fn each_service_takes_exactly_the_methods_it_declares() {
             let path = instance(template);
             for method in METHODS {
                 let ctx = tenant_context(clock.now(), service.name(), TENANT, ADMIN, Role::Admin);
-                let request = ServiceRequest::new(method, &path);
+                let request = request(method, &path);
                 let response = match service {
                     Service::Identity => identity::handle(&identity, &ctx, &request),
                     Service::Community => community::handle(&community, &ctx, &request),
@@ -217,11 +218,11 @@ fn each_service_takes_exactly_the_methods_it_declares() {
                     assert!(
                         routed(&response),
                         "{method} {path}: {} {:?}",
-                        response.status,
+                        response.status(),
                         response.json_body()
                     );
                 } else {
-                    assert_eq!(response.status, 405, "{method} {path}");
+                    assert_eq!(response.status().as_u16(), 405, "{method} {path}");
                     assert_eq!(
                         response.header("allow"),
                         Some(allow.as_str()),
@@ -266,7 +267,7 @@ fn keyed_writes_keep_the_operation_names_their_keys_were_recorded_under() {
         path: &str,
     ) -> String {
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        meridian_platform::http::routes::dispatch(table, method, &segments, ctx)
+        meridian_platform::http::routes::dispatch(table, &method.parse().unwrap(), &segments, ctx)
             .expect("routed")
             .operation()
     }

@@ -25,7 +25,7 @@ pub mod tenants;
 pub mod tokens;
 
 use http::Method;
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::routes::{dispatch, Access, Endpoint};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
@@ -110,10 +110,10 @@ pub const ENDPOINTS: &[Endpoint<Op>] = &[
 pub fn handle<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
-) -> ServiceResponse {
+    request: &Request,
+) -> Response {
     let segments = request.segments();
-    let served = dispatch(ENDPOINTS, &request.method, &segments, ctx).and_then(|call| {
+    let served = dispatch(ENDPOINTS, request.method(), &segments, ctx).and_then(|call| {
         let slug = call.param("tenant");
         match call.op() {
             Op::Resolve => resolve::resolve(app, ctx, request),
@@ -131,7 +131,7 @@ pub fn handle<D: Database, C: Clock>(
                 .inspect(|_| app.resolutions_changed(slug)),
         }
     });
-    served.unwrap_or_else(|problem| ServiceResponse::problem(ctx, problem))
+    served.unwrap_or_else(|problem| message::problem(ctx, problem))
 }
 
 meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {

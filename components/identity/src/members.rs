@@ -1,6 +1,6 @@
 //! `GET, POST /v1/{tenant}/members` and `DELETE /v1/{tenant}/members/{id}` (admins).
 
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::secrets::token_hash;
@@ -20,10 +20,10 @@ use crate::tenants::{new_token, stored};
 pub fn list<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
-) -> Result<ServiceResponse, Problem> {
+    request: &Request,
+) -> Result<Response, Problem> {
     let (tenant_id, _) = ctx.member()?;
-    let page = PageRequest::from_query(&request.query)?;
+    let page = PageRequest::from_query(request.query())?;
     page.list(|window| repo::list_members(&app.store, ctx, &tenant_id, window))
 }
 
@@ -54,11 +54,11 @@ impl TryFrom<&[u8]> for NewMember {
 pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let (tenant_id, _) = ctx.member()?;
-    let NewMember { email, name, role } = NewMember::try_from(request.body.as_slice())?;
+    let NewMember { email, name, role } = NewMember::try_from(request.body().as_slice())?;
     write_once(&app.store, ctx, request, operation, |tx| {
         let now = app.timestamp();
         let platform_user = repo::ensure_user(tx, ctx, &email, &name, new_id(), &now)?;
@@ -99,8 +99,8 @@ pub fn create<D: Database, C: Clock>(
             body
         };
         Ok(Written {
-            sent: stored(201, &body(json!(token))),
-            kept: stored(201, &body(serde_json::Value::Null)),
+            sent: stored(StatusCode::CREATED, &body(json!(token))),
+            kept: stored(StatusCode::CREATED, &body(serde_json::Value::Null)),
         })
     })
 }
@@ -110,10 +110,10 @@ pub fn create<D: Database, C: Clock>(
 pub fn delete<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     id: &str,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let (tenant_id, _) = ctx.member()?;
     let id = parse_id(id).ok_or_else(|| Problem::not_found("member"))?;
     write_once(&app.store, ctx, request, operation, |tx| {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use meridian_platform::budget::steps;
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::input::query::query_param;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::{constant_time_eq, token_hash};
@@ -27,8 +27,8 @@ const TOUCH_INTERVAL: Duration = Duration::from_secs(60);
 pub fn resolve<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
-) -> Result<ServiceResponse, Problem> {
+    request: &Request,
+) -> Result<Response, Problem> {
     let tenant_not_found = || Problem::new(ErrorCode::TenantNotFound, "no such tenant");
     let unauthorized = || {
         Problem::new(
@@ -38,7 +38,7 @@ pub fn resolve<D: Database, C: Clock>(
     };
     let token = request.bearer().ok_or_else(unauthorized)?;
     let hash = token_hash(token);
-    let slug = query_param(&request.query, "slug").and_then(|s| TenantSlug::parse(&s).ok());
+    let slug = query_param(request.query(), "slug").and_then(|s| TenantSlug::parse(&s).ok());
     // One statement: the token's owner, and the slug's tenant beside it (a
     // malformed slug is looked up as "", which names none).
     let looked_up = slug.as_ref().map_or("", TenantSlug::as_str);
@@ -51,8 +51,8 @@ pub fn resolve<D: Database, C: Clock>(
         return Err(tenant_not_found());
     }
     touch(app, ctx, &owner);
-    Ok(ServiceResponse::json(
-        200,
+    Ok(message::json(
+        StatusCode::OK,
         &Resolution {
             tenant_id: owner.tenant_id,
             actor_id: owner.user_id,

@@ -1,6 +1,6 @@
 //! `POST /v1/tenants` (platform admin) and `GET /v1/{tenant}`.
 
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::ids::new_id;
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::log::journal::{self, Event};
@@ -60,9 +60,9 @@ impl TryFrom<&[u8]> for NewTenant {
 pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let authorised = !app.admin_token.is_empty()
         && request
             .bearer()
@@ -73,7 +73,7 @@ pub fn create<D: Database, C: Clock>(
             "creating a tenant needs the platform admin token",
         ));
     }
-    let input = NewTenant::try_from(request.body.as_slice())?;
+    let input = NewTenant::try_from(request.body().as_slice())?;
     let key = IdempotencyKey::of(request)?;
     let write = match idempotency::begin(
         &app.store,
@@ -81,7 +81,7 @@ pub fn create<D: Database, C: Clock>(
         key.as_ref(),
         PLATFORM,
         operation,
-        &request.body,
+        request.body(),
     )? {
         Begun::Replay(response) => return Ok(response),
         Begun::Proceed(write) => write,
@@ -130,9 +130,9 @@ pub fn create<D: Database, C: Clock>(
             })
         };
         Ok(Written {
-            sent: stored(201, &body(json!(token))),
+            sent: stored(StatusCode::CREATED, &body(json!(token))),
             // The token is shown once: a replay gets everything but the secret.
-            kept: stored(201, &body(serde_json::Value::Null)),
+            kept: stored(StatusCode::CREATED, &body(serde_json::Value::Null)),
         })
     })
 }
@@ -141,15 +141,15 @@ pub fn create<D: Database, C: Clock>(
 pub fn get<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let scope = ctx.scope()?;
     let tenant = repo::tenant_by_id(&app.store, ctx, &scope.tenant_id.to_string())?
         .ok_or_else(|| Problem::not_found("tenant"))?;
-    Ok(ServiceResponse::json(200, &tenant))
+    Ok(message::json(StatusCode::OK, &tenant))
 }
 
 /// A response body for the idempotency record.
-pub fn stored(status: u16, body: &serde_json::Value) -> StoredResponse {
+pub fn stored(status: StatusCode, body: &serde_json::Value) -> StoredResponse {
     StoredResponse {
         status,
         body: body.to_string(),

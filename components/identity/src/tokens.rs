@@ -1,6 +1,6 @@
 //! `POST /v1/{tenant}/tokens` and `DELETE /v1/{tenant}/tokens/{id}`.
 
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::secrets::token_hash;
@@ -18,13 +18,13 @@ use crate::tenants::{new_token, stored};
 pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let scope = ctx.scope()?;
     let (tenant_id, actor_id) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
     // No fields yet; an unknown one is refused rather than ignored.
-    JsonBody::parse(&request.body)?.finish()?;
+    JsonBody::parse(request.body())?.finish()?;
     write_once(&app.store, ctx, request, operation, |tx| {
         let token = new_token()?;
         let membership_id = repo::membership_of_person(tx, ctx, &tenant_id, &actor_id)?
@@ -45,9 +45,15 @@ pub fn create<D: Database, C: Clock>(
             },
         )?;
         Ok(Written {
-            sent: stored(201, &json!({"id": id, "token": token, "created_at": now})),
+            sent: stored(
+                StatusCode::CREATED,
+                &json!({"id": id, "token": token, "created_at": now}),
+            ),
             // Shown once: a replay gets the id but not the secret.
-            kept: stored(201, &json!({"id": id, "token": null, "created_at": now})),
+            kept: stored(
+                StatusCode::CREATED,
+                &json!({"id": id, "token": null, "created_at": now}),
+            ),
         })
     })
 }
@@ -57,10 +63,10 @@ pub fn create<D: Database, C: Clock>(
 pub fn revoke<D: Database, C: Clock>(
     app: &Identity<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     id: &str,
     operation: &str,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let scope = ctx.scope()?;
     let (tenant_id, actor_id) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
     let is_admin = scope.role == Role::Admin;

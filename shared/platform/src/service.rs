@@ -14,7 +14,7 @@ use std::rc::Rc;
 use crate::budget::admission::InternalGate;
 use crate::budget::propagation::DEFAULT_SKEW_THRESHOLD;
 use crate::http::body::BodyError;
-use crate::http::message::{ServiceRequest, ServiceResponse};
+use crate::http::message::{self, Request, RequestExt, Response, ResponseExt};
 use crate::http::pipeline::{Admission, Hop};
 use crate::http::routes::{self, Endpoint};
 use crate::log::journal::{self, Event};
@@ -24,6 +24,7 @@ use crate::store::migrate::{migrate, Migration, MigrationError};
 use crate::wire::headers;
 use crate::wire::request_id::RequestId;
 use crate::{Clock, ErrorCode, Problem, RequestContext};
+use http::StatusCode;
 
 /// What an internal service is: its name and its database.
 #[derive(Debug, Clone, Copy)]
@@ -140,8 +141,8 @@ impl<Op> ServiceSpec<Op> {
 /// schema behind brings it up to date then, and runs again (see [`serve`]);
 /// a migration that changes data but no table a read uses is applied by
 /// the next write or readiness probe.
-pub fn checks_ledger(request: &ServiceRequest) -> bool {
-    request.path == "/health" || !matches!(request.method.as_str(), "GET" | "HEAD")
+pub fn checks_ledger(request: &Request) -> bool {
+    request.path() == "/health" || !matches!(request.method().as_str(), "GET" | "HEAD")
 }
 
 /// Serves one admitted request: answers `GET /health`, or opens the store
@@ -149,7 +150,7 @@ pub fn checks_ledger(request: &ServiceRequest) -> bool {
 /// the schema behind, once it is brought up to date.
 pub async fn serve<Op, O, C, F, Fut, A>(
     ctx: RequestContext,
-    request: ServiceRequest,
+    request: Request,
     spec: &ServiceSpec<Op>,
     databases: &O,
     clock: C,
@@ -158,18 +159,18 @@ pub async fn serve<Op, O, C, F, Fut, A>(
 where
     O: Databases,
     C: Clock + Clone,
-    F: Fn(RequestContext, Store<O::Db, C>, ServiceRequest) -> Fut,
+    F: Fn(RequestContext, Store<O::Db, C>, Request) -> Fut,
     Fut: Future<Output = A>,
     A: Into<Answer>,
 {
     let check = checks_ledger(&request);
     let opened = match spec.open_store(databases, clock.clone(), &ctx, check) {
-        Err(problem) => return ServiceResponse::problem(&ctx, problem).into(),
+        Err(problem) => return message::problem(&ctx, problem).into(),
         Ok(opened) => opened,
     };
-    if request.path == "/health" {
-        return ServiceResponse::json(
-            200,
+    if request.path() == "/health" {
+        return message::json(
+            StatusCode::OK,
             &serde_json::json!({"status": "ok", "service": spec.hop}),
         )
         .into();
@@ -193,7 +194,11 @@ where
             // migration's look at a missing ledger sets it too).
             let still_behind = again.schema_behind.clone();
             still_behind.set(false);
-            let route = format!("{} {}", request.method, spec.route_template(&request.path));
+            let route = format!(
+                "{} {}",
+                request.method(),
+                spec.route_template(request.path())
+            );
             let second = app(ctx, again.store, request).await.into();
             if still_behind.get() {
                 failure(
@@ -203,7 +208,7 @@ where
             }
             second
         }
-        Err(problem) => ServiceResponse::problem(&ctx, problem).into(),
+        Err(problem) => message::problem(&ctx, problem).into(),
     }
 }
 
@@ -212,14 +217,14 @@ where
 /// not wait for.
 pub struct Answer {
     /// Sent as soon as the handler returns.
-    pub response: ServiceResponse,
+    pub response: Response,
     /// Run after the response has gone.
     pub after: Option<Pin<Box<dyn Future<Output = ()>>>>,
 }
 
 impl Answer {
     /// `response` now, then `after`.
-    pub fn then(response: ServiceResponse, after: impl Future<Output = ()> + 'static) -> Self {
+    pub fn then(response: Response, after: impl Future<Output = ()> + 'static) -> Self {
         Self {
             response,
             after: Some(Box::pin(after)),
@@ -227,8 +232,8 @@ impl Answer {
     }
 }
 
-impl From<ServiceResponse> for Answer {
-    fn from(response: ServiceResponse) -> Self {
+impl From<Response> for Answer {
+    fn from(response: Response) -> Self {
         Self {
             response,
             after: None,
@@ -256,7 +261,7 @@ pub struct ServiceHop<'a, Op: 'static, O, C, F> {
 /// A request the service's gate let in.
 pub struct Entered {
     ctx: RequestContext,
-    method: String,
+    method: http::Method,
     route: String,
 }
 
@@ -272,13 +277,13 @@ impl<Op, O, C, F, Fut, A> Hop for ServiceHop<'_, Op, O, C, F>
 where
     O: Databases,
     C: Clock + Clone,
-    F: Fn(RequestContext, Store<O::Db, C>, ServiceRequest) -> Fut,
+    F: Fn(RequestContext, Store<O::Db, C>, Request) -> Fut,
     Fut: Future<Output = A>,
     A: Into<Answer>,
 {
     type Admitted = Entered;
 
-    fn admit(&self, head: &ServiceRequest) -> Admission<Entered> {
+    fn admit(&self, head: &Request) -> Admission<Entered> {
         // Decided once, so the answer's body, its header and the log name
         // the same id.
         let request_id = RequestId::from_header_or_new(head.header(headers::REQUEST_ID));
@@ -287,7 +292,7 @@ where
             request_id.as_str(),
             head.header("traceparent"),
         );
-        let (method, route) = (head.method.clone(), self.spec.route_template(&head.path));
+        let (method, route) = (head.method().clone(), self.spec.route_template(head.path()));
         let gate = InternalGate {
             expected_token: &self.internal_token,
             hop: self.spec.hop,
@@ -309,21 +314,16 @@ where
                 }
             }
             Err(problem) => {
-                let mut response = ServiceResponse::problem_for(request_id.as_str(), problem);
+                let mut response = message::problem_for(request_id.as_str(), problem);
                 response.set_header(headers::REQUEST_ID, request_id.as_str());
                 let answer = Answer::from(response);
-                self.line(&method, &route, None, &answer);
+                self.line(method.as_str(), &route, None, &answer);
                 Admission::Answered(answer)
             }
         }
     }
 
-    async fn serve(
-        &self,
-        entered: Entered,
-        request: ServiceRequest,
-        unread: Option<BodyError>,
-    ) -> Answer {
+    async fn serve(&self, entered: Entered, request: Request, unread: Option<BodyError>) -> Answer {
         let Entered { ctx, method, route } = entered;
         let mut answer = match unread {
             None => {
@@ -339,14 +339,14 @@ where
             }
             Some(unread) => {
                 let problem = unread.to_problem().unwrap_or_else(|| ctx.spent().into());
-                ServiceResponse::problem(&ctx, problem).into()
+                message::problem(&ctx, problem).into()
             }
         };
         // Every answer to an admitted request carries its request id.
         answer
             .response
             .set_header(headers::REQUEST_ID, ctx.request_id().as_str());
-        self.line(&method, &route, Some(&ctx), &answer);
+        self.line(method.as_str(), &route, Some(&ctx), &answer);
         answer
     }
 }

@@ -2,7 +2,7 @@
 //! template, which headers), the rest is the text the client controls.
 
 use http::Method;
-use meridian_platform::http::message::ServiceRequest;
+use meridian_platform::http::prelude::*;
 use meridian_platform::wire::headers;
 
 /// The methods a request may carry; past the end, any text at all.
@@ -80,10 +80,12 @@ impl<'a> Input<'a> {
     /// A request on one of `templates` (`{tenant}` the tenant `acme`, an
     /// `{id}` one of `ids`, or the input's own text for either), or on a
     /// path of the input's own when the choice falls past the list.
-    pub fn request(&mut self, templates: &[&str], ids: &[&str]) -> ServiceRequest {
+    pub fn request(&mut self, templates: &[&str], ids: &[&str]) -> Request {
         let method = match METHODS.get(usize::from(self.byte() % 12)) {
-            Some(m) => m.as_str().to_owned(),
-            None => self.text(12),
+            Some(m) => m.clone(),
+            // Spin's listener passes on only a token; anything else is a
+            // method no route takes.
+            None => Method::from_bytes(self.text(12).as_bytes()).unwrap_or(Method::CONNECT),
         };
         let choice = usize::from(self.byte());
         let path = match templates.get(choice % (templates.len() + 2)) {
@@ -92,17 +94,25 @@ impl<'a> Input<'a> {
         };
         let path = format!("{path}{}", self.text(24));
         let query = self.text(60);
-        let mut request = ServiceRequest::new(&method, &path);
-        request.query = query;
+        let mut request = http::Request::new(Vec::new());
+        *request.method_mut() = method;
+        *request.uri_mut() = meridian_testing::http::target(&path, &query);
         for _ in 0..self.byte() % 8 {
             let name = match HEADERS.get(usize::from(self.byte() % 22)) {
                 Some(name) => (*name).to_owned(),
                 None => header_name(&self.text(16)),
             };
             let value = self.text(80);
-            request.headers.push((name, value));
+            // A value with a control character never gets past the
+            // runtime's parser.
+            if let (Ok(name), Ok(value)) = (
+                http::HeaderName::from_bytes(name.as_bytes()),
+                http::HeaderValue::from_bytes(value.as_bytes()),
+            ) {
+                request.headers_mut().append(name, value);
+            }
         }
-        request.body = self.rest();
+        *request.body_mut() = self.rest();
         request
     }
 

@@ -12,6 +12,8 @@
 //! `request_id` is the request's; never a panic, never a 5xx.
 #![forbid(unsafe_code)]
 
+use meridian_platform::http::prelude::*;
+
 mod input;
 mod services;
 
@@ -48,14 +50,14 @@ pub fn gateway_request(data: &[u8]) {
     assert!(
         sent_id.is_some(),
         "no x-request-id on {} for {request:?}",
-        response.status
+        response.status()
     );
     assert_clean(
         "gateway",
         &request,
-        response.status,
+        response.status().as_u16(),
         response.header("content-type"),
-        &response.body,
+        response.body(),
         sent_id.as_deref(),
     );
 }
@@ -64,19 +66,20 @@ pub fn gateway_request(data: &[u8]) {
 /// contract's 504 `deadline_exceeded` is then the right answer, not a
 /// fault. (Over the scripted upstream no time passes but 1 ms a call, so a
 /// budget of 100 ms or more never runs out.)
-fn asked_for_too_little(request: &meridian_platform::http::message::ServiceRequest) -> bool {
+fn asked_for_too_little(request: &Request) -> bool {
     request
-        .headers
+        .headers()
+        .get_all(meridian_platform::wire::headers::TIMEOUT_MS)
         .iter()
-        .filter(|(name, _)| name == meridian_platform::wire::headers::TIMEOUT_MS)
-        .any(|(_, value)| value.trim().parse::<u64>().is_ok_and(|ms| ms < 100))
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.trim().parse::<u64>().is_ok_and(|ms| ms < 100))
 }
 
 /// The invariant on one answer: below 500, and every 4xx a problem+json
 /// carrying the request id it was answered under.
 fn assert_clean(
     who: &str,
-    request: &meridian_platform::http::message::ServiceRequest,
+    request: &Request,
     status: u16,
     content_type: Option<&str>,
     body: &[u8],

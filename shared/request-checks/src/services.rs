@@ -10,17 +10,16 @@ use futures::executor::block_on;
 use identity::app::Identity;
 use meridian_platform::budget::admission::InternalGate;
 use meridian_platform::http::memory::{LocalCounters, MemoryConfig};
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::prelude::*;
 use meridian_platform::http::routes::{self, Endpoint};
 use meridian_platform::http::upstream::Calls;
-use meridian_platform::http::{
-    internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
-};
+use meridian_platform::http::{internal_headers, HttpClient, SendError};
 use meridian_platform::store::db::Store;
 use meridian_platform::tenancy::cache::LocalEntries;
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Clock, RequestContext};
+use meridian_testing::http::{as_received, request, Build};
 use meridian_testing::{
     migrated_store_on, tenant_context, upstream, ClockSleeper, HostSqlite, NoJitter,
 };
@@ -59,35 +58,35 @@ fn templates<Op>(table: &[Endpoint<Op>]) -> Vec<&'static str> {
 
 /// The input's request, carrying the platform admin's token when the
 /// input's next byte is even (the routes that take it check it first).
-fn request_as_admin_or_not(
-    input: &mut Input<'_>,
-    templates: &[&str],
-    seeded: &Seeded,
-) -> ServiceRequest {
+fn request_as_admin_or_not(input: &mut Input<'_>, templates: &[&str], seeded: &Seeded) -> Request {
     let with_admin_token = input.byte() % 2 == 0;
     let mut request = input.request(templates, &seeded.ids());
     if with_admin_token {
-        request
-            .headers
-            .push(("authorization".into(), format!("Bearer {ADMIN_TOKEN}")));
+        let token = format!("Bearer {ADMIN_TOKEN}");
+        message::set_header(request.headers_mut(), "authorization", &token);
     }
     request
 }
 
-fn check(who: &str, request: &ServiceRequest, response: &ServiceResponse) {
+fn check(who: &str, request: &Request, response: &Response) {
     crate::assert_clean(
         who,
         request,
-        response.status,
+        response.status().as_u16(),
         response.header("content-type"),
-        &response.body,
+        response.body(),
         Some(REQUEST_ID),
     );
 }
 
 /// The id in a creation's answer.
-fn created_id(response: &ServiceResponse) -> String {
-    assert_eq!(response.status, 201, "seeding: {:?}", response.json_body());
+fn created_id(response: &Response) -> String {
+    assert_eq!(
+        response.status(),
+        201,
+        "seeding: {:?}",
+        response.json_body()
+    );
     response.json_body()["id"]
         .as_str()
         .unwrap_or_default()
@@ -148,11 +147,11 @@ fn seed_identity() -> Seeded {
     let made = identity::handle(
         &app,
         &platform,
-        &ServiceRequest::new("POST", "/v1/tenants")
+        &request("POST", "/v1/tenants")
             .with_header("authorization", format!("Bearer {ADMIN_TOKEN}"))
             .with_body(r#"{"slug":"acme","name":"Acme","admin_email":"a@acme.example.org","admin_name":"Ada"}"#),
     );
-    assert_eq!(made.status, 201, "seeding: {:?}", made.json_body());
+    assert_eq!(made.status(), 201, "seeding: {:?}", made.json_body());
     let made = made.json_body();
     let field = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
     let caller = (
@@ -163,7 +162,7 @@ fn seed_identity() -> Seeded {
     let member = identity::handle(
         &app,
         &seed,
-        &ServiceRequest::new("POST", "/v1/acme/members")
+        &request("POST", "/v1/acme/members")
             .with_body(r#"{"email":"m@acme.example.org","name":"M","role":"manager"}"#),
     );
     let ids = vec![created_id(&member), field(&made["token_id"])];
@@ -205,13 +204,12 @@ fn seed_community(app: &Community<HostSqlite, &'static ManualClock>) -> Vec<Stri
     let resident = created_id(&community::handle(
         app,
         &seed,
-        &ServiceRequest::new("POST", "/v1/acme/residents")
-            .with_body(r#"{"name":"Ada","unit":"4B"}"#),
+        &request("POST", "/v1/acme/residents").with_body(r#"{"name":"Ada","unit":"4B"}"#),
     ));
     let complaint = created_id(&community::handle(
         app,
         &seed,
-        &ServiceRequest::new("POST", "/v1/acme/complaints").with_body(
+        &request("POST", "/v1/acme/complaints").with_body(
             json!({"resident_id": resident, "subject": "Leak", "body": "The roof leaks."})
                 .to_string(),
         ),
@@ -243,20 +241,9 @@ pub struct InProcessCommunity {
 }
 
 impl HttpClient for InProcessCommunity {
-    async fn send(
-        &self,
-        ctx: &RequestContext,
-        request: OutboundRequest,
-    ) -> Result<OutboundResponse, SendError> {
-        let path = split_url(&request.url)
-            .map(|u| u.path_and_query.to_owned())
-            .unwrap_or_default();
-        let mut inbound =
-            ServiceRequest::new(&request.method, &path).with_body(request.body.clone());
-        inbound.headers = request.headers.clone();
-        for (name, value) in internal_headers(ctx, self.clock.now(), INTERNAL_TOKEN) {
-            inbound.headers.push((name.to_owned(), value));
-        }
+    async fn send(&self, ctx: &RequestContext, request: Request) -> Result<Response, SendError> {
+        let internal = internal_headers(ctx, self.clock.now(), INTERNAL_TOKEN);
+        let inbound = as_received(request, internal);
         let gate = InternalGate {
             expected_token: INTERNAL_TOKEN,
             hop: "community",
@@ -264,14 +251,10 @@ impl HttpClient for InProcessCommunity {
         };
         let response = match gate.admit(|n| inbound.header(n), self.clock.now()) {
             Ok(admitted) => community::handle(&self.app, &admitted.ctx, &inbound),
-            Err(problem) => ServiceResponse::problem_for(REQUEST_ID, problem),
+            Err(problem) => message::problem_for(REQUEST_ID, problem),
         };
         self.clock.advance(Duration::from_millis(1));
-        Ok(OutboundResponse {
-            status: response.status,
-            headers: response.headers,
-            body: response.body,
-        })
+        Ok(response)
     }
 }
 
@@ -326,7 +309,7 @@ fn seed_billing() -> (Seeded, Seeded) {
     let invoice = created_id(&block_on(billing::handle(
         &app,
         &seed,
-        &ServiceRequest::new("POST", "/v1/acme/invoices").with_body(
+        &request("POST", "/v1/acme/invoices").with_body(
             json!({"resident_id": resident, "amount_cents": 10_000, "currency": "EUR",
                    "description": "Service charge", "due_date": "2026-12-31"})
             .to_string(),

@@ -8,7 +8,8 @@ use gateway::app::Gateway;
 use gateway::config::GatewayConfig;
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
-use meridian_platform::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
+use meridian_platform::http::prelude::*;
+use meridian_platform::http::{HttpClient, SendError};
 use meridian_platform::limits::{AdmissionConfig, RateSettings};
 use meridian_platform::tenancy::cache::CacheConfig;
 use meridian_platform::time::ManualClock;
@@ -39,22 +40,14 @@ pub struct Healthy {
 }
 
 impl HttpClient for Healthy {
-    async fn send(
-        &self,
-        _ctx: &RequestContext,
-        request: OutboundRequest,
-    ) -> Result<OutboundResponse, SendError> {
+    async fn send(&self, _ctx: &RequestContext, request: Request) -> Result<Response, SendError> {
         self.clock.advance(Duration::from_millis(1));
-        let body = if request.url.contains("/internal/resolve") {
+        let body = if request.path() == "/internal/resolve" {
             RESOLUTION
         } else {
             "{}"
         };
-        Ok(OutboundResponse {
-            status: 200,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: body.as_bytes().to_vec(),
-        })
+        Ok(message::raw_json(StatusCode::OK, body.as_bytes().to_vec()))
     }
 }
 

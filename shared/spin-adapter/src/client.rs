@@ -11,15 +11,16 @@ use std::time::Duration;
 use futures::future::{select, Either};
 use futures::SinkExt;
 use meridian_platform::budget::steps;
+use meridian_platform::http::message;
 use meridian_platform::http::{
-    internal_headers, split_url, HttpClient, OutboundRequest, OutboundResponse, SendError,
+    internal_headers, HttpClient, Request, RequestExt, Response, SendError,
 };
 use meridian_platform::{Clock, RequestContext, SystemClock};
-use spin_sdk::http::{Fields, IncomingResponse, Method, OutgoingRequest, Scheme};
+use spin_sdk::http::{IncomingResponse, Method, OutgoingRequest, Scheme};
 use spin_sdk::wit::wasi::http0_2_0::outgoing_handler;
 use spin_sdk::wit::wasi::http0_2_0::types::{ErrorCode, FutureIncomingResponse, RequestOptions};
 
-use crate::convert::header_pairs;
+use crate::convert::{fields, header_map};
 use crate::timer::Timer;
 
 /// The budget-aware client every component uses for internal calls.
@@ -38,11 +39,7 @@ impl SpinHttp {
 }
 
 impl HttpClient for SpinHttp {
-    async fn send(
-        &self,
-        ctx: &RequestContext,
-        request: OutboundRequest,
-    ) -> Result<OutboundResponse, SendError> {
+    async fn send(&self, ctx: &RequestContext, request: Request) -> Result<Response, SendError> {
         let now = SystemClock.now();
         ctx.ensure(now, steps::CALL)?;
         let remaining = ctx.remaining(now);
@@ -63,18 +60,19 @@ impl HttpClient for SpinHttp {
 }
 
 async fn exchange(
-    request: OutboundRequest,
+    request: Request,
     internal: Vec<(&'static str, String)>,
     remaining: Duration,
-) -> Result<OutboundResponse, SendError> {
+) -> Result<Response, SendError> {
     let outgoing = build(&request, &internal)?;
     let body_sink = outgoing.take_body();
     let pending =
         outgoing_handler::handle(outgoing, Some(options(remaining)?)).map_err(map_error)?;
     let mut body_sink = body_sink;
-    if !request.body.is_empty() {
+    let body = request.into_body();
+    if !body.is_empty() {
         body_sink
-            .send(request.body)
+            .send(body)
             .await
             .map_err(|e| SendError::Transport(format!("writing the request body: {e:?}")))?;
     }
@@ -84,43 +82,40 @@ async fn exchange(
 }
 
 fn build(
-    request: &OutboundRequest,
+    request: &Request,
     internal: &[(&'static str, String)],
 ) -> Result<OutgoingRequest, SendError> {
-    let parts = split_url(&request.url)
-        .ok_or_else(|| SendError::Refused(format!("not an absolute http URL: {}", request.url)))?;
-    let mut entries: Vec<(String, Vec<u8>)> = request
-        .headers
-        .iter()
-        .filter(|(name, _)| !internal.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
-        .map(|(n, v)| (n.clone(), v.clone().into_bytes()))
-        .collect();
-    entries.extend(
-        internal
-            .iter()
-            .map(|(n, v)| ((*n).to_owned(), v.clone().into_bytes())),
-    );
-    let fields = Fields::from_list(&entries)
-        .map_err(|e| SendError::Refused(format!("invalid header: {e:?}")))?;
-    let outgoing = OutgoingRequest::new(fields);
     let refused = |what: &str| SendError::Refused(format!("invalid {what}"));
-    let method =
-        http::Method::from_bytes(request.method.as_bytes()).map_err(|_| refused("method"))?;
+    let uri = request.uri();
+    let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
+        return Err(SendError::Refused(format!("not an absolute URL: {uri}")));
+    };
+    let scheme = match scheme.as_str() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        other => return Err(SendError::Refused(format!("not an http URL: {other}"))),
+    };
+    // The internal headers are set last, so no value the caller passed
+    // can stand in for them.
+    let mut headers = request.headers().clone();
+    for (name, value) in internal {
+        let value = http::HeaderValue::from_str(value).map_err(|_| refused(name))?;
+        headers.insert(*name, value);
+    }
+    let fields =
+        fields(&headers).map_err(|e| SendError::Refused(format!("invalid header: {e}")))?;
+    let outgoing = OutgoingRequest::new(fields);
     outgoing
-        .set_method(&Method::from(method))
+        .set_method(&Method::from(request.method().clone()))
         .map_err(|()| refused("method"))?;
     outgoing
-        .set_scheme(Some(&if parts.https {
-            Scheme::Https
-        } else {
-            Scheme::Http
-        }))
+        .set_scheme(Some(&scheme))
         .map_err(|()| refused("scheme"))?;
     outgoing
-        .set_authority(Some(parts.authority))
+        .set_authority(Some(authority.as_str()))
         .map_err(|()| refused("authority"))?;
     outgoing
-        .set_path_with_query(Some(parts.path_and_query))
+        .set_path_with_query(Some(request.path_and_query()))
         .map_err(|()| refused("path"))?;
     Ok(outgoing)
 }
@@ -186,18 +181,15 @@ impl std::future::Future for ResponseFuture {
     }
 }
 
-async fn read(response: IncomingResponse) -> Result<OutboundResponse, SendError> {
-    let status = response.status();
-    let headers = header_pairs(&response.headers());
+async fn read(response: IncomingResponse) -> Result<Response, SendError> {
+    let status = http::StatusCode::from_u16(response.status())
+        .map_err(|_| SendError::Transport(format!("invalid status {}", response.status())))?;
+    let headers = header_map(&response.headers());
     let body = response
         .into_body()
         .await
         .map_err(|e| SendError::Transport(format!("reading the response body: {e:?}")))?;
-    Ok(OutboundResponse {
-        status,
-        headers,
-        body,
-    })
+    Ok(message::response(status, headers, body))
 }
 
 fn map_error(code: ErrorCode) -> SendError {

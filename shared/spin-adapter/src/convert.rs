@@ -1,11 +1,11 @@
-//! Between Spin's HTTP types and plain values: reading a request (head
+//! Between Spin's HTTP types and the `http` crate's: reading a request (head
 //! first, then its body within limit and budget), and sending a response
 //! whole.
 
 use futures::future::{select, Either};
 use futures::StreamExt;
 use meridian_platform::http::body::{declared_too_large, BodyBuffer, BodyError};
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+use meridian_platform::http::message::{Request, RequestExt, Response};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::{Clock, Deadline, SystemClock};
 use spin_sdk::http::{
@@ -14,42 +14,57 @@ use spin_sdk::http::{
 
 use crate::timer::Timer;
 
-/// The upper-case name of a method (spin-sdk's own spelling; an
-/// extension method is upper-cased too).
-pub fn method_name(method: &Method) -> String {
-    method.to_string().to_ascii_uppercase()
+/// A method as the `http` crate names it. A method Spin's listener let
+/// through is always a token; were it not, it is read as `CONNECT`, which
+/// no route takes (a 405).
+pub fn method(method: &Method) -> http::Method {
+    match method {
+        Method::Other(name) => {
+            http::Method::from_bytes(name.as_bytes()).unwrap_or(http::Method::CONNECT)
+        }
+        standard => http::Method::from(standard.clone()),
+    }
 }
 
-/// Headers as plain pairs: lower-case names, values read lossily as UTF-8.
-/// Both inbound requests and outbound calls' responses are read this way.
-pub fn header_pairs(fields: &Fields) -> Vec<(String, String)> {
-    fields
-        .entries()
-        .into_iter()
-        .map(|(n, v)| {
-            (
-                n.to_ascii_lowercase(),
-                String::from_utf8_lossy(&v).into_owned(),
-            )
-        })
-        .collect()
+/// Headers as the `http` crate keeps them. Both inbound requests and
+/// outbound calls' responses are read this way; a name or value the crate
+/// would refuse (which the runtime's own parser would have refused first)
+/// is left out.
+pub fn header_map(fields: &Fields) -> http::HeaderMap {
+    let mut map = http::HeaderMap::new();
+    for (name, value) in fields.entries() {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_bytes(&value),
+        ) {
+            map.append(name, value);
+        }
+    }
+    map
+}
+
+/// Headers as Spin's fields, every value of every name.
+pub fn fields(headers: &http::HeaderMap) -> Result<Fields, String> {
+    let entries: Vec<(String, Vec<u8>)> = headers
+        .iter()
+        .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
+        .collect();
+    Fields::from_list(&entries).map_err(|e| format!("{e:?}"))
 }
 
 /// The request line and headers, read without touching the body, so the
 /// budget and the declared length can be checked before any byte of it.
-pub fn read_head(request: &IncomingRequest) -> ServiceRequest {
-    let method = method_name(&request.method());
+/// A target the listener let through always parses; were it not to, it is
+/// read as `/`, which no route serves (a 404).
+pub fn read_head(request: &IncomingRequest) -> Request {
     let target = request.path_with_query().unwrap_or_else(|| "/".to_owned());
-    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-    let (path, query) = (path.to_owned(), query.to_owned());
-    let headers = header_pairs(&request.headers());
-    ServiceRequest {
-        method,
-        path,
-        query,
-        headers,
-        body: Vec::new(),
-    }
+    let mut head = Request::new(Vec::new());
+    *head.method_mut() = method(&request.method());
+    *head.uri_mut() = target
+        .parse()
+        .unwrap_or_else(|_| http::Uri::from_static("/"));
+    *head.headers_mut() = header_map(&request.headers());
+    head
 }
 
 /// Reads the body of `request` (whose head is `head`): refused unread when
@@ -58,7 +73,7 @@ pub fn read_head(request: &IncomingRequest) -> ServiceRequest {
 /// spends the same budget as slow work.
 pub async fn read_body(
     request: IncomingRequest,
-    head: &ServiceRequest,
+    head: &Request,
     limit: usize,
     until: Deadline,
 ) -> Result<Vec<u8>, BodyError> {
@@ -92,30 +107,29 @@ const WRITE_FIRST_LIMIT: usize = 512 * 1024;
 /// head and body leave in one write: otherwise the body follows in a second
 /// write that can wait ~40 ms behind the client's delayed ACK (Spin's
 /// listener does not set TCP_NODELAY).
-pub fn send_response(out: ResponseOutparam, response: ServiceResponse) {
-    let ServiceResponse {
-        status,
-        headers,
-        body,
-    } = response;
-    let mut entries: Vec<(String, Vec<u8>)> = headers
-        .into_iter()
-        .filter(|(n, _)| !n.eq_ignore_ascii_case("content-length"))
-        .map(|(n, v)| (n, v.into_bytes()))
-        .collect();
+pub fn send_response(out: ResponseOutparam, response: Response) {
+    let (head, body) = response.into_parts();
+    let mut headers = head.headers;
+    headers.remove(http::header::CONTENT_LENGTH);
     // 204 and 304 carry no body and, by RFC 9110, no length either.
-    if !matches!(status, 204 | 304) {
-        entries.push(("content-length".into(), body.len().to_string().into_bytes()));
+    if !matches!(
+        head.status,
+        http::StatusCode::NO_CONTENT | http::StatusCode::NOT_MODIFIED
+    ) {
+        headers.insert(
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(body.len()),
+        );
     }
-    let fields = Fields::from_list(&entries).unwrap_or_else(|e| {
+    let fields = fields(&headers).unwrap_or_else(|cause| {
         journal::event(Event::Failure {
             what: "setting response headers (dropped)",
-            cause: format!("{e:?}"),
+            cause,
         });
         Fields::new()
     });
     let outgoing = OutgoingResponse::new(fields);
-    let _ = outgoing.set_status_code(status);
+    let _ = outgoing.set_status_code(head.status.as_u16());
     let Ok(outgoing_body) = outgoing.body() else {
         out.set(outgoing);
         return;

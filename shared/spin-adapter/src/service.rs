@@ -8,7 +8,7 @@ use std::future::Future;
 use std::rc::Rc;
 
 use meridian_platform::http::body::BodyError;
-use meridian_platform::http::message::ServiceRequest;
+use meridian_platform::http::message::Request;
 use meridian_platform::http::pipeline::{self, Body, Hop};
 use meridian_platform::service::{Answer, Databases, ServiceHop, ServiceSpec};
 use meridian_platform::store::db::{DbError, Store};
@@ -40,7 +40,7 @@ impl Databases for SpinDatabases {
 /// from Spin's stream only if admitted, then served; the answer sent, and
 /// what was left for after it run once it has gone.
 pub async fn run_hop<H: Hop>(
-    head: ServiceRequest,
+    head: Request,
     incoming: IncomingRequest,
     out: ResponseOutparam,
     hop: &H,
@@ -60,7 +60,7 @@ pub struct Incoming(pub IncomingRequest);
 impl Body for Incoming {
     async fn read(
         self,
-        head: &ServiceRequest,
+        head: &Request,
         limit: usize,
         until: Deadline,
     ) -> Result<Vec<u8>, BodyError> {
@@ -78,7 +78,7 @@ pub async fn run<Op, F, Fut, A>(
     spec: &ServiceSpec<Op>,
     app: F,
 ) where
-    F: Fn(RequestContext, SpinStore, ServiceRequest) -> Fut,
+    F: Fn(RequestContext, SpinStore, Request) -> Fut,
     Fut: Future<Output = A>,
     A: Into<Answer>,
 {

@@ -285,30 +285,111 @@ where
     }
 }
 
-/// Requests and answers of the services' handler tests, in one place.
+/// Requests and answers of the handler tests, in one place.
 pub mod http {
     use std::borrow::Borrow;
 
-    use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
+    use meridian_platform::http::message::{Request, RequestExt, Response, ResponseExt};
     use serde_json::Value;
 
+    /// A bodiless request: `method` and the path and query (or, for an
+    /// outbound call, an absolute URL).
+    pub fn request(method: &str, uri: &str) -> Request {
+        ::http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Vec::new())
+            .expect("a valid method and URI")
+    }
+
+    /// A test's way of adding to a request.
+    pub trait Build {
+        /// Adds header `name` (any case).
+        fn with_header(self, name: &str, value: impl AsRef<str>) -> Self;
+        /// Sets the body.
+        fn with_body(self, body: impl Into<Vec<u8>>) -> Self;
+    }
+
+    impl Build for Request {
+        fn with_header(mut self, name: &str, value: impl AsRef<str>) -> Self {
+            let name = ::http::HeaderName::from_bytes(name.as_bytes()).expect("a header name");
+            let value =
+                ::http::HeaderValue::from_bytes(value.as_ref().as_bytes()).expect("a header value");
+            self.headers_mut().append(name, value);
+            self
+        }
+
+        fn with_body(mut self, body: impl Into<Vec<u8>>) -> Self {
+            *self.body_mut() = body.into();
+            self
+        }
+    }
+
+    /// The request target of `path` and `query` (any text) as a client
+    /// sends it: every byte a URI may not hold (non-ASCII text, spaces,
+    /// quotes, `#`) percent-encoded, and the path starting with `/`.
+    pub fn target(path: &str, query: &str) -> ::http::Uri {
+        let encode = |raw: &str, extra: &[u8]| -> String {
+            raw.bytes()
+                .map(|b| {
+                    let kept = b.is_ascii_alphanumeric()
+                        || b"-._~!$&'()*+,;=:@/%".contains(&b)
+                        || extra.contains(&b);
+                    match kept {
+                        true => char::from(b).to_string(),
+                        false => format!("%{b:02X}"),
+                    }
+                })
+                .collect()
+        };
+        let mut target = format!("/{}", encode(path.trim_start_matches('/'), b""));
+        if !query.is_empty() {
+            target = format!("{target}?{}", encode(query, b"?"));
+        }
+        target
+            .parse()
+            .expect("every byte left is one a URI may hold")
+    }
+
+    /// An outbound call as the service it is to receives it: the path and
+    /// query only, with the `internal` headers the client sets last
+    /// (`meridian_platform::http::internal_headers`).
+    pub fn as_received(mut request: Request, internal: Vec<(&'static str, String)>) -> Request {
+        let target = request.path_and_query().to_owned();
+        *request.uri_mut() = target.parse().expect("a path");
+        for (name, value) in internal {
+            let value = ::http::HeaderValue::from_str(&value).expect("a header value");
+            request.headers_mut().insert(name, value);
+        }
+        request
+    }
+
+    /// An answer with `status`, the given headers and `body`.
+    pub fn response(status: u16, headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> Response {
+        let mut r = ::http::Response::builder().status(status);
+        for (name, value) in headers {
+            r = r.header(*name, *value);
+        }
+        r.body(body.into()).expect("a valid status and headers")
+    }
+
     /// `GET path`.
-    pub fn get(path: &str) -> ServiceRequest {
-        ServiceRequest::new("GET", path)
+    pub fn get(path: &str) -> Request {
+        request("GET", path)
     }
 
     /// `POST path` with a JSON body.
-    pub fn post(path: &str, body: impl Borrow<Value>) -> ServiceRequest {
-        ServiceRequest::new("POST", path).with_body(body.borrow().to_string())
+    pub fn post(path: &str, body: impl Borrow<Value>) -> Request {
+        request("POST", path).with_body(body.borrow().to_string())
     }
 
     /// `PATCH path` with a JSON body.
-    pub fn patch(path: &str, body: impl Borrow<Value>) -> ServiceRequest {
-        ServiceRequest::new("PATCH", path).with_body(body.borrow().to_string())
+    pub fn patch(path: &str, body: impl Borrow<Value>) -> Request {
+        request("PATCH", path).with_body(body.borrow().to_string())
     }
 
     /// The `code` of a problem answer (`""` when there is none).
-    pub fn code(r: &ServiceResponse) -> String {
+    pub fn code(r: &Response) -> String {
         r.json_body()["code"]
             .as_str()
             .unwrap_or_default()
@@ -316,7 +397,7 @@ pub mod http {
     }
 
     /// The fields a 422 names in `errors[]`, in order.
-    pub fn fields(r: &ServiceResponse) -> Vec<String> {
+    pub fn fields(r: &Response) -> Vec<String> {
         r.json_body()["errors"]
             .as_array()
             .map(|a| {

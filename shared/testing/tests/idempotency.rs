@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use meridian_platform::http::ResponseExt;
 use meridian_platform::store::db::Store;
 use meridian_platform::store::idempotency::{
     claim, complete, fingerprint, release, Claimed, IdempotencyError, IdempotencyKey, Scope,
@@ -44,7 +45,7 @@ fn scope<'a>(k: &'a IdempotencyKey, actor: &'a str) -> Scope<'a> {
 
 fn created() -> StoredResponse {
     StoredResponse {
-        status: 201,
+        status: http::StatusCode::CREATED,
         body: r#"{"id":"m1"}"#.into(),
     }
 }
@@ -74,7 +75,7 @@ fn the_same_key_with_another_body_is_refused() {
     complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
     let err = claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{\"a\":2}")).unwrap_err();
     assert_eq!(err, IdempotencyError::Reused);
-    assert_eq!(err.into_problem().status(), 422);
+    assert_eq!(err.into_problem().status().as_u16(), 422);
 }
 
 #[test]
@@ -86,7 +87,7 @@ fn a_duplicate_while_the_first_is_running_is_a_conflict() {
     assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
     let err = claim(&s, &ctx, &scope(&k, "u1"), &fp).unwrap_err();
     assert_eq!(err, IdempotencyError::InProgress);
-    assert_eq!(err.into_problem().status(), 409);
+    assert_eq!(err.into_problem().status().as_u16(), 409);
 }
 
 #[test]
@@ -227,7 +228,7 @@ fn a_replay_answers_with_the_stored_status_and_body() {
         (
             "deleted",
             StoredResponse {
-                status: 204,
+                status: http::StatusCode::NO_CONTENT,
                 body: String::new(),
             },
         ),
@@ -239,8 +240,8 @@ fn a_replay_answers_with_the_stored_status_and_body() {
         else {
             panic!("a completed key replays");
         };
-        assert_eq!(r.status, stored.status);
-        assert_eq!(r.body, stored.body.as_bytes());
+        assert_eq!(r.status(), stored.status);
+        assert_eq!(r.body(), stored.body.as_bytes());
         assert_eq!(r.header("idempotent-replayed"), Some("true"));
     }
 }

@@ -13,13 +13,14 @@ use std::time::Duration;
 
 use meridian_platform::http::body::{BodyError, MAX_BODY_BYTES};
 use meridian_platform::http::internal_headers;
-use meridian_platform::http::message::{ServiceRequest, ServiceResponse};
 use meridian_platform::http::pipeline::{self, Body, InHand};
+use meridian_platform::http::prelude::*;
 use meridian_platform::service::{serve, Answer, Databases, ServiceHop, ServiceSpec};
 use meridian_platform::store::db::{Database, DbError, Row, StorageFault, Store, Value};
 use meridian_platform::store::migrate::Migration;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{Deadline, Problem, RequestContext, UnixMillis};
+use meridian_testing::http::{as_received, request};
 use meridian_testing::{context_at, HostSqlite};
 
 const NOW: UnixMillis = UnixMillis::from_millis(1_700_000_000_000);
@@ -123,10 +124,10 @@ fn clock() -> &'static ManualClock {
 /// counting its runs.
 fn notes(
     runs: &Cell<u32>,
-) -> impl Fn(RequestContext, NoteStore, ServiceRequest) -> std::future::Ready<Answer> + '_ {
+) -> impl Fn(RequestContext, NoteStore, Request) -> std::future::Ready<Answer> + '_ {
     move |ctx, store, request| {
         runs.set(runs.get() + 1);
-        let outcome = match request.method.as_str() {
+        let outcome = match request.method().as_str() {
             "GET" => store
                 .query(&ctx, "SELECT count(*) AS n FROM notes", &[])
                 .and_then(|rows| rows.first().map_or(Ok(0), |r| r.integer("n"))),
@@ -136,8 +137,8 @@ fn notes(
         };
         std::future::ready(
             match outcome {
-                Ok(n) => ServiceResponse::json(200, &serde_json::json!({ "notes": n })),
-                Err(e) => ServiceResponse::problem(&ctx, Problem::from(e)),
+                Ok(n) => message::json(StatusCode::OK, &serde_json::json!({ "notes": n })),
+                Err(e) => message::problem(&ctx, Problem::from(e)),
             }
             .into(),
         )
@@ -147,27 +148,30 @@ fn notes(
 fn run(
     spec: &ServiceSpec<()>,
     databases: &impl Databases<Db = Flagging>,
-    request: ServiceRequest,
+    request: Request,
     runs: &Cell<u32>,
-) -> ServiceResponse {
+) -> Response {
     now(serve(ctx(), request, spec, databases, clock(), notes(runs))).response
 }
 
-fn json(response: &ServiceResponse) -> serde_json::Value {
-    serde_json::from_slice(&response.body).unwrap_or_default()
+fn json(response: &Response) -> serde_json::Value {
+    serde_json::from_slice(response.body()).unwrap_or_default()
 }
 
 #[test]
 fn a_read_of_a_fresh_database_is_migrated_and_run_again() {
     let files = Files::new();
     let runs = Cell::new(0);
-    let r = run(&SPEC, &files, ServiceRequest::new("GET", "/notes"), &runs);
-    assert_eq!((r.status, json(&r)["notes"].as_i64()), (200, Some(0)));
+    let r = run(&SPEC, &files, request("GET", "/notes"), &runs);
+    assert_eq!(
+        (r.status().as_u16(), json(&r)["notes"].as_i64()),
+        (200, Some(0))
+    );
     assert_eq!(runs.get(), 2, "once finding no table, once after migrating");
     assert_eq!(files.opens.get(), 2);
     // Migrated now: the next read runs once, and reads no ledger.
-    let r = run(&SPEC, &files, ServiceRequest::new("GET", "/notes"), &runs);
-    assert_eq!(r.status, 200);
+    let r = run(&SPEC, &files, request("GET", "/notes"), &runs);
+    assert_eq!(r.status().as_u16(), 200);
     assert_eq!(runs.get(), 3);
     assert_eq!(files.opens.get(), 3);
 }
@@ -176,9 +180,12 @@ fn a_read_of_a_fresh_database_is_migrated_and_run_again() {
 fn a_write_brings_the_schema_up_to_date_before_it_runs_once() {
     let files = Files::new();
     let runs = Cell::new(0);
-    let r = run(&SPEC, &files, ServiceRequest::new("POST", "/notes"), &runs);
-    assert_eq!((r.status, runs.get(), files.opens.get()), (200, 1, 1));
-    let r = run(&SPEC, &files, ServiceRequest::new("GET", "/notes"), &runs);
+    let r = run(&SPEC, &files, request("POST", "/notes"), &runs);
+    assert_eq!(
+        (r.status().as_u16(), runs.get(), files.opens.get()),
+        (200, 1, 1)
+    );
+    let r = run(&SPEC, &files, request("GET", "/notes"), &runs);
     assert_eq!(json(&r)["notes"], 1);
 }
 
@@ -186,14 +193,14 @@ fn a_write_brings_the_schema_up_to_date_before_it_runs_once() {
 fn health_migrates_and_answers_without_the_handler() {
     let files = Files::new();
     let runs = Cell::new(0);
-    let r = run(&SPEC, &files, ServiceRequest::new("GET", "/health"), &runs);
+    let r = run(&SPEC, &files, request("GET", "/health"), &runs);
     assert_eq!(
-        (r.status, json(&r)),
+        (r.status().as_u16(), json(&r)),
         (200, serde_json::json!({"status": "ok", "service": "notes"}))
     );
     assert_eq!(runs.get(), 0);
     // The schema is there: a read runs once.
-    run(&SPEC, &files, ServiceRequest::new("GET", "/notes"), &runs);
+    run(&SPEC, &files, request("GET", "/notes"), &runs);
     assert_eq!(runs.get(), 1);
 }
 
@@ -205,9 +212,9 @@ fn a_statement_no_migration_satisfies_is_run_twice_and_answered_as_internal() {
     };
     let files = Files::new();
     let runs = Cell::new(0);
-    let r = run(&BROKEN, &files, ServiceRequest::new("GET", "/notes"), &runs);
+    let r = run(&BROKEN, &files, request("GET", "/notes"), &runs);
     assert_eq!(
-        (r.status, json(&r)["code"].as_str()),
+        (r.status().as_u16(), json(&r)["code"].as_str()),
         (500, Some("internal"))
     );
     assert_eq!(runs.get(), 2, "the read is tried again once, not more");
@@ -217,13 +224,13 @@ fn a_statement_no_migration_satisfies_is_run_twice_and_answered_as_internal() {
 fn a_database_that_cannot_be_opened_is_a_retryable_503_and_no_handler_runs() {
     let runs = Cell::new(0);
     for request in [
-        ServiceRequest::new("GET", "/notes"),
-        ServiceRequest::new("POST", "/notes"),
-        ServiceRequest::new("GET", "/health"),
+        request("GET", "/notes"),
+        request("POST", "/notes"),
+        request("GET", "/health"),
     ] {
         let r = run(&SPEC, &Unopenable, request, &runs);
         assert_eq!(
-            (r.status, json(&r)["code"].as_str()),
+            (r.status().as_u16(), json(&r)["code"].as_str()),
             (503, Some("storage_unavailable"))
         );
     }
@@ -239,7 +246,7 @@ struct Watched<'a> {
 impl Body for Watched<'_> {
     async fn read(
         self,
-        head: &ServiceRequest,
+        head: &Request,
         limit: usize,
         until: Deadline,
     ) -> Result<Vec<u8>, BodyError> {
@@ -252,19 +259,18 @@ const TOKEN: &str = "internal-secret";
 
 /// A request as the gateway sends it: the internal headers for `token`
 /// and a budget whose deadline is `budget_ms` from `NOW` (negative: spent).
-fn internal(method: &str, token: &str, budget_ms: i64) -> ServiceRequest {
+fn internal(method: &str, token: &str, budget_ms: i64) -> Request {
     let start = UnixMillis::from_millis(NOW.as_millis().saturating_add_signed(budget_ms - 2_000));
     let ctx = context_at(start, Duration::from_secs(2), "gateway");
-    let mut request = ServiceRequest::new(method, "/notes");
-    for (name, value) in internal_headers(&ctx, NOW, token) {
-        request.headers.push((name.to_owned(), value));
-    }
-    request
+    as_received(
+        request(method, "/notes"),
+        internal_headers(&ctx, NOW, token),
+    )
 }
 
 /// One request through the whole hop, as the Spin entry runs it: the
 /// answer, whether the body was read, and how often the handler ran.
-fn through_the_hop(request: ServiceRequest, body: &[u8]) -> (ServiceResponse, bool, u32) {
+fn through_the_hop(request: Request, body: &[u8]) -> (Response, bool, u32) {
     let files = Files::new();
     let (runs, read) = (Cell::new(0), Cell::new(false));
     let hop = ServiceHop {
@@ -289,7 +295,12 @@ fn a_request_the_gate_refuses_is_answered_on_its_head_and_its_body_never_read() 
         (internal("POST", TOKEN, -5), 504),
     ] {
         let (r, read, runs) = through_the_hop(request, b"{}");
-        assert_eq!((r.status, read, runs), (status, false, 0), "{:?}", json(&r));
+        assert_eq!(
+            (r.status().as_u16(), read, runs),
+            (status, false, 0),
+            "{:?}",
+            json(&r)
+        );
         assert_eq!(r.header("x-request-id"), Some("test-request"));
     }
 }
@@ -297,7 +308,12 @@ fn a_request_the_gate_refuses_is_answered_on_its_head_and_its_body_never_read() 
 #[test]
 fn an_admitted_request_is_served_with_its_body_and_carries_its_request_id() {
     let (r, read, runs) = through_the_hop(internal("POST", TOKEN, 1_000), b"{}");
-    assert_eq!((r.status, read, runs), (200, true, 1), "{:?}", json(&r));
+    assert_eq!(
+        (r.status().as_u16(), read, runs),
+        (200, true, 1),
+        "{:?}",
+        json(&r)
+    );
     assert_eq!(r.header("x-request-id"), Some("test-request"));
 }
 
@@ -305,6 +321,6 @@ fn an_admitted_request_is_served_with_its_body_and_carries_its_request_id() {
 fn a_body_past_the_limit_is_a_413_and_no_handler_runs() {
     let huge = vec![b' '; MAX_BODY_BYTES + 1];
     let (r, read, runs) = through_the_hop(internal("POST", TOKEN, 1_000), &huge);
-    assert_eq!((r.status, read, runs), (413, true, 0));
+    assert_eq!((r.status().as_u16(), read, runs), (413, true, 0));
     assert_eq!(json(&r)["code"], "payload_too_large");
 }

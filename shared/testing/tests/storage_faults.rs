@@ -52,13 +52,13 @@ fn keyed_write(s: &FileStore, key: &IdempotencyKey) -> Result<u16, (u16, ErrorCo
     let problem = |p: meridian_platform::wire::problem::Problem| {
         let json: serde_json::Value = serde_json::from_slice(&p.to_json()).unwrap();
         (
-            p.status(),
+            p.status().as_u16(),
             ErrorCode::from_wire(json["code"].as_str().unwrap()).unwrap(),
             json["retryable"].as_bool().unwrap(),
         )
     };
     match begin(s, &c, Some(key), ("t1", "u1"), "POST /things", body).map_err(problem)? {
-        Begun::Replay(r) => Ok(r.status),
+        Begun::Replay(r) => Ok(r.status().as_u16()),
         Begun::Proceed(write) => write
             .commit(s, &c, |tx| {
                 tx.execute(
@@ -71,9 +71,12 @@ fn keyed_write(s: &FileStore, key: &IdempotencyKey) -> Result<u16, (u16, ErrorCo
                     "INSERT INTO outbox (thing) VALUES (last_insert_rowid())",
                     &[],
                 )?;
-                Ok(Written::same(201, &serde_json::json!({"id": 1})))
+                Ok(Written::same(
+                    http::StatusCode::CREATED,
+                    &serde_json::json!({"id": 1}),
+                ))
             })
-            .map(|r| r.status)
+            .map(|r| r.status().as_u16())
             .map_err(problem),
     }
 }
@@ -145,7 +148,7 @@ fn a_file_that_is_not_a_database_is_storage_unavailable_not_an_internal_error() 
         "{err:?}"
     );
     let problem = meridian_platform::wire::problem::Problem::from(err);
-    assert_eq!(problem.status(), 503);
+    assert_eq!(problem.status().as_u16(), 503);
 }
 
 #[test]

@@ -198,7 +198,7 @@ mod tests {
             };
             let p = admit(&h, NOW).unwrap_err();
             assert_eq!(
-                (p.status(), p.code()),
+                (p.status().as_u16(), p.code()),
                 (400, ErrorCode::InvalidRequest),
                 "{name}"
             );
@@ -212,7 +212,7 @@ mod tests {
     #[test]
     fn an_expired_request_is_refused_with_504_before_any_work() {
         let p = admit(&valid(), NOW + 500).unwrap_err();
-        assert_eq!(p.status(), 504);
+        assert_eq!(p.status().as_u16(), 504);
         let v: serde_json::Value = serde_json::from_slice(&p.to_json()).unwrap();
         assert_eq!(v["hop"], "billing");
         assert_eq!(v["budget_ms"], 500);
@@ -267,6 +267,6 @@ mod tests {
                 UnixMillis::from_millis(NOW),
             )
             .unwrap_err();
-        assert_eq!(p.status(), 500);
+        assert_eq!(p.status().as_u16(), 500);
     }
 }

@@ -308,7 +308,7 @@ mod tests {
     #[test]
     fn the_spent_problem_names_hop_and_budget() {
         let p = Problem::from(ctx(0, 250).spent());
-        assert_eq!(p.status(), 504);
+        assert_eq!(p.status().as_u16(), 504);
         let v: serde_json::Value = serde_json::from_slice(&p.to_json()).unwrap();
         assert_eq!(v["hop"], "community");
         assert_eq!(v["budget_ms"], 250);

@@ -1,196 +1,254 @@
-//! Plain inbound requests and outbound answers, so handlers are functions
-//! over values that host tests can build directly.
+//! The one message type every part of Meridian handles: the `http` crate's
+//! [`Request`] and [`Response`] over bytes. The pipeline, the handlers, the
+//! outbound client and the host tests all pass these; the Spin adapter
+//! converts to and from the runtime's types at the edge. What the crate
+//! does not say directly, and every component reads, is here: a header as
+//! text, the bearer token, the path's segments, a JSON body; and the
+//! answers every component gives ([`json`], [`problem`], [`no_content`]).
 
+use http::header::{HeaderName, HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER};
+use http::{Method, StatusCode};
 use serde::Serialize;
 
 use crate::budget::context::RequestContext;
 use crate::wire::headers;
 use crate::wire::problem::{Problem, PROBLEM_JSON};
 
-/// A request a component received.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServiceRequest {
-    /// Upper-case method.
-    pub method: String,
-    /// Path, starting with `/`.
-    pub path: String,
-    /// Query string without `?`, possibly empty.
-    pub query: String,
-    /// Headers with lowercase names.
-    pub headers: Vec<(String, String)>,
-    /// Body bytes.
-    pub body: Vec<u8>,
+/// A request, inbound or outbound. Inbound, its URI is the path and query
+/// (`/v1/acme/residents?limit=5`); outbound, it is absolute
+/// (`http://community.spin.internal/v1/acme/residents`).
+pub type Request = http::Request<Vec<u8>>;
+
+/// An answer, given or received.
+pub type Response = http::Response<Vec<u8>>;
+
+/// What every component reads of a request.
+pub trait RequestExt {
+    /// The first value of header `name`, if it is text (UTF-8).
+    fn header(&self, name: &str) -> Option<&str>;
+    /// The token of an `Authorization: Bearer <token>` header.
+    fn bearer(&self) -> Option<&str>;
+    /// The path, starting with `/`.
+    fn path(&self) -> &str;
+    /// The query string without `?`, possibly empty.
+    fn query(&self) -> &str;
+    /// Path and query, as the request line had them.
+    fn path_and_query(&self) -> &str;
+    /// The method to route by: `HEAD` is served as `GET` (the runtime
+    /// sends no body for it).
+    fn route_method(&self) -> &Method;
+    /// The path's segments, without the leading empty one.
+    fn segments(&self) -> Vec<&str>;
 }
 
-impl ServiceRequest {
-    /// A bodiless request, for tests and internal callers.
-    pub fn new(method: &str, path_and_query: &str) -> Self {
-        let (path, query) = path_and_query
-            .split_once('?')
-            .unwrap_or((path_and_query, ""));
-        Self {
-            method: method.to_ascii_uppercase(),
-            path: path.to_owned(),
-            query: query.to_owned(),
-            ..Self::default()
-        }
+impl RequestExt for Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        text(self.headers().get(name))
     }
 
-    /// Adds a header.
-    pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Self {
-        self.headers.push((name.to_ascii_lowercase(), value.into()));
-        self
-    }
-
-    /// Sets the body.
-    pub fn with_body(mut self, body: impl Into<Vec<u8>>) -> Self {
-        self.body = body.into();
-        self
-    }
-
-    /// The first value of a header.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        find_header(&self.headers, name)
-    }
-
-    /// The token of an `Authorization: Bearer <token>` header.
-    pub fn bearer(&self) -> Option<&str> {
+    fn bearer(&self) -> Option<&str> {
         self.header("authorization").and_then(headers::bearer_token)
     }
 
-    /// Path and query, rejoined.
-    pub fn path_and_query(&self) -> String {
-        if self.query.is_empty() {
-            self.path.clone()
-        } else {
-            format!("{}?{}", self.path, self.query)
+    fn path(&self) -> &str {
+        self.uri().path()
+    }
+
+    fn query(&self) -> &str {
+        self.uri().query().unwrap_or("")
+    }
+
+    fn path_and_query(&self) -> &str {
+        self.uri()
+            .path_and_query()
+            .map_or_else(|| self.uri().path(), |pq| pq.as_str())
+    }
+
+    fn route_method(&self) -> &Method {
+        match *self.method() == Method::HEAD {
+            true => &Method::GET,
+            false => self.method(),
         }
     }
 
-    /// The method to route by: `HEAD` is served as `GET` (the runtime sends
-    /// no body for it).
-    pub fn route_method(&self) -> &str {
-        if self.method == "HEAD" {
-            "GET"
-        } else {
-            &self.method
-        }
-    }
-
-    /// The path's segments, without the leading empty one.
-    pub fn segments(&self) -> Vec<&str> {
-        self.path.trim_start_matches('/').split('/').collect()
+    fn segments(&self) -> Vec<&str> {
+        self.path().trim_start_matches('/').split('/').collect()
     }
 }
 
-/// A component's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServiceResponse {
-    /// Status code.
-    pub status: u16,
-    /// Headers with lowercase names.
-    pub headers: Vec<(String, String)>,
-    /// Body bytes.
-    pub body: Vec<u8>,
+/// What every component reads of an answer.
+pub trait ResponseExt {
+    /// The first value of header `name`, if it is text (UTF-8).
+    fn header(&self, name: &str) -> Option<&str>;
+    /// The body as JSON (`null` when it is not), for callers reading
+    /// another service and for tests.
+    fn json_body(&self) -> serde_json::Value;
+    /// The `code` member of a problem+json body, if this is one.
+    fn problem_code(&self) -> Option<String>;
+    /// Whether the answer is the budget's own 504 `deadline_exceeded`: for
+    /// the caller the budget is spent as well.
+    fn spent_the_budget(&self) -> bool;
+    /// Sets header `name` ([`set_header`]).
+    fn set_header(&mut self, name: &str, value: impl AsRef<str>);
 }
 
-impl ServiceResponse {
-    /// A JSON answer.
-    pub fn json(status: u16, body: &impl Serialize) -> Self {
-        Self::raw_json(
-            status,
-            serde_json::to_vec(body).unwrap_or_else(|_| b"null".to_vec()),
-        )
+impl ResponseExt for Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        text(self.headers().get(name))
     }
 
-    /// A JSON answer from bytes already serialised.
-    pub fn raw_json(status: u16, body: Vec<u8>) -> Self {
-        Self {
-            status,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body,
-        }
+    fn json_body(&self) -> serde_json::Value {
+        serde_json::from_slice(self.body()).unwrap_or(serde_json::Value::Null)
     }
 
-    /// A problem+json answer carrying the request's id.
-    pub fn problem(ctx: &RequestContext, problem: Problem) -> Self {
-        Self::problem_for(ctx.request_id().as_str(), problem)
+    fn problem_code(&self) -> Option<String> {
+        crate::wire::problem::code_of(self.header("content-type"), self.body())
     }
 
-    /// A problem+json answer carrying `request_id`.
-    pub fn problem_for(request_id: &str, problem: Problem) -> Self {
-        let problem = problem.with_request_id(request_id);
-        let mut headers = vec![("content-type".into(), PROBLEM_JSON.to_owned())];
-        if let Some(allow) = problem.allow() {
-            headers.push(("allow".into(), allow.to_owned()));
-        }
-        if let Some(seconds) = problem.retry_after() {
-            headers.push((
-                crate::wire::headers::RETRY_AFTER.into(),
-                seconds.to_string(),
-            ));
-        }
-        Self {
-            status: problem.status(),
-            headers,
-            body: problem.to_json(),
-        }
+    fn spent_the_budget(&self) -> bool {
+        self.problem_code().as_deref() == Some(crate::ErrorCode::DeadlineExceeded.as_str())
     }
 
-    /// `204 No Content`.
-    pub fn no_content() -> Self {
-        Self {
-            status: 204,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
-    }
-
-    /// The first value of a header.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        find_header(&self.headers, name)
-    }
-
-    /// Sets a header, replacing any value it had.
-    pub fn set_header(&mut self, name: &str, value: impl Into<String>) {
-        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-        self.headers.push((name.to_ascii_lowercase(), value.into()));
-    }
-
-    /// The body as JSON, for tests and callers reading another service.
-    pub fn json_body(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    fn set_header(&mut self, name: &str, value: impl AsRef<str>) {
+        set_header(self.headers_mut(), name, value.as_ref());
     }
 }
 
-/// The first value of header `name` (any case) among `headers`.
-pub(crate) fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+/// A header value as text: `None` unless it is UTF-8.
+fn text(value: Option<&HeaderValue>) -> Option<&str> {
+    value.and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+}
+
+/// Sets header `name` to `value`, replacing any value it had. A name or
+/// value that cannot be a header (a control character) is left out: every
+/// header set this way is Meridian's own (an id, a number, a media type),
+/// or one a client already sent through the runtime's own checks.
+pub fn set_header(headers: &mut http::HeaderMap, name: &str, value: &str) {
+    if let (Ok(name), Ok(value)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_bytes(value.as_bytes()),
+    ) {
+        headers.insert(name, value);
+    }
+}
+
+/// An answer with `status`, `headers` and `body`.
+pub fn response(status: StatusCode, headers: http::HeaderMap, body: Vec<u8>) -> Response {
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+/// A JSON answer.
+pub fn json(status: StatusCode, body: &impl Serialize) -> Response {
+    raw_json(
+        status,
+        serde_json::to_vec(body).unwrap_or_else(|_| b"null".to_vec()),
+    )
+}
+
+/// A JSON answer from bytes already serialised.
+pub fn raw_json(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut headers = http::HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response(status, headers, body)
+}
+
+/// A problem+json answer carrying the request's id.
+pub fn problem(ctx: &RequestContext, problem: Problem) -> Response {
+    problem_for(ctx.request_id().as_str(), problem)
+}
+
+/// A problem+json answer carrying `request_id`, with the `Allow` and
+/// `Retry-After` the problem names.
+pub fn problem_for(request_id: &str, problem: Problem) -> Response {
+    let problem = problem.with_request_id(request_id);
+    let mut headers = http::HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    if let Some(allow) = problem.allow() {
+        set_header(&mut headers, ALLOW.as_str(), allow);
+    }
+    if let Some(seconds) = problem.retry_after() {
+        headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response(problem.status(), headers, problem.to_json())
+}
+
+/// `204 No Content`.
+pub fn no_content() -> Response {
+    response(StatusCode::NO_CONTENT, http::HeaderMap::new(), Vec::new())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn request(uri: &str) -> Request {
+        http::Request::builder().uri(uri).body(Vec::new()).unwrap()
+    }
+
     #[test]
-    fn requests_split_path_and_query() {
-        let r = ServiceRequest::new("get", "/v1/acme/members?limit=2");
-        assert_eq!(
-            (r.method.as_str(), r.path.as_str(), r.query.as_str()),
-            ("GET", "/v1/acme/members", "limit=2")
-        );
+    fn requests_read_path_query_and_segments() {
+        let r = request("/v1/acme/members?limit=2");
+        assert_eq!((r.path(), r.query()), ("/v1/acme/members", "limit=2"));
         assert_eq!(r.segments(), ["v1", "acme", "members"]);
         assert_eq!(r.path_and_query(), "/v1/acme/members?limit=2");
+        assert_eq!(request("/v1/acme").query(), "");
+    }
+
+    #[test]
+    fn head_is_routed_as_get() {
+        let mut r = request("/healthz");
+        *r.method_mut() = Method::HEAD;
+        assert_eq!(r.route_method(), Method::GET);
+        *r.method_mut() = Method::PATCH;
+        assert_eq!(r.route_method(), Method::PATCH);
+    }
+
+    #[test]
+    fn a_header_that_is_not_text_is_absent() {
+        let mut r = request("/");
+        r.headers_mut().insert(
+            "idempotency-key",
+            HeaderValue::from_bytes(b"k\xff").unwrap(),
+        );
+        r.headers_mut()
+            .insert("authorization", HeaderValue::from_static("Bearer t-1"));
+        assert_eq!(r.header("idempotency-key"), None);
+        assert_eq!(r.header("Authorization"), Some("Bearer t-1"));
+        assert_eq!(r.bearer(), Some("t-1"));
     }
 
     #[test]
     fn setting_a_header_replaces_it() {
-        let mut r = ServiceResponse::no_content();
-        r.set_header("X-Request-Id", "a");
-        r.set_header("x-request-id", "b");
-        assert_eq!(r.headers, [("x-request-id".to_owned(), "b".to_owned())]);
+        let mut r = no_content();
+        r.set_header(headers::REQUEST_ID, "a");
+        r.set_header("X-Request-Id", "b");
+        assert_eq!(r.headers().len(), 1);
+        assert_eq!(r.header("x-request-id"), Some("b"));
+    }
+
+    #[test]
+    fn a_problem_code_is_read_only_from_problem_bodies() {
+        let mut r = raw_json(
+            StatusCode::GATEWAY_TIMEOUT,
+            br#"{"code":"deadline_exceeded"}"#.to_vec(),
+        );
+        assert_eq!(r.problem_code(), None);
+        assert!(!r.spent_the_budget());
+        r.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        assert_eq!(r.problem_code().as_deref(), Some("deadline_exceeded"));
+        assert!(r.spent_the_budget());
+    }
+
+    #[test]
+    fn problems_carry_their_allow_and_retry_after() {
+        let p = Problem::method_not_allowed("PUT", "GET, HEAD");
+        let r = problem_for("r-1", p);
+        assert_eq!(r.status().as_u16(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(r.header("allow"), Some("GET, HEAD"));
+        assert_eq!(r.json_body()["request_id"], "r-1");
     }
 }

@@ -11,4 +11,15 @@ pub mod retry;
 pub mod routes;
 pub mod upstream;
 
+pub use message::{Request, RequestExt, Response, ResponseExt};
 pub use outbound::*;
+
+/// What a handler needs of HTTP, in one import: the one message type, its
+/// readings ([`RequestExt`], [`ResponseExt`]), the answers
+/// ([`message::json`], [`message::problem`], …) and the `http` crate's
+/// methods and status codes.
+pub mod prelude {
+    pub use super::message::{self, Request, RequestExt, Response, ResponseExt};
+    pub use super::outbound;
+    pub use http::{Method, StatusCode};
+}

@@ -1,5 +1,6 @@
-//! Plain HTTP messages for outbound calls, and the client contract that the
-//! Spin adapter implements and tests fake.
+//! Outbound calls: the client contract that the Spin adapter implements and
+//! tests fake, how a call can fail, and the internal headers every call
+//! carries.
 
 use std::time::Duration;
 
@@ -7,76 +8,10 @@ use thiserror::Error;
 
 use crate::budget::context::{BudgetSpent, RequestContext};
 use crate::budget::propagation::BudgetHeaders;
+use crate::http::message::{Request, Response};
 use crate::http::retry::Verdict;
 use crate::time::UnixMillis;
 use crate::wire::headers;
-use crate::wire::problem::ErrorCode;
-
-/// A request to another service.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboundRequest {
-    /// Upper-case method name.
-    pub method: String,
-    /// Absolute URL: `http://host[:port]/path?query`.
-    pub url: String,
-    /// Headers to send, lowercase names. Internal headers are added by the client.
-    pub headers: Vec<(String, String)>,
-    /// Body bytes.
-    pub body: Vec<u8>,
-}
-
-impl OutboundRequest {
-    /// A bodiless request.
-    pub fn new(method: &str, url: impl Into<String>) -> Self {
-        Self {
-            method: method.to_ascii_uppercase(),
-            url: url.into(),
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
-    }
-
-    /// Adds a header.
-    pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Self {
-        self.headers.push((name.to_ascii_lowercase(), value.into()));
-        self
-    }
-
-    /// Sets the body.
-    pub fn with_body(mut self, body: Vec<u8>) -> Self {
-        self.body = body;
-        self
-    }
-}
-
-/// A response from another service.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboundResponse {
-    /// The status code.
-    pub status: u16,
-    /// Headers, lowercase names.
-    pub headers: Vec<(String, String)>,
-    /// Body bytes.
-    pub body: Vec<u8>,
-}
-
-impl OutboundResponse {
-    /// The first value of a header.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        crate::http::message::find_header(&self.headers, name)
-    }
-
-    /// The `code` member of a problem+json body, if this is one.
-    pub fn problem_code(&self) -> Option<String> {
-        crate::wire::problem::code_of(self.header("content-type"), &self.body)
-    }
-
-    /// Whether the downstream ran out of the shared budget: its own 504
-    /// `deadline_exceeded`. For the caller the budget is spent as well.
-    pub fn spent_the_budget(&self) -> bool {
-        self.problem_code().as_deref() == Some(ErrorCode::DeadlineExceeded.as_str())
-    }
-}
 
 /// Why an outbound call produced no response.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
@@ -135,17 +70,24 @@ impl SendError {
     }
 }
 
+/// A call to another service: `method` to the absolute `url`, with
+/// `body`. Refused, as the runtime refuses a call it cannot make, when
+/// `url` is not a URI.
+pub fn request(method: http::Method, url: &str, body: Vec<u8>) -> Result<Request, SendError> {
+    http::Request::builder()
+        .method(method)
+        .uri(url)
+        .body(body)
+        .map_err(|e| SendError::Refused(format!("not a URL: {url} ({e})")))
+}
+
 /// Sends requests to other services under the request's budget.
 // Components are single-threaded, so the futures need no `Send` bound.
 #[allow(async_fn_in_trait)]
 pub trait HttpClient {
     /// Sends `request` with the context's internal headers, giving up when
     /// the context's deadline passes.
-    async fn send(
-        &self,
-        ctx: &RequestContext,
-        request: OutboundRequest,
-    ) -> Result<OutboundResponse, SendError>;
+    async fn send(&self, ctx: &RequestContext, request: Request) -> Result<Response, SendError>;
 }
 
 /// The internal headers for a call made at `now`: budget, request id,
@@ -171,36 +113,6 @@ pub fn internal_headers(
     out
 }
 
-/// An absolute `http(s)` URL split into its parts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlParts<'a> {
-    /// `true` for https.
-    pub https: bool,
-    /// `host[:port]`.
-    pub authority: &'a str,
-    /// Path and query, at least `/`.
-    pub path_and_query: &'a str,
-}
-
-/// Splits an absolute URL; `None` unless it is `http://` or `https://` with a host.
-pub fn split_url(url: &str) -> Option<UrlParts<'_>> {
-    let (https, rest) = if let Some(rest) = url.strip_prefix("http://") {
-        (false, rest)
-    } else {
-        (true, url.strip_prefix("https://")?)
-    };
-    let split = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(split);
-    if authority.is_empty() || authority.contains(['@', ' ']) {
-        return None;
-    }
-    Some(UrlParts {
-        https,
-        authority,
-        path_and_query: if path.is_empty() { "/" } else { path },
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,30 +120,6 @@ mod tests {
     use crate::tenancy::{Role, TenantScope};
     use crate::wire::request_id::RequestId;
     use std::time::Duration;
-
-    #[test]
-    fn urls_split_into_scheme_authority_and_path() {
-        assert_eq!(
-            split_url("http://community.spin.internal/v1/a/residents?limit=5"),
-            Some(UrlParts {
-                https: false,
-                authority: "community.spin.internal",
-                path_and_query: "/v1/a/residents?limit=5"
-            })
-        );
-        assert_eq!(
-            split_url("https://127.0.0.1:8080"),
-            Some(UrlParts {
-                https: true,
-                authority: "127.0.0.1:8080",
-                path_and_query: "/"
-            })
-        );
-        assert_eq!(split_url("http://h?x=1").unwrap().path_and_query, "?x=1");
-        assert_eq!(split_url("ftp://x/"), None);
-        assert_eq!(split_url("http:///path"), None);
-        assert_eq!(split_url("http://user@host/"), None);
-    }
 
     #[test]
     fn internal_headers_carry_budget_identity_and_token() {
@@ -262,17 +150,15 @@ mod tests {
     }
 
     #[test]
-    fn a_problem_code_is_read_only_from_problem_bodies() {
-        let mut r = OutboundResponse {
-            status: 504,
-            headers: vec![("content-type".into(), "application/problem+json".into())],
-            body: br#"{"code":"deadline_exceeded"}"#.to_vec(),
-        };
-        assert_eq!(r.problem_code().as_deref(), Some("deadline_exceeded"));
-        assert!(r.spent_the_budget());
-        r.headers[0].1 = "text/plain".into();
-        assert_eq!(r.problem_code(), None);
-        assert!(!r.spent_the_budget());
+    fn a_call_needs_a_url() {
+        let r = request(
+            http::Method::GET,
+            "http://community.spin.internal/x?y=1",
+            Vec::new(),
+        );
+        assert_eq!(r.unwrap().uri().host(), Some("community.spin.internal"));
+        let e = request(http::Method::GET, "http://bad host/", Vec::new()).unwrap_err();
+        assert_eq!(e.kind(), "refused");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use crate::budget::deadline::Deadline;
 use crate::http::body::{BodyError, MAX_BODY_BYTES};
-use crate::http::message::ServiceRequest;
+use crate::http::message::Request;
 use crate::service::Answer;
 
 /// What admission made of a request's head.
@@ -32,14 +32,14 @@ pub trait Hop {
     type Admitted;
 
     /// Admits a request on its head alone, or answers it.
-    fn admit(&self, head: &ServiceRequest) -> Admission<Self::Admitted>;
+    fn admit(&self, head: &Request) -> Admission<Self::Admitted>;
 
     /// Serves an admitted request: `request` has its body, or `unread`
     /// says why it could not be read.
     async fn serve(
         &self,
         admitted: Self::Admitted,
-        request: ServiceRequest,
+        request: Request,
         unread: Option<BodyError>,
     ) -> Answer;
 }
@@ -52,7 +52,7 @@ pub trait Body {
     /// in by `until`.
     async fn read(
         self,
-        head: &ServiceRequest,
+        head: &Request,
         limit: usize,
         until: Deadline,
     ) -> Result<Vec<u8>, BodyError>;
@@ -60,7 +60,7 @@ pub trait Body {
 
 /// Runs one request through `hop`: admit its head, read its body from
 /// `body` (only if admitted), serve it.
-pub async fn run<H: Hop>(hop: &H, mut request: ServiceRequest, body: impl Body) -> Answer {
+pub async fn run<H: Hop>(hop: &H, mut request: Request, body: impl Body) -> Answer {
     let (admitted, until) = match hop.admit(&request) {
         Admission::Answered(answer) => return answer,
         Admission::Admitted {
@@ -70,7 +70,7 @@ pub async fn run<H: Hop>(hop: &H, mut request: ServiceRequest, body: impl Body) 
     };
     let unread = match body.read(&request, MAX_BODY_BYTES, until).await {
         Ok(bytes) => {
-            request.body = bytes;
+            *request.body_mut() = bytes;
             None
         }
         Err(e) => Some(e),
@@ -85,7 +85,7 @@ pub struct InHand(pub Vec<u8>);
 impl Body for InHand {
     async fn read(
         self,
-        _head: &ServiceRequest,
+        _head: &Request,
         limit: usize,
         _until: Deadline,
     ) -> Result<Vec<u8>, BodyError> {

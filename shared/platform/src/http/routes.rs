@@ -158,20 +158,19 @@ pub enum Lookup<'r, Op> {
 /// placeholder one (`/v1/{tenant}`) for every method.
 pub fn lookup<'r, Op>(
     table: &'r [Endpoint<Op>],
-    method: &str,
+    method: &Method,
     segments: &[&str],
 ) -> Lookup<'r, Op> {
-    let wanted = if method == Method::HEAD {
-        "GET"
-    } else {
-        method
+    let wanted = match *method == Method::HEAD {
+        true => &Method::GET,
+        false => method,
     };
     let Some(template) = template(table, segments) else {
         return Lookup::NoRoute;
     };
     match table
         .iter()
-        .find(|e| e.path == template && e.method == wanted)
+        .find(|e| e.path == template && e.method == *wanted)
     {
         Some(endpoint) => Lookup::Found(endpoint),
         None => Lookup::MethodNotAllowed(template),
@@ -184,14 +183,17 @@ pub fn lookup<'r, Op>(
 /// for a caller it does not admit.
 pub fn dispatch<'r, 'p, Op>(
     table: &'r [Endpoint<Op>],
-    method: &str,
+    method: &Method,
     segments: &[&'p str],
     ctx: &RequestContext,
 ) -> Result<Matched<'r, 'p, Op>, Problem> {
     let endpoint = match lookup(table, method, segments) {
         Lookup::Found(endpoint) => endpoint,
         Lookup::MethodNotAllowed(template) => {
-            return Err(Problem::method_not_allowed(method, allow(table, template)))
+            return Err(Problem::method_not_allowed(
+                method.as_str(),
+                allow(table, template),
+            ))
         }
         Lookup::NoRoute => return Err(Problem::no_route()),
     };
@@ -311,7 +313,7 @@ mod tests {
     }
 
     fn op(method: &str, path: &str, role: Option<Role>) -> Result<Op, Problem> {
-        dispatch(TABLE, method, &segments(path), &ctx(role)).map(|m| *m.op())
+        dispatch(TABLE, &method.parse().unwrap(), &segments(path), &ctx(role)).map(|m| *m.op())
     }
 
     #[test]
@@ -329,19 +331,22 @@ mod tests {
             "/v2/acme",
         ] {
             let refused = op("GET", unknown, admin).unwrap_err();
-            assert_eq!(refused.status(), 404, "{unknown}");
+            assert_eq!(refused.status().as_u16(), 404, "{unknown}");
         }
     }
 
     #[test]
     fn a_method_the_path_does_not_take_is_a_405_listing_those_it_takes() {
         let refused = op("PATCH", "/v1/acme/things/7", Some(Role::Admin)).unwrap_err();
-        assert_eq!(refused.status(), 405);
+        assert_eq!(refused.status().as_u16(), 405);
         assert_eq!(refused.allow(), Some("GET, HEAD, DELETE"));
         assert_eq!(allow(TABLE, "/v1/tenants"), "POST");
         // A literal template listed first is the path's for every method.
         let tenants = op("GET", "/v1/tenants", Some(Role::Admin)).unwrap_err();
-        assert_eq!((tenants.status(), tenants.allow()), (405, Some("POST")));
+        assert_eq!(
+            (tenants.status().as_u16(), tenants.allow()),
+            (405, Some("POST"))
+        );
         assert_eq!(
             templates(TABLE).iter().map(|(t, _)| *t).collect::<Vec<_>>(),
             [
@@ -359,10 +364,10 @@ mod tests {
         let thing = "/v1/acme/things/7";
         assert_eq!(op("GET", thing, Some(Role::Resident)), Ok(Op::Thing));
         let forbidden = op("DELETE", thing, Some(Role::Manager)).unwrap_err();
-        assert_eq!(forbidden.status(), 403);
+        assert_eq!(forbidden.status().as_u16(), 403);
         assert_eq!(op("DELETE", thing, Some(Role::Admin)), Ok(Op::DeleteThing));
         let staff = op("POST", "/v1/acme/things", Some(Role::Resident)).unwrap_err();
-        assert_eq!(staff.status(), 403);
+        assert_eq!(staff.status().as_u16(), 403);
         // Without the gateway's tenant headers no tenant route runs.
         assert_eq!(op("GET", thing, None).unwrap_err().status(), 400);
         assert_eq!(op("GET", "/internal/resolve", None), Ok(Op::Resolve));
@@ -375,16 +380,16 @@ mod tests {
         let path = format!("/v1/acme/things/{ID}");
         let segs = segments(&path);
         let admin = ctx(Some(Role::Admin));
-        let matched = dispatch(TABLE, "DELETE", &segs, &admin).unwrap();
+        let matched = dispatch(TABLE, &Method::DELETE, &segs, &admin).unwrap();
         assert_eq!((matched.id(), matched.param("tenant")), (ID, "acme"));
         assert_eq!(matched.param("missing"), "");
         assert_eq!(
             matched.operation(),
             format!("DELETE /things/{}", ID.to_ascii_lowercase())
         );
-        let create = dispatch(TABLE, "POST", &segments("/v1/acme/things"), &admin).unwrap();
+        let create = dispatch(TABLE, &Method::POST, &segments("/v1/acme/things"), &admin).unwrap();
         assert_eq!(create.operation(), "POST /things");
-        let tenant = dispatch(TABLE, "POST", &segments("/v1/tenants"), &admin).unwrap();
+        let tenant = dispatch(TABLE, &Method::POST, &segments("/v1/tenants"), &admin).unwrap();
         assert_eq!(tenant.operation(), "POST /v1/tenants");
         assert!(TABLE[0].is_public() && !TABLE[5].is_public());
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::budget::context::RequestContext;
 use crate::http::memory::{Admit, Counters, FailureMemory, MemoryConfig, Outcome};
 use crate::http::retry::{self, classify_status, Jitter, RetryPolicy, Sleeper, Verdict};
-use crate::http::{HttpClient, OutboundRequest, OutboundResponse, SendError};
+use crate::http::{HttpClient, Request, Response, ResponseExt, SendError};
 use crate::log::journal::{self, CallRecord, Event};
 use crate::log::route_template;
 use crate::tenancy::cache::Entries;
@@ -54,13 +54,26 @@ pub struct Upstream<E: Calls> {
 #[derive(Debug)]
 pub struct Call {
     /// The last attempt's result.
-    pub response: Result<OutboundResponse, SendError>,
+    pub response: Result<Response, SendError>,
     /// Attempts made.
     pub attempts: u32,
     /// Wall time spent, backoff included.
     pub took: Duration,
     /// Whether the shared retry budget refused a retry the policy allowed.
     pub retry_refused: bool,
+}
+
+impl Call {
+    /// A call never attempted: its request could not be built (a
+    /// [`SendError::Refused`]).
+    pub fn refused(error: SendError) -> Self {
+        Self {
+            response: Err(error),
+            attempts: 0,
+            took: Duration::ZERO,
+            retry_refused: false,
+        }
+    }
 }
 
 impl<E: Calls> Upstream<E> {
@@ -75,15 +88,10 @@ impl<E: Calls> Upstream<E> {
     /// Its layers, outermost first: the breaker ([`FailureMemory::admit`]),
     /// the retry loop gated by the shared retry budget ([`Self::attempts`]),
     /// and each attempt on the transport, judged once ([`judge`]).
-    pub async fn call(
-        &self,
-        ctx: &RequestContext,
-        policy: &RetryPolicy,
-        request: OutboundRequest,
-    ) -> Call {
+    pub async fn call(&self, ctx: &RequestContext, policy: &RetryPolicy, request: Request) -> Call {
         let ctx = &ctx.for_step();
         let started = self.clock.now();
-        let (to, route) = target(&request.url);
+        let (to, route) = target(request.uri());
         let memory = FailureMemory::new(&self.counters, self.memory, ctx.hop(), &to);
         let (outcome, retry_refused) = match memory.admit(started) {
             // History says this downstream is failing: answer now instead
@@ -108,10 +116,10 @@ impl<E: Calls> Upstream<E> {
         let took = self.clock.now().since(started);
         journal::call(CallRecord {
             to,
-            method: request.method.clone(),
+            method: request.method().to_string(),
             route,
             attempts: outcome.attempts,
-            status: outcome.last.as_ref().ok().map(|r| r.status),
+            status: outcome.last.as_ref().ok().map(|r| r.status().as_u16()),
             took_ms: duration_ms(took),
         });
         Call {
@@ -130,11 +138,11 @@ impl<E: Calls> Upstream<E> {
         &self,
         ctx: &RequestContext,
         policy: &RetryPolicy,
-        request: &OutboundRequest,
+        request: &Request,
         memory: &FailureMemory<'_, E::Counters>,
         admitted: Admit,
         to: &str,
-    ) -> (retry::Attempted<Result<OutboundResponse, SendError>>, bool) {
+    ) -> (retry::Attempted<Result<Response, SendError>>, bool) {
         let mut jitter = self.jitter.clone();
         let roll = jitter.next_u64();
         let refused = Cell::new(false);
@@ -199,19 +207,19 @@ pub struct Judged {
 }
 
 /// Judges an attempt's result, reading a problem body's code once.
-pub fn judge(result: &Result<OutboundResponse, SendError>) -> Judged {
+pub fn judge(result: &Result<Response, SendError>) -> Judged {
     match result {
         Ok(r) => {
             let code = r.problem_code();
             let spent = code.as_deref() == Some(ErrorCode::DeadlineExceeded.as_str());
             Judged {
-                verdict: classify_status(r.status, code.as_deref(), r.header(RETRY_AFTER)),
-                outcome: match r.status {
-                    500.. if spent => Outcome::Ignored,
-                    500.. => Outcome::Failed,
-                    _ => Outcome::Succeeded,
+                verdict: classify_status(r.status(), code.as_deref(), r.header(RETRY_AFTER)),
+                outcome: match r.status().is_server_error() {
+                    true if spent => Outcome::Ignored,
+                    true => Outcome::Failed,
+                    false => Outcome::Succeeded,
                 },
-                label: r.status.to_string(),
+                label: r.status().as_str().to_owned(),
             }
         }
         Err(e) => Judged {
@@ -225,18 +233,16 @@ pub fn judge(result: &Result<OutboundResponse, SendError>) -> Judged {
     }
 }
 
-/// Who a call to `url` is to, and its path as a template: the host's first
+/// Who a call to `uri` is to, and its path as a template: the host's first
 /// label for a Spin internal name (`identity.spin.internal` → `identity`),
 /// else `host:port`.
-fn target(url: &str) -> (String, String) {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+fn target(uri: &http::Uri) -> (String, String) {
+    let authority = uri.authority().map_or("", |a| a.as_str());
     let to = match authority.strip_suffix(".spin.internal") {
         Some(service) => service,
         None => authority,
     };
-    let path = path.split(['?', '#']).next().unwrap_or("");
-    (to.to_owned(), route_template(None, path))
+    (to.to_owned(), route_template(None, uri.path()))
 }
 
 #[cfg(test)]
@@ -246,15 +252,13 @@ mod tests {
     use super::*;
     use crate::budget::context::BudgetSpent;
 
-    fn answer(status: u16, content_type: &str, body: &str) -> Result<OutboundResponse, SendError> {
-        Ok(OutboundResponse {
-            status,
-            headers: vec![
-                ("content-type".into(), content_type.into()),
-                ("retry-after".into(), "2".into()),
-            ],
-            body: body.as_bytes().to_vec(),
-        })
+    fn answer(status: u16, content_type: &str, body: &str) -> Result<Response, SendError> {
+        Ok(http::Response::builder()
+            .status(status)
+            .header("content-type", content_type)
+            .header("retry-after", "2")
+            .body(body.as_bytes().to_vec())
+            .unwrap())
     }
 
     #[test]
@@ -338,15 +342,20 @@ mod tests {
     fn a_call_is_named_by_its_service_and_path_template() {
         let id = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
         assert_eq!(
-            target(&format!(
-                "http://community.spin.internal/internal/residents/{id}?x=1"
-            )),
+            target(
+                &format!("http://community.spin.internal/internal/residents/{id}?x=1")
+                    .parse()
+                    .unwrap()
+            ),
             ("community".into(), "/internal/residents/{id}".into())
         );
         assert_eq!(
-            target("http://127.0.0.1:3002/internal/health"),
+            target(&"http://127.0.0.1:3002/internal/health".parse().unwrap()),
             ("127.0.0.1:3002".into(), "/internal/health".into())
         );
-        assert_eq!(target("http://identity"), ("identity".into(), "/".into()));
+        assert_eq!(
+            target(&"http://identity".parse().unwrap()),
+            ("identity".into(), "/".into())
+        );
     }
 }

@@ -362,7 +362,7 @@ mod tests {
         let mut b = JsonBody::parse(br#"{"name":"Ada"}"#).unwrap();
         let fields = (b.text("name", 1, 10), b.integer("age", 0, 200));
         let p = b.complete(fields).unwrap_err();
-        assert_eq!(p.status(), 422);
+        assert_eq!(p.status().as_u16(), 422);
         assert_eq!(p.errors()[0].field, "age");
     }
 
@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(b.integer("age", 0, 200), None);
         assert_eq!(b.text("email", 1, 10), None);
         let p = b.finish().unwrap_err();
-        assert_eq!(p.status(), 422);
+        assert_eq!(p.status().as_u16(), 422);
         let fields: Vec<&str> = p.errors().iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["name", "age", "email", "extra"]);
     }

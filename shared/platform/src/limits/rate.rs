@@ -247,7 +247,7 @@ mod tests {
         let refused = request(&l, 10);
         assert!(!refused.allowed);
         assert_eq!((refused.remaining, refused.reset_s), (0, 1));
-        assert_eq!(refused.problem().status(), 429);
+        assert_eq!(refused.problem().status().as_u16(), 429);
         assert_eq!(refused.problem().retry_after(), Some(1));
         assert_eq!(refused.policy_header(), "\"tenant\";q=10;w=1");
         assert_eq!(refused.header(), "\"tenant\";r=0;t=1");

@@ -10,7 +10,7 @@ use serde::Serialize;
 use self::journal::CallRecord;
 
 use crate::budget::context::RequestContext;
-use crate::http::message::ServiceResponse;
+use crate::http::message::{Response, ResponseExt};
 use crate::time::{duration_ms, Timestamp, UnixMillis};
 use crate::wire::problem::code_of;
 
@@ -72,7 +72,7 @@ impl RequestLine {
     pub fn new(
         request: Served<'_>,
         ctx: Option<&RequestContext>,
-        response: &ServiceResponse,
+        response: &Response,
         now: UnixMillis,
     ) -> Self {
         let spent = journal::spent();
@@ -87,8 +87,8 @@ impl RequestLine {
                 .map(|scope| scope.tenant_id.to_string()),
             method: request.method.to_owned(),
             route: request.route.to_owned(),
-            status: response.status,
-            code: code_of(response.header("content-type"), &response.body),
+            status: response.status().as_u16(),
+            code: code_of(response.header("content-type"), response.body()),
             budget_ms: ctx.map_or(0, |ctx| duration_ms(ctx.budget_at_arrival())),
             left_ms: ctx.map_or(0, |ctx| duration_ms(ctx.remaining(now))),
             statements: spent.statements,
@@ -264,7 +264,7 @@ mod tests {
             actor_id: "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02".parse().unwrap(),
             role: Role::Admin,
         });
-        let response = ServiceResponse::problem(
+        let response = crate::http::message::problem(
             &ctx,
             Problem::new(ErrorCode::ValidationFailed, "amount_cents: secret detail"),
         );

@@ -283,7 +283,7 @@ impl From<DbError> for crate::wire::problem::Problem {
                     ErrorCode::UpstreamUnavailable,
                     "the service's storage is busy; try again",
                 )
-                .with_status(503)
+                .with_status(http::StatusCode::SERVICE_UNAVAILABLE)
             }
             DbError::Unavailable(fault, detail) => {
                 journal::event(Event::Failure {
@@ -559,7 +559,7 @@ mod tests {
         assert!(matches!(other, DbError::Sqlite(_)));
         let problem =
             crate::wire::problem::Problem::from(DbError::sqlite("no such table: x".into()));
-        assert_eq!(problem.status(), 500);
+        assert_eq!(problem.status().as_u16(), 500);
     }
 
     /// Records every statement; fails with `Locked` after moving the clock
@@ -749,7 +749,10 @@ mod tests {
         let err = store.query(&ctx, "SELECT 1", &[]).unwrap_err();
         assert!(matches!(err, DbError::Locked(_)));
         let problem = crate::Problem::from(err);
-        assert_eq!((problem.status(), problem.code().retryable()), (503, true));
+        assert_eq!(
+            (problem.status().as_u16(), problem.code().retryable()),
+            (503, true)
+        );
         // A connection that refused the pragma is not asked again.
         let _ = store.query(&ctx, "SELECT 2", &[]);
         assert_eq!(db.pragmas().len(), 1);

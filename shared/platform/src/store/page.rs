@@ -1,8 +1,9 @@
 //! Cursor pagination: `?limit=` (1–100, default 20) and an opaque `?cursor=`.
 
-use crate::http::message::ServiceResponse;
+use crate::http::message::{self, Response};
 use crate::input::query::query_param;
 use crate::wire::problem::{ErrorCode, Problem};
+use http::StatusCode;
 
 /// Default page size.
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -67,7 +68,7 @@ impl PageRequest {
     pub fn list<T, E>(
         &self,
         fetch: impl FnOnce(Window) -> Result<Vec<(i64, T)>, E>,
-    ) -> Result<ServiceResponse, Problem>
+    ) -> Result<Response, Problem>
     where
         T: serde::Serialize,
         Problem: From<E>,
@@ -92,10 +93,10 @@ impl PageRequest {
 impl PageRequest {
     /// The `200 {"items": [...], "next_cursor": ...}` answer for fetched
     /// `(seq, row)` pairs, in sequence order.
-    pub fn respond<T: serde::Serialize>(&self, rows: Vec<(i64, T)>) -> ServiceResponse {
+    pub fn respond<T: serde::Serialize>(&self, rows: Vec<(i64, T)>) -> Response {
         let (items, next_cursor) = self.finish(rows);
         // Serialized straight from the rows, not through a `Value` tree.
-        ServiceResponse::json(200, &Page { items, next_cursor })
+        message::json(StatusCode::OK, &Page { items, next_cursor })
     }
 }
 

@@ -1,5 +1,6 @@
 //! RFC 9457 problem details: the one shape every non-2xx answer takes.
 
+use http::StatusCode;
 use serde::Serialize;
 
 /// Media type of every error body.
@@ -120,22 +121,24 @@ impl ErrorCode {
     }
 
     /// The HTTP status this code is sent with by default.
-    pub const fn status(self) -> u16 {
+    pub const fn status(self) -> StatusCode {
         match self {
-            Self::InvalidRequest | Self::InvalidTimeout | Self::InvalidIdempotencyKey => 400,
-            Self::Unauthorized => 401,
-            Self::Forbidden => 403,
-            Self::NotFound | Self::TenantNotFound => 404,
-            Self::MethodNotAllowed => 405,
-            Self::Conflict | Self::IdempotencyKeyInProgress => 409,
-            Self::PayloadTooLarge => 413,
-            Self::UnsupportedMediaType => 415,
-            Self::ValidationFailed | Self::IdempotencyKeyReused => 422,
-            Self::RateLimited => 429,
-            Self::Internal => 500,
-            Self::UpstreamUnavailable => 502,
-            Self::Overloaded | Self::StorageUnavailable => 503,
-            Self::DeadlineExceeded => 504,
+            Self::InvalidRequest | Self::InvalidTimeout | Self::InvalidIdempotencyKey => {
+                StatusCode::BAD_REQUEST
+            }
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::NotFound | Self::TenantNotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict | Self::IdempotencyKeyInProgress => StatusCode::CONFLICT,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::ValidationFailed | Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::UpstreamUnavailable => StatusCode::BAD_GATEWAY,
+            Self::Overloaded | Self::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
         }
     }
 
@@ -203,7 +206,7 @@ impl FieldError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     code: ErrorCode,
-    status: u16,
+    status: StatusCode,
     detail: String,
     request_id: Option<String>,
     hop: Option<&'static str>,
@@ -261,7 +264,7 @@ impl Problem {
                 ErrorCode::UpstreamUnavailable,
                 format!("the {service} service is failing; it was not called"),
             )
-            .with_status(503)
+            .with_status(StatusCode::SERVICE_UNAVAILABLE)
         }
     }
 
@@ -336,7 +339,7 @@ impl Problem {
     }
 
     /// Overrides the status (only `upstream_unavailable` has two).
-    pub fn with_status(mut self, status: u16) -> Self {
+    pub fn with_status(mut self, status: StatusCode) -> Self {
         self.status = status;
         self
     }
@@ -367,7 +370,7 @@ impl Problem {
     }
 
     /// The HTTP status.
-    pub fn status(&self) -> u16 {
+    pub fn status(&self) -> StatusCode {
         self.status
     }
 
@@ -396,7 +399,7 @@ impl Problem {
         let body = Body {
             kind: format!("urn:meridian:problem:{}", self.code.as_str()),
             title: self.code.title(),
-            status: self.status,
+            status: self.status.as_u16(),
             detail: &self.detail,
             code: self.code.as_str(),
             request_id: self.request_id.as_deref().unwrap_or(""),
@@ -415,7 +418,7 @@ impl std::fmt::Display for Problem {
             f,
             "{} ({}): {}",
             self.code.as_str(),
-            self.status,
+            self.status.as_u16(),
             self.detail
         )
     }
@@ -426,6 +429,7 @@ impl std::error::Error for Problem {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::message::ResponseExt;
     use serde_json::Value;
 
     fn json(p: &Problem) -> Value {
@@ -435,10 +439,10 @@ mod tests {
     #[test]
     fn a_failing_downstream_is_a_503_with_a_retry_after_of_at_least_a_second() {
         let p = Problem::downstream_failing("community", std::time::Duration::from_millis(300));
-        assert_eq!((p.status(), p.retry_after()), (503, Some(1)));
-        let r = crate::http::message::ServiceResponse::problem_for("req-1", p);
+        assert_eq!((p.status().as_u16(), p.retry_after()), (503, Some(1)));
+        let r = crate::http::message::problem_for("req-1", p);
         assert_eq!(r.header("retry-after"), Some("1"));
-        assert_eq!(json_of(&r.body)["code"], "upstream_unavailable");
+        assert_eq!(json_of(r.body())["code"], "upstream_unavailable");
         let p = Problem::downstream_failing("community", std::time::Duration::from_millis(1_500));
         assert_eq!(p.retry_after(), Some(2));
     }
@@ -446,10 +450,13 @@ mod tests {
     #[test]
     fn a_405_names_the_allowed_methods_in_its_header() {
         let p = Problem::method_not_allowed("PUT", "GET, HEAD, POST");
-        assert_eq!((p.status(), p.code()), (405, ErrorCode::MethodNotAllowed));
-        let r = crate::http::message::ServiceResponse::problem_for("req-1", p);
+        assert_eq!(
+            (p.status().as_u16(), p.code()),
+            (405, ErrorCode::MethodNotAllowed)
+        );
+        let r = crate::http::message::problem_for("req-1", p);
         assert_eq!(r.header("allow"), Some("GET, HEAD, POST"));
-        assert_eq!(json_of(&r.body)["code"], "method_not_allowed");
+        assert_eq!(json_of(r.body())["code"], "method_not_allowed");
     }
 
     fn json_of(body: &[u8]) -> Value {
@@ -482,7 +489,7 @@ mod tests {
         ];
         for (code, status) in expected {
             let c = ErrorCode::from_wire(code).unwrap_or_else(|| panic!("{code} unknown"));
-            assert_eq!(c.status(), status, "{code}");
+            assert_eq!(c.status().as_u16(), status, "{code}");
             assert_eq!(c.as_str(), code);
         }
         assert_eq!(ErrorCode::ALL.len(), expected.len());
@@ -527,7 +534,8 @@ mod tests {
 
     #[test]
     fn upstream_unavailable_may_be_sent_as_503() {
-        let p = Problem::new(ErrorCode::UpstreamUnavailable, "not ready").with_status(503);
+        let p = Problem::new(ErrorCode::UpstreamUnavailable, "not ready")
+            .with_status(StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(json(&p)["status"], 503);
     }
 }

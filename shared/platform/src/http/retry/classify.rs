@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use http::StatusCode;
+
 /// What one attempt's result means for the retry loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -22,7 +24,7 @@ pub enum Verdict {
 /// failure retries it, so one fault costs each service at most one policy's
 /// attempts rather than a product of every layer's. Everything else is final.
 pub fn classify_status(
-    status: u16,
+    status: StatusCode,
     problem_code: Option<&str>,
     retry_after: Option<&str>,
 ) -> Verdict {
@@ -30,7 +32,10 @@ pub fn classify_status(
         problem_code,
         Some("deadline_exceeded" | "upstream_unavailable")
     );
-    let transient = matches!(status, 502..=504) && !already_retried_below;
+    let transient = matches!(
+        status,
+        StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT
+    ) && !already_retried_below;
     if transient {
         Verdict::Transient {
             retry_after: retry_after.and_then(parse_retry_after),
@@ -55,14 +60,18 @@ pub fn parse_retry_after(raw: &str) -> Option<Duration> {
 mod tests {
     use super::*;
 
+    fn status(code: u16) -> StatusCode {
+        StatusCode::from_u16(code).unwrap()
+    }
+
     #[test]
     fn bad_gateway_and_unavailable_are_transient() {
         assert_eq!(
-            classify_status(502, None, None),
+            classify_status(status(502), None, None),
             Verdict::Transient { retry_after: None }
         );
         assert_eq!(
-            classify_status(503, None, Some("1")),
+            classify_status(status(503), None, Some("1")),
             Verdict::Transient {
                 retry_after: Some(Duration::from_secs(1))
             }
@@ -72,11 +81,11 @@ mod tests {
     #[test]
     fn a_downstream_deadline_is_final_but_a_proxy_timeout_is_not() {
         assert_eq!(
-            classify_status(504, Some("deadline_exceeded"), None),
+            classify_status(status(504), Some("deadline_exceeded"), None),
             Verdict::Final
         );
         assert_eq!(
-            classify_status(504, None, None),
+            classify_status(status(504), None, None),
             Verdict::Transient { retry_after: None }
         );
     }
@@ -85,7 +94,11 @@ mod tests {
     fn a_downstream_that_already_retried_is_not_retried_again() {
         for status in [502, 503] {
             assert_eq!(
-                classify_status(status, Some("upstream_unavailable"), Some("1")),
+                classify_status(
+                    self::status(status),
+                    Some("upstream_unavailable"),
+                    Some("1")
+                ),
                 Verdict::Final,
                 "{status}"
             );
@@ -93,7 +106,7 @@ mod tests {
         // The same status without the problem code is a transport-level
         // failure next to the caller: the caller retries it.
         assert_eq!(
-            classify_status(503, None, None),
+            classify_status(status(503), None, None),
             Verdict::Transient { retry_after: None }
         );
     }
@@ -102,7 +115,7 @@ mod tests {
     fn successes_client_errors_and_500s_are_final() {
         for status in [200, 201, 204, 400, 401, 404, 409, 422, 500, 501] {
             assert_eq!(
-                classify_status(status, None, None),
+                classify_status(self::status(status), None, None),
                 Verdict::Final,
                 "{status}"
             );

@@ -46,7 +46,7 @@ pub struct Scope<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredResponse {
     /// Status code.
-    pub status: u16,
+    pub status: http::StatusCode,
     /// JSON body.
     pub body: String,
 }
@@ -170,7 +170,9 @@ fn decide<D: Database, C: Clock>(
     }
     if row.text("state")? == "completed" {
         let status = u16::try_from(row.integer("response_status")?)
-            .map_err(|_| DbError::Decode("response_status".into()))?;
+            .ok()
+            .and_then(|s| http::StatusCode::from_u16(s).ok())
+            .ok_or_else(|| DbError::Decode("response_status".into()))?;
         let body = row
             .opt_text("response_body")?
             .unwrap_or_default()
@@ -200,7 +202,7 @@ pub fn complete<D: Database, C: Clock>(
     response: &StoredResponse,
 ) -> Result<(), DbError> {
     let mut params = vec![
-        Value::Integer(i64::from(response.status)),
+        Value::Integer(i64::from(response.status.as_u16())),
         response.body.clone().into(),
     ];
     params.extend(scope_params(scope));

@@ -4,7 +4,7 @@
 use super::key::IdempotencyKey;
 use super::store::{claim, complete, fingerprint, release, Claimed, Scope, StoredResponse};
 use crate::budget::context::RequestContext;
-use crate::http::message::{ServiceRequest, ServiceResponse};
+use crate::http::message::{self, Request, Response, ResponseExt};
 use crate::store::db::{Database, Store};
 use crate::time::Clock;
 use crate::wire::headers::IDEMPOTENT_REPLAYED;
@@ -23,7 +23,7 @@ pub struct Written {
 
 impl Written {
     /// A response that is sent and kept alike.
-    pub fn same(status: u16, body: &impl serde::Serialize) -> Self {
+    pub fn same(status: http::StatusCode, body: &impl serde::Serialize) -> Self {
         let response = StoredResponse {
             status,
             body: serde_json::to_string(body).unwrap_or_else(|_| "null".into()),
@@ -39,7 +39,7 @@ impl Written {
     /// `204 No Content`, sent and kept.
     pub fn no_content() -> Self {
         let empty = StoredResponse {
-            status: 204,
+            status: http::StatusCode::NO_CONTENT,
             body: String::new(),
         };
         Self {
@@ -53,7 +53,7 @@ impl Written {
 #[derive(Debug)]
 pub enum Begun<'a> {
     /// The same request was completed before: answer with this.
-    Replay(ServiceResponse),
+    Replay(Response),
     /// Go ahead, then [`KeyedWrite::commit`] (or [`KeyedWrite::abandon`]).
     Proceed(KeyedWrite<'a>),
 }
@@ -101,10 +101,10 @@ pub fn begin<'a, D: Database, C: Clock>(
 pub fn write_once<D: Database, C: Clock>(
     store: &Store<D, C>,
     ctx: &RequestContext,
-    request: &ServiceRequest,
+    request: &Request,
     operation: &str,
     work: impl FnOnce(&Store<D, C>) -> Result<Written, Problem>,
-) -> Result<ServiceResponse, Problem> {
+) -> Result<Response, Problem> {
     let scope = ctx.scope()?;
     let (tenant, actor) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
     let key = IdempotencyKey::of(request)?;
@@ -114,7 +114,7 @@ pub fn write_once<D: Database, C: Clock>(
         key.as_ref(),
         (&tenant, &actor),
         operation,
-        &request.body,
+        request.body(),
     )? {
         Begun::Replay(response) => Ok(response),
         Begun::Proceed(write) => write.commit(store, ctx, work),
@@ -129,7 +129,7 @@ impl KeyedWrite<'_> {
         store: &Store<D, C>,
         ctx: &RequestContext,
         work: impl FnOnce(&Store<D, C>) -> Result<Written, Problem>,
-    ) -> Result<ServiceResponse, Problem> {
+    ) -> Result<Response, Problem> {
         let outcome = store.transaction(ctx, |tx| {
             let written = work(tx)?;
             if let Some(scope) = &self.scope {
@@ -172,10 +172,10 @@ impl KeyedWrite<'_> {
     }
 }
 
-fn into_response(stored: StoredResponse) -> ServiceResponse {
-    if stored.status == 204 {
-        ServiceResponse::no_content()
+fn into_response(stored: StoredResponse) -> Response {
+    if stored.status == http::StatusCode::NO_CONTENT {
+        message::no_content()
     } else {
-        ServiceResponse::raw_json(stored.status, stored.body.into_bytes())
+        message::raw_json(stored.status, stored.body.into_bytes())
     }
 }
