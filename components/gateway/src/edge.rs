@@ -19,22 +19,17 @@ pub enum Credentials {
 /// keep them. Internal headers are stripped here so that only the
 /// gateway's own, set by the client afterwards, ever reach a service.
 pub fn forwardable_headers(request: &Request, credentials: Credentials) -> http::HeaderMap {
-    let mut kept = request.headers().clone();
-    let dropped: Vec<_> = (kept.keys())
-        .filter(|n| {
-            let n = n.as_str();
-            headers::is_internal(n)
-                || headers::is_hop_by_hop(n)
-                || headers::is_runtime_added(n)
-                || n == headers::REQUEST_ID
-                || (credentials == Credentials::Strip && n == "authorization")
-        })
-        .cloned()
-        .collect();
-    for name in dropped {
-        kept.remove(name);
-    }
-    kept
+    let travels = |name: &str| {
+        !headers::is_internal(name)
+            && !headers::is_hop_by_hop(name)
+            && !headers::is_runtime_added(name)
+            && name != headers::REQUEST_ID
+            && (credentials == Credentials::Keep || name != "authorization")
+    };
+    (request.headers().iter())
+        .filter(|(name, _)| travels(name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
 }
 
 /// Whether an upstream response header may be passed to the client.

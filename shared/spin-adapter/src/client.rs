@@ -12,9 +12,7 @@ use futures::future::{select, Either};
 use futures::SinkExt;
 use meridian_platform::budget::steps;
 use meridian_platform::http::message;
-use meridian_platform::http::{
-    internal_headers, HttpClient, Request, RequestExt, Response, SendError,
-};
+use meridian_platform::http::{internal_headers, HttpClient, Request, Response, SendError};
 use meridian_platform::{Clock, RequestContext, SystemClock};
 use spin_sdk::http::{IncomingResponse, Method, OutgoingRequest, Scheme};
 use spin_sdk::wit::wasi::http0_2_0::outgoing_handler;
@@ -64,12 +62,12 @@ async fn exchange(
     internal: Vec<(&'static str, String)>,
     remaining: Duration,
 ) -> Result<Response, SendError> {
-    let outgoing = build(&request, &internal)?;
+    let (head, body) = request.into_parts();
+    let outgoing = build(head, &internal)?;
     let body_sink = outgoing.take_body();
     let pending =
         outgoing_handler::handle(outgoing, Some(options(remaining)?)).map_err(map_error)?;
     let mut body_sink = body_sink;
-    let body = request.into_body();
     if !body.is_empty() {
         body_sink
             .send(body)
@@ -82,11 +80,16 @@ async fn exchange(
 }
 
 fn build(
-    request: &Request,
+    head: http::request::Parts,
     internal: &[(&'static str, String)],
 ) -> Result<OutgoingRequest, SendError> {
     let refused = |what: &str| SendError::Refused(format!("invalid {what}"));
-    let uri = request.uri();
+    let http::request::Parts {
+        method,
+        uri,
+        mut headers,
+        ..
+    } = head;
     let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
         return Err(SendError::Refused(format!("not an absolute URL: {uri}")));
     };
@@ -97,7 +100,6 @@ fn build(
     };
     // The internal headers are set last, so no value the caller passed
     // can stand in for them.
-    let mut headers = request.headers().clone();
     for (name, value) in internal {
         let value = http::HeaderValue::from_str(value).map_err(|_| refused(name))?;
         headers.insert(*name, value);
@@ -106,7 +108,7 @@ fn build(
         fields(&headers).map_err(|e| SendError::Refused(format!("invalid header: {e}")))?;
     let outgoing = OutgoingRequest::new(fields);
     outgoing
-        .set_method(&Method::from(request.method().clone()))
+        .set_method(&Method::from(method))
         .map_err(|()| refused("method"))?;
     outgoing
         .set_scheme(Some(&scheme))
@@ -115,7 +117,7 @@ fn build(
         .set_authority(Some(authority.as_str()))
         .map_err(|()| refused("authority"))?;
     outgoing
-        .set_path_with_query(Some(request.path_and_query()))
+        .set_path_with_query(Some(uri.path_and_query().map_or("/", |pq| pq.as_str())))
         .map_err(|()| refused("path"))?;
     Ok(outgoing)
 }
