@@ -251,7 +251,7 @@ const AUTH: (&str, &str) = ("authorization", "Bearer tok");
 fn healthz_answers_without_touching_a_service() {
     let h = Harness::new(vec![]);
     let r = h.send("GET", "/healthz", &[]);
-    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.status(), 200);
     assert_eq!(body(&r)["status"], "ok");
     assert!(uuid::Uuid::parse_str(r.header("x-request-id").unwrap()).is_ok());
     assert!(h.seen().is_empty());
@@ -265,7 +265,7 @@ fn a_one_millisecond_budget_is_refused_before_any_call() {
         "/v1/acme/residents",
         &[AUTH, ("x-meridian-timeout-ms", "1")],
     );
-    assert_eq!(r.status().as_u16(), 504);
+    assert_eq!(r.status(), 504);
     assert_eq!(r.header("content-type"), Some("application/problem+json"));
     let b = body(&r);
     assert_eq!(
@@ -322,7 +322,7 @@ fn the_forwarded_call_carries_the_budget_and_the_real_identity_not_the_spoofed_o
             ("x-meridian-deadline", "99999999999999"),
         ],
     );
-    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.status(), 200);
     let seen = h.seen();
     assert_eq!(seen.len(), 2, "one resolution and one forwarded call");
     let call = &seen[1];
@@ -388,7 +388,7 @@ fn a_hung_service_gets_a_504_before_the_clients_budget_ends() {
         "/v1/acme/residents",
         &[AUTH, ("x-meridian-timeout-ms", "400")],
     );
-    assert_eq!(r.status().as_u16(), 504);
+    assert_eq!(r.status(), 504);
     let b = body(&r);
     assert_eq!(
         (b["hop"].as_str(), b["budget_ms"].as_u64()),
@@ -410,7 +410,7 @@ fn a_hung_service_gets_a_504_before_the_clients_budget_ends() {
 fn a_read_is_retried_after_a_transient_failure() {
     let h = Harness::tenant("http://community.test", vec![status(503), ok("{}")]);
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
-    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.status(), 200);
     assert_eq!(h.received_by("http://community.test"), 2);
     assert_eq!(r.header("x-meridian-attempts"), Some("3"));
 }
@@ -419,7 +419,7 @@ fn a_read_is_retried_after_a_transient_failure() {
 /// that ended in the gateway's 502.
 #[track_caller]
 fn assert_forwarded_once_and_failed(h: &Harness, r: &Response) {
-    assert_eq!(r.status().as_u16(), 502);
+    assert_eq!(r.status(), 502);
     assert_eq!(body(r)["code"], "upstream_unavailable");
     assert_eq!(r.header("x-meridian-attempts"), Some("2"));
     assert_eq!(h.received_by("http://billing.test"), 1);
@@ -459,7 +459,7 @@ fn a_write_with_an_idempotency_key_may_be_replayed() {
         "/v1/acme/invoices",
         &[AUTH, ("idempotency-key", "k-1")],
     );
-    assert_eq!(r.status().as_u16(), 201);
+    assert_eq!(r.status(), 201);
     assert_eq!(h.received_by("http://billing.test"), 2);
     assert_eq!(r.header("x-meridian-attempts"), Some("3"));
     let forwarded = &h.seen()[2].request;
@@ -473,7 +473,7 @@ fn a_downstream_deadline_is_passed_on_and_never_retried() {
         vec![problem(504, "deadline_exceeded"), ok("{}")],
     );
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
-    assert_eq!(r.status().as_u16(), 504);
+    assert_eq!(r.status(), 504);
     assert_eq!(h.received_by("http://community.test"), 1);
     assert_eq!(r.header("x-meridian-attempts"), Some("2"));
 }
@@ -485,7 +485,7 @@ fn an_unreachable_service_is_a_502_after_three_attempts() {
         vec![Reply::Fail(SendError::Connect("refused".into()))],
     );
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
-    assert_eq!(r.status().as_u16(), 502);
+    assert_eq!(r.status(), 502);
     assert_eq!(body(&r)["code"], "upstream_unavailable");
     assert_eq!(body(&r)["retryable"], true);
     assert_eq!(h.received_by("http://community.test"), 3);
@@ -499,7 +499,7 @@ fn identity_refusals_are_passed_on_and_nothing_is_forwarded() {
         vec![problem(401, "unauthorized")],
     )]);
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
-    assert_eq!(r.status().as_u16(), 401);
+    assert_eq!(r.status(), 401);
     assert_eq!(h.seen().len(), 1);
 }
 
@@ -565,7 +565,7 @@ fn an_oversized_body_is_a_413() {
 fn tenant_creation_goes_to_identity_with_the_admin_credentials() {
     let h = Harness::new(vec![("http://identity.test/v1/tenants", vec![status(201)])]);
     let r = h.send("POST", "/v1/tenants", &[("authorization", "Bearer admin")]);
-    assert_eq!(r.status().as_u16(), 201);
+    assert_eq!(r.status(), 201);
     let seen = h.seen();
     assert!(seen[0].request.header("authorization") == Some("Bearer admin"));
     assert_eq!(seen[0].internal("x-tenant-id"), None);
@@ -579,7 +579,7 @@ fn readyz_reports_every_service() {
         ("http://billing.test/health", vec![ok("{}")]),
     ]);
     let r = h.send("GET", "/readyz", &[]);
-    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.status(), 200);
     assert_eq!(body(&r)["checks"]["billing"], "ok");
 }
 
@@ -594,7 +594,7 @@ fn readyz_names_a_failing_service() {
         ("http://billing.test/health", vec![ok("{}")]),
     ]);
     let r = h.send("GET", "/readyz", &[]);
-    assert_eq!(r.status().as_u16(), 503);
+    assert_eq!(r.status(), 503);
     assert!(body(&r)["detail"].as_str().unwrap().contains("community"));
 }
 
@@ -612,7 +612,7 @@ fn tenant_resolution_is_retried_within_the_same_budget() {
         "/v1/acme/residents",
         &[AUTH, ("x-meridian-timeout-ms", "500")],
     );
-    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.status(), 200);
     let seen = h.seen();
     assert_eq!(seen.len(), 3, "two resolution attempts, one forwarded call");
     // The forwarded call spends what the resolution left, not a fresh budget.
@@ -653,7 +653,7 @@ fn the_budget_runs_from_arrival_so_a_slow_upload_spends_it() {
     );
     let arrival = h.gateway.arrive(&request, arrived);
     let r = block_on(h.gateway.handle_since(request, arrival, None));
-    assert_eq!(r.status().as_u16(), 504);
+    assert_eq!(r.status(), 504);
     assert_eq!(body(&r)["hop"], "gateway");
     assert_eq!(body(&r)["budget_ms"], 400);
     assert!(h.seen().is_empty(), "nothing was forwarded");
@@ -681,7 +681,7 @@ fn a_body_that_could_not_be_read_in_time_or_in_size_is_refused_before_any_call()
     );
     let broken = BodyError::Broken("reset".into());
     let r = block_on(h.gateway.handle_since(post(), now, Some(broken)));
-    assert_eq!(r.status().as_u16(), 400);
+    assert_eq!(r.status(), 400);
     assert!(r.header("x-request-id").is_some());
     assert!(h.seen().is_empty());
 }
@@ -867,7 +867,7 @@ fn a_tenant_over_its_rate_gets_a_429_and_its_credential_no_further_call() {
     let h = limited(2, vec![ok("{}")]);
     for left in [1, 0] {
         let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
-        assert_eq!(r.status().as_u16(), 200);
+        assert_eq!(r.status(), 200);
         assert_eq!(r.header("ratelimit-policy"), Some("\"tenant\";q=2;w=1"));
         assert_eq!(
             r.header("ratelimit"),
@@ -893,36 +893,21 @@ fn a_tenant_over_its_rate_gets_a_429_and_its_credential_no_further_call() {
     // The same credential within the window: refused before any call.
     let before = h.elapsed();
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
-    assert_eq!(r.status().as_u16(), 429);
+    assert_eq!(r.status(), 429);
     assert_eq!(h.seen().len(), calls, "no call at all");
     assert!(h.elapsed() - before <= Duration::from_secs(1));
     // Another tenant has its own quota.
-    assert_eq!(
-        h.send("GET", "/v1/other/residents", &[AUTH])
-            .status()
-            .as_u16(),
-        200
-    );
+    assert_eq!(h.send("GET", "/v1/other/residents", &[AUTH]).status(), 200);
 }
 
 #[test]
 fn a_caller_without_a_valid_token_is_a_401_whatever_the_tenants_rate() {
     let h = limited(1, vec![ok("{}")]);
-    assert_eq!(
-        h.send("GET", "/v1/acme/residents", &[AUTH])
-            .status()
-            .as_u16(),
-        200
-    );
-    assert_eq!(
-        h.send("GET", "/v1/acme/residents", &[AUTH])
-            .status()
-            .as_u16(),
-        429
-    );
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 429);
     // No token: the 401 comes before any look at the tenant's window.
     let r = h.send("GET", "/v1/acme/residents", &[]);
-    assert_eq!(r.status().as_u16(), 401);
+    assert_eq!(r.status(), 401);
 }
 
 #[test]
@@ -950,11 +935,11 @@ fn the_platform_admin_sets_reads_and_removes_a_tenant_override() {
     assert_eq!(send("GET", &[AUTH], "").status(), 401, "a tenant token");
     assert_eq!(send("GET", &[], "").status(), 401);
     let r = send("GET", &[admin], "");
-    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.status(), 200);
     assert_eq!(body(&r)["source"], "default");
     assert_eq!(body(&r)["quota"], 1);
     let r = send("PUT", &[admin], r#"{"quota":0,"window_s":99999}"#);
-    assert_eq!(r.status().as_u16(), 422);
+    assert_eq!(r.status(), 422);
     let problem = body(&r);
     let fields: Vec<&str> = problem["errors"]
         .as_array()
@@ -970,19 +955,9 @@ fn the_platform_admin_sets_reads_and_removes_a_tenant_override() {
     );
     // The override is in force: three requests pass where one did.
     for _ in 0..3 {
-        assert_eq!(
-            h.send("GET", "/v1/acme/residents", &[AUTH])
-                .status()
-                .as_u16(),
-            200
-        );
+        assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     }
-    assert_eq!(
-        h.send("GET", "/v1/acme/residents", &[AUTH])
-            .status()
-            .as_u16(),
-        429
-    );
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 429);
     let r = send("DELETE", &[admin], "");
     assert_eq!(
         (r.status().as_u16(), body(&r)["source"].as_str()),
@@ -1017,12 +992,7 @@ fn a_trusted_front_proxys_arrival_stamp_starts_the_budget() {
         (504, Some("deadline_exceeded"))
     );
     let calls = h.seen().len();
-    assert_eq!(
-        h.send("GET", "/v1/acme/residents", &headers)
-            .status()
-            .as_u16(),
-        504
-    );
+    assert_eq!(h.send("GET", "/v1/acme/residents", &headers).status(), 504);
     assert_eq!(h.seen().len(), calls, "refused before any call");
 }
 
@@ -1148,54 +1118,29 @@ const RESOLVE: &str = "http://identity.test/internal/resolve";
 #[test]
 fn a_resolution_is_remembered_until_the_tenant_changes_or_it_expires() {
     let h = Harness::tenant("http://community.test/", vec![ok("{}")]);
-    assert_eq!(
-        h.send("GET", "/v1/acme/residents", &[AUTH])
-            .status()
-            .as_u16(),
-        200
-    );
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     assert_eq!(h.received_by(RESOLVE), 1);
     // Remembered: no call to identity, and the timing says so.
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
-    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.status(), 200);
     assert_eq!(h.received_by(RESOLVE), 1);
     let timing = r.header("server-timing").unwrap();
     assert!(timing.starts_with("resolve-cached;dur="), "{timing}");
     // Another token is its own entry.
     let other = ("authorization", "Bearer other");
-    assert_eq!(
-        h.send("GET", "/v1/acme/residents", &[other])
-            .status()
-            .as_u16(),
-        200
-    );
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[other]).status(), 200);
     assert_eq!(h.received_by(RESOLVE), 2);
     // Identity moved the tenant's generation on (a member removed, a token
     // revoked): the next request asks again, and is remembered again.
     let acme = TenantSlug::parse("acme").unwrap();
     invalidate(&h.gateway.upstream.counters, &acme).unwrap();
-    assert_eq!(
-        h.send("GET", "/v1/acme/residents", &[AUTH])
-            .status()
-            .as_u16(),
-        200
-    );
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     assert_eq!(h.received_by(RESOLVE), 3);
-    assert_eq!(
-        h.send("GET", "/v1/acme/residents", &[AUTH])
-            .status()
-            .as_u16(),
-        200
-    );
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     assert_eq!(h.received_by(RESOLVE), 3);
     // Trusted for 30 s after it was written.
     h.clock.advance(Duration::from_secs(30));
-    assert_eq!(
-        h.send("GET", "/v1/acme/residents", &[AUTH])
-            .status()
-            .as_u16(),
-        200
-    );
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     assert_eq!(h.received_by(RESOLVE), 4);
 }
 
@@ -1206,12 +1151,7 @@ fn a_refused_resolution_is_never_remembered() {
         ("http://community.test/", vec![ok("{}")]),
     ]);
     for asked in 1..=3 {
-        assert_eq!(
-            h.send("GET", "/v1/acme/residents", &[AUTH])
-                .status()
-                .as_u16(),
-            401
-        );
+        assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 401);
         assert_eq!(h.received_by(RESOLVE), asked);
     }
 }
@@ -1221,23 +1161,13 @@ fn without_the_cache_or_its_store_every_request_asks_identity() {
     let mut h = Harness::tenant("http://community.test/", vec![ok("{}")]);
     h.gateway.upstream.counters.entries.failing.set(true);
     for asked in 1..=2 {
-        assert_eq!(
-            h.send("GET", "/v1/acme/residents", &[AUTH])
-                .status()
-                .as_u16(),
-            200
-        );
+        assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
         assert_eq!(h.received_by(RESOLVE), asked);
     }
     h.gateway.upstream.counters.entries.failing.set(false);
     h.gateway.config.resolution_cache = CacheConfig::parse(Some("off")).unwrap();
     for asked in 3..=4 {
-        assert_eq!(
-            h.send("GET", "/v1/acme/residents", &[AUTH])
-                .status()
-                .as_u16(),
-            200
-        );
+        assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
         assert_eq!(h.received_by(RESOLVE), asked);
     }
 }
@@ -1251,7 +1181,7 @@ fn the_resolution_carries_the_clients_trace_as_the_forward_does() {
         "/v1/acme/residents",
         &[AUTH, ("traceparent", traceparent), ("tracestate", "k=v")],
     );
-    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.status(), 200);
     for seen in h.seen() {
         let header = |name: &str| seen.request.header(name);
         assert_eq!(header("traceparent"), Some(traceparent), "{}", seen.url);

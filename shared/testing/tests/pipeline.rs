@@ -171,7 +171,7 @@ fn a_read_of_a_fresh_database_is_migrated_and_run_again() {
     assert_eq!(files.opens.get(), 2);
     // Migrated now: the next read runs once, and reads no ledger.
     let r = run(&SPEC, &files, request("GET", "/notes"), &runs);
-    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.status(), 200);
     assert_eq!(runs.get(), 3);
     assert_eq!(files.opens.get(), 3);
 }

@@ -148,7 +148,7 @@ fn a_file_that_is_not_a_database_is_storage_unavailable_not_an_internal_error() 
         "{err:?}"
     );
     let problem = meridian_platform::wire::problem::Problem::from(err);
-    assert_eq!(problem.status().as_u16(), 503);
+    assert_eq!(problem.status(), 503);
 }
 
 #[test]
