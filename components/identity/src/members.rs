@@ -1,18 +1,17 @@
 //! `GET, POST /v1/{tenant}/members` and `DELETE /v1/{tenant}/members/{id}` (admins).
 
 use meridian_platform::http::prelude::*;
-use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
 use meridian_platform::store::page::PageRequest;
-use meridian_platform::tenancy::Role;
+use meridian_platform::tenancy::{ActorId, Role};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
 use crate::app::Identity;
-use crate::model::Member;
+use crate::model::{Member, MembershipId, TokenId, UserId};
 use crate::repo::{self, NewToken};
 use crate::tenants::{new_token, stored};
 
@@ -22,7 +21,7 @@ pub fn list<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &Request,
 ) -> Result<Response, Problem> {
-    let (tenant_id, _) = ctx.member()?;
+    let tenant_id = ctx.scope()?.tenant_id;
     let page = PageRequest::from_query(request.query())?;
     page.list(|window| repo::list_members(&app.store, ctx, &tenant_id, window))
 }
@@ -57,11 +56,11 @@ pub fn create<D: Database, C: Clock>(
     request: &Request,
     operation: &str,
 ) -> Result<Response, Problem> {
-    let (tenant_id, _) = ctx.member()?;
+    let tenant_id = ctx.scope()?.tenant_id;
     let NewMember { email, name, role } = NewMember::try_from(request.body().as_slice())?;
     write_once(&app.store, ctx, request, operation, |tx| {
         let now = app.timestamp();
-        let platform_user = repo::ensure_user(tx, ctx, &email, &name, new_id(), &now)?;
+        let platform_user = repo::ensure_user(tx, ctx, &email, &name, UserId::fresh(), &now)?;
         if repo::membership_of(tx, ctx, &tenant_id, &platform_user)?.is_some() {
             return Err(Problem::new(
                 ErrorCode::Conflict,
@@ -69,8 +68,8 @@ pub fn create<D: Database, C: Clock>(
             ));
         }
         let member = Member {
-            id: new_id(),
-            user_id: new_id(),
+            id: MembershipId::fresh(),
+            user_id: ActorId::fresh(),
             email: email.clone(),
             name,
             role,
@@ -84,7 +83,7 @@ pub fn create<D: Database, C: Clock>(
             tx,
             ctx,
             &NewToken {
-                id: &new_id(),
+                id: &TokenId::fresh(),
                 tenant_id: &tenant_id,
                 membership_id: &member.id,
                 hash: &token_hash(&token),
@@ -114,8 +113,8 @@ pub fn delete<D: Database, C: Clock>(
     id: &str,
     operation: &str,
 ) -> Result<Response, Problem> {
-    let (tenant_id, _) = ctx.member()?;
-    let id = parse_id(id).ok_or_else(|| Problem::not_found("member"))?;
+    let tenant_id = ctx.scope()?.tenant_id;
+    let id = MembershipId::parse(id).ok_or_else(|| Problem::not_found("member"))?;
     write_once(&app.store, ctx, request, operation, |tx| {
         let member =
             repo::member(tx, ctx, &tenant_id, &id)?.ok_or_else(|| Problem::not_found("member"))?;

@@ -1,14 +1,28 @@
 //! What identity hands out: tenants, members, tokens and resolutions.
 
-use meridian_platform::tenancy::Role;
+use meridian_platform::tenancy::{ActorId, Role, TenantId};
 use meridian_platform::time::Timestamp;
 use serde::Serialize;
+
+meridian_platform::row_id!(
+    /// A membership's id: one person in one tenant.
+    MembershipId
+);
+meridian_platform::row_id!(
+    /// A platform user's id: one per email across every tenant, never
+    /// shown to a tenant.
+    UserId
+);
+meridian_platform::row_id!(
+    /// An API token's id.
+    TokenId
+);
 
 /// A tenant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Tenant {
     /// UUID.
-    pub id: String,
+    pub id: TenantId,
     /// URL slug.
     pub slug: String,
     /// Display name.
@@ -21,10 +35,10 @@ pub struct Tenant {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Member {
     /// Membership UUID.
-    pub id: String,
+    pub id: MembershipId,
     /// The person's id in this tenant (the actor id of their tokens); the
     /// same email in another tenant has another.
-    pub user_id: String,
+    pub user_id: ActorId,
     /// The member's email.
     pub email: String,
     /// The member's name, as this tenant's admin gave it.

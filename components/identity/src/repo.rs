@@ -1,20 +1,22 @@
-//! Identity's SQL. Every function takes the request context first; the
-//! store checks the budget before each statement.
+//! Identity's SQL. Every function takes the request context first (the
+//! store checks the budget before each statement), and each row by its
+//! typed id: a tenant's, a membership's, a platform user's, a person's
+//! (`ActorId`) or a token's cannot be passed for another.
 
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::store::page::Window;
-use meridian_platform::tenancy::Role;
+use meridian_platform::tenancy::{ActorId, Role, TenantId, TenantSlug};
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
-use crate::model::{Member, Tenant};
+use crate::model::{Member, MembershipId, Tenant, TokenId, UserId};
 
 /// Identity's storage.
 pub type Db<D, C> = Store<D, C>;
 
 fn tenant_from(row: &Row) -> Result<Tenant, DbError> {
     Ok(Tenant {
-        id: row.text("id")?.to_owned(),
+        id: row.parsed("id", str::parse::<TenantId>)?,
         slug: row.text("slug")?.to_owned(),
         name: row.text("name")?.to_owned(),
         created_at: row.timestamp("created_at")?,
@@ -25,12 +27,12 @@ fn tenant_from(row: &Row) -> Result<Tenant, DbError> {
 pub fn tenant_by_slug<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    slug: &str,
+    slug: &TenantSlug,
 ) -> Result<Option<Tenant>, DbError> {
     let rows = db.query(
         ctx,
         "SELECT id, slug, name, created_at FROM tenants WHERE slug = ?",
-        &[slug.into()],
+        &[slug.as_str().into()],
     )?;
     rows.first().map(tenant_from).transpose()
 }
@@ -39,7 +41,7 @@ pub fn tenant_by_slug<D: Database, C: Clock>(
 pub fn tenant_by_id<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    id: &str,
+    id: &TenantId,
 ) -> Result<Option<Tenant>, DbError> {
     let rows = db.query(
         ctx,
@@ -59,7 +61,7 @@ pub fn insert_tenant<D: Database, C: Clock>(
         ctx,
         "INSERT INTO tenants (id, slug, name, created_at) VALUES (?, ?, ?, ?)",
         &[
-            t.id.as_str().into(),
+            (&t.id).into(),
             t.slug.as_str().into(),
             t.name.as_str().into(),
             t.created_at.as_str().into(),
@@ -90,11 +92,11 @@ pub fn ensure_user<D: Database, C: Clock>(
     ctx: &RequestContext,
     email: &str,
     name: &str,
-    id: String,
+    id: UserId,
     created_at: &Timestamp,
-) -> Result<String, DbError> {
+) -> Result<UserId, DbError> {
     if let Some((existing, _)) = user_by_email(db, ctx, email)? {
-        return Ok(existing);
+        return Ok(UserId::stored(&existing));
     }
     db.execute(
         ctx,
@@ -114,8 +116,8 @@ pub fn ensure_user<D: Database, C: Clock>(
 pub fn insert_membership<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    tenant_id: &str,
-    platform_user_id: &str,
+    tenant_id: &TenantId,
+    platform_user_id: &UserId,
     m: &Member,
 ) -> Result<(), DbError> {
     db.execute(
@@ -123,10 +125,10 @@ pub fn insert_membership<D: Database, C: Clock>(
         "INSERT INTO memberships (id, tenant_id, user_id, person_id, name, role, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)",
         &[
-            m.id.as_str().into(),
+            (&m.id).into(),
             tenant_id.into(),
             platform_user_id.into(),
-            m.user_id.as_str().into(),
+            (&m.user_id).into(),
             m.name.as_str().into(),
             m.role.as_str().into(),
             m.created_at.as_str().into(),
@@ -138,8 +140,8 @@ const MEMBER_COLUMNS: &str = "m.id, m.person_id, u.email, m.name, m.role, m.crea
 
 fn member_from(row: &Row) -> Result<Member, DbError> {
     Ok(Member {
-        id: row.text("id")?.to_owned(),
-        user_id: row.text("person_id")?.to_owned(),
+        id: MembershipId::stored(row.text("id")?),
+        user_id: row.parsed("person_id", str::parse::<ActorId>)?,
         email: row.text("email")?.to_owned(),
         name: row.text("name")?.to_owned(),
         role: row.parsed("role", str::parse::<Role>)?,
@@ -151,7 +153,7 @@ fn member_from(row: &Row) -> Result<Member, DbError> {
 pub fn list_members<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    tenant_id: &str,
+    tenant_id: &TenantId,
     window: Window,
 ) -> Result<Vec<(i64, Member)>, DbError> {
     let rows = db.query(
@@ -173,8 +175,8 @@ pub fn list_members<D: Database, C: Clock>(
 pub fn member<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    tenant_id: &str,
-    membership_id: &str,
+    tenant_id: &TenantId,
+    membership_id: &MembershipId,
 ) -> Result<Option<Member>, DbError> {
     let rows = db.query(
         ctx,
@@ -191,16 +193,16 @@ pub fn member<D: Database, C: Clock>(
 pub fn membership_of_person<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    tenant_id: &str,
-    person_id: &str,
-) -> Result<Option<String>, DbError> {
+    tenant_id: &TenantId,
+    person_id: &ActorId,
+) -> Result<Option<MembershipId>, DbError> {
     let rows = db.query(
         ctx,
         "SELECT id FROM memberships WHERE tenant_id = ? AND person_id = ?",
         &[tenant_id.into(), person_id.into()],
     )?;
     rows.first()
-        .map(|r| r.text("id").map(str::to_owned))
+        .map(|r| r.text("id").map(MembershipId::stored))
         .transpose()
 }
 
@@ -208,16 +210,16 @@ pub fn membership_of_person<D: Database, C: Clock>(
 pub fn membership_of<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    tenant_id: &str,
-    user_id: &str,
-) -> Result<Option<String>, DbError> {
+    tenant_id: &TenantId,
+    user_id: &UserId,
+) -> Result<Option<MembershipId>, DbError> {
     let rows = db.query(
         ctx,
         "SELECT id FROM memberships WHERE tenant_id = ? AND user_id = ?",
         &[tenant_id.into(), user_id.into()],
     )?;
     rows.first()
-        .map(|r| r.text("id").map(str::to_owned))
+        .map(|r| r.text("id").map(MembershipId::stored))
         .transpose()
 }
 
@@ -225,7 +227,7 @@ pub fn membership_of<D: Database, C: Clock>(
 pub fn admin_count<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    tenant_id: &str,
+    tenant_id: &TenantId,
 ) -> Result<i64, DbError> {
     let rows = db.query(
         ctx,
@@ -239,8 +241,8 @@ pub fn admin_count<D: Database, C: Clock>(
 pub fn delete_membership<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    tenant_id: &str,
-    membership_id: &str,
+    tenant_id: &TenantId,
+    membership_id: &MembershipId,
 ) -> Result<(), DbError> {
     let params = [tenant_id.into(), membership_id.into()];
     db.execute(
@@ -258,11 +260,11 @@ pub fn delete_membership<D: Database, C: Clock>(
 /// A new token row.
 pub struct NewToken<'a> {
     /// Token UUID.
-    pub id: &'a str,
+    pub id: &'a TokenId,
     /// Tenant UUID.
-    pub tenant_id: &'a str,
+    pub tenant_id: &'a TenantId,
     /// Owning membership.
-    pub membership_id: &'a str,
+    pub membership_id: &'a MembershipId,
     /// SHA-256 of the token.
     pub hash: &'a str,
     /// Creation time.
@@ -286,7 +288,7 @@ pub fn insert_token<D: Database, C: Clock>(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenOwner {
     /// Token UUID.
-    pub token_id: String,
+    pub token_id: TokenId,
     /// Stored hash (compared again in constant time).
     pub hash: String,
     /// Tenant of the token.
@@ -321,7 +323,7 @@ pub fn token_owner<D: Database, C: Clock>(
     rows.first()
         .map(|r| {
             let owner = TokenOwner {
-                token_id: r.text("id")?.to_owned(),
+                token_id: TokenId::stored(r.text("id")?),
                 hash: r.text("token_hash")?.to_owned(),
                 tenant_id: r.text("tenant_id")?.to_owned(),
                 user_id: r.text("person_id")?.to_owned(),
@@ -340,7 +342,7 @@ pub fn token_owner<D: Database, C: Clock>(
 pub fn touch_token<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    token_id: &str,
+    token_id: &TokenId,
     at: &Timestamp,
 ) -> Result<(), DbError> {
     db.execute(
@@ -354,9 +356,9 @@ pub fn touch_token<D: Database, C: Clock>(
 pub fn token_owner_in_tenant<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    tenant_id: &str,
-    token_id: &str,
-) -> Result<Option<String>, DbError> {
+    tenant_id: &TenantId,
+    token_id: &TokenId,
+) -> Result<Option<ActorId>, DbError> {
     let rows = db.query(
         ctx,
         "SELECT m.person_id FROM api_tokens t JOIN memberships m ON m.id = t.membership_id
@@ -364,7 +366,7 @@ pub fn token_owner_in_tenant<D: Database, C: Clock>(
         &[tenant_id.into(), token_id.into()],
     )?;
     rows.first()
-        .map(|r| r.text("person_id").map(str::to_owned))
+        .map(|r| r.parsed("person_id", str::parse::<ActorId>))
         .transpose()
 }
 
@@ -372,8 +374,8 @@ pub fn token_owner_in_tenant<D: Database, C: Clock>(
 pub fn revoke_token<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
-    tenant_id: &str,
-    token_id: &str,
+    tenant_id: &TenantId,
+    token_id: &TokenId,
     at: &Timestamp,
 ) -> Result<(), DbError> {
     db.execute(

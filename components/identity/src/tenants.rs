@@ -1,18 +1,17 @@
 //! `POST /v1/tenants` (platform admin) and `GET /v1/{tenant}`.
 
 use meridian_platform::http::prelude::*;
-use meridian_platform::ids::new_id;
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{self, Begun, IdempotencyKey, StoredResponse, Written};
-use meridian_platform::tenancy::{Role, TenantSlug};
+use meridian_platform::tenancy::{ActorId, Role, TenantId, TenantSlug};
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
 use crate::app::Identity;
-use crate::model::{Member, Tenant};
+use crate::model::{Member, MembershipId, Tenant, TokenId, UserId};
 use crate::repo::{self, NewToken};
 
 /// Slugs that would collide with a route of the public API.
@@ -88,28 +87,29 @@ pub fn create<D: Database, C: Clock>(
     };
     let token = new_token()?;
     write.commit(&app.store, ctx, |tx| {
-        if repo::tenant_by_slug(tx, ctx, input.slug.as_str())?.is_some() {
+        if repo::tenant_by_slug(tx, ctx, &input.slug)?.is_some() {
             return Err(Problem::new(ErrorCode::Conflict, "that slug is taken"));
         }
         let now = app.timestamp();
         let tenant = Tenant {
-            id: new_id(),
+            id: TenantId::fresh(),
             slug: input.slug.as_str().to_owned(),
             name: input.name.clone(),
             created_at: now.clone(),
         };
         repo::insert_tenant(tx, ctx, &tenant)?;
-        let platform_user = repo::ensure_user(tx, ctx, &input.admin_email, &input.admin_name, new_id(), &now)?;
+        let platform_user =
+            repo::ensure_user(tx, ctx, &input.admin_email, &input.admin_name, UserId::fresh(), &now)?;
         let admin = Member {
-            id: new_id(),
-            user_id: new_id(),
+            id: MembershipId::fresh(),
+            user_id: ActorId::fresh(),
             email: input.admin_email.clone(),
             name: input.admin_name.clone(),
             role: Role::Admin,
             created_at: now.clone(),
         };
         repo::insert_membership(tx, ctx, &tenant.id, &platform_user, &admin)?;
-        let token_id = new_id();
+        let token_id = TokenId::fresh();
         repo::insert_token(
             tx,
             ctx,
@@ -143,7 +143,7 @@ pub fn get<D: Database, C: Clock>(
     ctx: &RequestContext,
 ) -> Result<Response, Problem> {
     let scope = ctx.scope()?;
-    let tenant = repo::tenant_by_id(&app.store, ctx, &scope.tenant_id.to_string())?
+    let tenant = repo::tenant_by_id(&app.store, ctx, &scope.tenant_id)?
         .ok_or_else(|| Problem::not_found("tenant"))?;
     Ok(message::json(StatusCode::OK, &tenant))
 }

@@ -1,7 +1,6 @@
 //! `POST /v1/{tenant}/tokens` and `DELETE /v1/{tenant}/tokens/{id}`.
 
 use meridian_platform::http::prelude::*;
-use meridian_platform::ids::{new_id, parse_id};
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Database;
@@ -11,6 +10,7 @@ use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
 use crate::app::Identity;
+use crate::model::TokenId;
 use crate::repo::{self, NewToken};
 use crate::tenants::{new_token, stored};
 
@@ -22,7 +22,7 @@ pub fn create<D: Database, C: Clock>(
     operation: &str,
 ) -> Result<Response, Problem> {
     let scope = ctx.scope()?;
-    let (tenant_id, actor_id) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
+    let (tenant_id, actor_id) = (scope.tenant_id, scope.actor_id);
     // No fields yet; an unknown one is refused rather than ignored.
     JsonBody::parse(request.body())?.finish()?;
     write_once(&app.store, ctx, request, operation, |tx| {
@@ -32,7 +32,7 @@ pub fn create<D: Database, C: Clock>(
                 Problem::new(ErrorCode::Unauthorized, "the caller is no longer a member")
             })?;
         let now = app.timestamp();
-        let id = new_id();
+        let id = TokenId::fresh();
         repo::insert_token(
             tx,
             ctx,
@@ -68,9 +68,9 @@ pub fn revoke<D: Database, C: Clock>(
     operation: &str,
 ) -> Result<Response, Problem> {
     let scope = ctx.scope()?;
-    let (tenant_id, actor_id) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
+    let (tenant_id, actor_id) = (scope.tenant_id, scope.actor_id);
     let is_admin = scope.role == Role::Admin;
-    let id = parse_id(id).ok_or_else(|| Problem::not_found("token"))?;
+    let id = TokenId::parse(id).ok_or_else(|| Problem::not_found("token"))?;
     write_once(&app.store, ctx, request, operation, |tx| {
         repo::token_owner_in_tenant(tx, ctx, &tenant_id, &id)?
             .filter(|user| is_admin || *user == actor_id)

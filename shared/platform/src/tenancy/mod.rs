@@ -33,6 +33,19 @@ macro_rules! uuid_newtype {
                 self.0.hyphenated().fmt(f)
             }
         }
+
+        impl $t {
+            /// A new one (UUID v7), for a row about to be written.
+            pub fn fresh() -> Self {
+                Self(Uuid::now_v7())
+            }
+        }
+
+        impl From<&$t> for crate::store::db::Value {
+            fn from(id: &$t) -> Self {
+                id.to_string().into()
+            }
+        }
     };
 }
 
