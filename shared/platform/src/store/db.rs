@@ -1,322 +1,17 @@
 //! The storage contract: a SQLite connection as a trait, and the `Store`
-//! that checks the request budget before every statement.
+//! that checks the request budget before every statement. Values and rows
+//! are in `row`, failures in `error`; both are re-exported here.
 
 use std::cell::Cell;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use thiserror::Error;
-
-use crate::budget::context::{BudgetSpent, RequestContext};
+use crate::budget::context::RequestContext;
 use crate::budget::steps;
-use crate::log::journal::{self, Event};
-use crate::time::{duration_ms, Clock, Timestamp, UnixMillis};
+use crate::log::journal;
+use crate::time::{duration_ms, Clock, UnixMillis};
 
-/// A SQLite value.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    /// SQL NULL.
-    Null,
-    /// A 64-bit integer.
-    Integer(i64),
-    /// A double.
-    Real(f64),
-    /// UTF-8 text.
-    Text(String),
-    /// Bytes.
-    Blob(Vec<u8>),
-}
-
-impl Value {
-    /// The value's SQLite type, for an error that must not carry the data.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Null => "null",
-            Self::Integer(_) => "integer",
-            Self::Real(_) => "real",
-            Self::Text(_) => "text",
-            Self::Blob(_) => "blob",
-        }
-    }
-}
-
-impl From<&str> for Value {
-    fn from(v: &str) -> Self {
-        Self::Text(v.to_owned())
-    }
-}
-
-impl From<String> for Value {
-    fn from(v: String) -> Self {
-        Self::Text(v)
-    }
-}
-
-impl From<i64> for Value {
-    fn from(v: i64) -> Self {
-        Self::Integer(v)
-    }
-}
-
-impl From<&Timestamp> for Value {
-    fn from(t: &Timestamp) -> Self {
-        Self::Text(t.as_str().to_owned())
-    }
-}
-
-impl<T: Into<Value>> From<Option<T>> for Value {
-    fn from(v: Option<T>) -> Self {
-        v.map_or(Self::Null, Into::into)
-    }
-}
-
-/// One result row, read by column name (the name SQLite reports: the
-/// column's own, or its `AS` alias), never by position, so a change to a
-/// `SELECT` list cannot silently shift what a field reads.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    columns: Arc<[String]>,
-    values: Vec<Value>,
-}
-
-impl Row {
-    /// A row of `values`, named by `columns` (shared by a result's rows).
-    pub fn new(columns: Arc<[String]>, values: Vec<Value>) -> Self {
-        Self { columns, values }
-    }
-
-    fn value(&self, column: &str) -> Result<&Value, DbError> {
-        self.columns
-            .iter()
-            .position(|c| c == column)
-            .and_then(|i| self.values.get(i))
-            .ok_or_else(|| DbError::Decode(format!("no column {column} in the result")))
-    }
-
-    /// A column as an integer.
-    pub fn integer(&self, column: &str) -> Result<i64, DbError> {
-        match self.value(column)? {
-            Value::Integer(v) => Ok(*v),
-            other => Err(DbError::Decode(format!(
-                "column {column}: expected integer, got {}",
-                other.kind()
-            ))),
-        }
-    }
-
-    /// A column as text.
-    pub fn text(&self, column: &str) -> Result<&str, DbError> {
-        match self.value(column)? {
-            Value::Text(v) => Ok(v),
-            other => Err(DbError::Decode(format!(
-                "column {column}: expected text, got {}",
-                other.kind()
-            ))),
-        }
-    }
-
-    /// A column as a [`Timestamp`].
-    pub fn timestamp(&self, column: &str) -> Result<Timestamp, DbError> {
-        self.parsed(column, |raw| Timestamp::stored(raw).ok_or(()))
-    }
-
-    /// A text column turned into `T` by `parse`: a value that does not parse
-    /// means the row is not one the service wrote, a decode error naming
-    /// the column and the value.
-    pub fn parsed<T, E>(
-        &self,
-        column: &str,
-        parse: impl FnOnce(&str) -> Result<T, E>,
-    ) -> Result<T, DbError> {
-        let raw = self.text(column)?;
-        parse(raw).map_err(|_| DbError::Decode(format!("column {column}: unexpected {raw:?}")))
-    }
-
-    /// A column as text or NULL.
-    pub fn opt_text(&self, column: &str) -> Result<Option<&str>, DbError> {
-        match self.value(column)? {
-            Value::Null => Ok(None),
-            _ => self.text(column).map(Some),
-        }
-    }
-}
-
-/// Decodes the rows of a list query that selects the row's sequence
-/// number (`SELECT …, seq`), as `(seq, row)` pairs for a page.
-pub fn sequenced<T>(
-    rows: &[Row],
-    decode: impl Fn(&Row) -> Result<T, DbError>,
-) -> Result<Vec<(i64, T)>, DbError> {
-    rows.iter()
-        .map(|r| {
-            let seq = r.integer("seq")?;
-            Ok((seq, decode(r)?))
-        })
-        .collect()
-}
-
-/// A storage failure.
-#[derive(Debug, Error, PartialEq)]
-pub enum DbError {
-    /// The budget could not fit the statement; it was not run.
-    #[error(transparent)]
-    Budget(#[from] BudgetSpent),
-    /// A uniqueness or other constraint refused the write.
-    #[error("constraint violated: {0}")]
-    Constraint(String),
-    /// Another connection held the lock for longer than this one could wait.
-    #[error("database locked: {0}")]
-    Locked(String),
-    /// A statement named a table or column that does not exist: the
-    /// schema is behind its migrations (a fresh database, or a read that
-    /// skipped the ledger). The service's entry point migrates and runs the
-    /// request again; it logs the error only when that cannot help.
-    #[error("schema behind: {0}")]
-    Missing(String),
-    /// The database cannot take statements at all until an operator acts:
-    /// its disk is full, its file is read-only, unreadable or not a
-    /// database, or its server cannot be reached. Nothing was written.
-    #[error("storage unavailable ({fault}): {1}", fault = .0.as_str())]
-    Unavailable(StorageFault, String),
-    /// SQLite reported an error.
-    #[error("sqlite: {0}")]
-    Sqlite(String),
-    /// A row did not have the expected shape.
-    #[error("decode: {0}")]
-    Decode(String),
-}
-
-impl DbError {
-    /// An error SQLite reported as text: `Missing` when it names a table or
-    /// column that does not exist, `Unavailable` when it is a fault of the
-    /// storage itself, else `Sqlite`.
-    pub fn sqlite(message: String) -> Self {
-        if message.contains("no such table") || message.contains("no such column") {
-            DbError::Missing(message)
-        } else if let Some(fault) = StorageFault::of(&message) {
-            DbError::Unavailable(fault, message)
-        } else {
-            DbError::Sqlite(message)
-        }
-    }
-}
-
-/// What is wrong with a database that cannot take statements. Spin reports
-/// SQLite's errors as text, so these are recognised by SQLite's own
-/// messages (`sqlite3_errstr`), which rusqlite and libSQL pass on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StorageFault {
-    /// `SQLITE_FULL`: the filesystem (or a file-size limit) has no room.
-    Full,
-    /// `SQLITE_READONLY`: the file cannot be written (a read-only mount,
-    /// an immutable file, missing permissions).
-    ReadOnly,
-    /// `SQLITE_NOTADB` / `SQLITE_CORRUPT`: the file is not a database, or
-    /// no longer a whole one.
-    NotADatabase,
-    /// `SQLITE_CANTOPEN`: the file cannot be opened.
-    CannotOpen,
-    /// `SQLITE_IOERR`: a read or write of the file failed (a failing
-    /// device; a libSQL server reports its full disk so, its write-ahead
-    /// log's write having failed).
-    Io,
-    /// A database server (libSQL) that does not answer.
-    Unreachable,
-}
-
-impl StorageFault {
-    /// SQLite's messages (and a libSQL client's) for each fault.
-    const MESSAGES: [(&'static str, StorageFault); 8] = [
-        ("database or disk is full", Self::Full),
-        ("attempt to write a readonly database", Self::ReadOnly),
-        ("file is not a database", Self::NotADatabase),
-        ("database disk image is malformed", Self::NotADatabase),
-        ("unable to open database file", Self::CannotOpen),
-        ("disk I/O error", Self::Io),
-        ("error sending request", Self::Unreachable),
-        ("Connection refused", Self::Unreachable),
-    ];
-
-    /// The fault a storage error's text names, if it names one.
-    pub fn of(message: &str) -> Option<Self> {
-        Self::MESSAGES
-            .iter()
-            .find(|(text, _)| message.contains(text))
-            .map(|(_, fault)| *fault)
-    }
-
-    /// The fault as the `failure` log line names it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Full => "disk full",
-            Self::ReadOnly => "read-only",
-            Self::NotADatabase => "not a database",
-            Self::CannotOpen => "cannot open",
-            Self::Io => "i/o error",
-            Self::Unreachable => "unreachable",
-        }
-    }
-
-    /// The `what` of the `failure` event line that reports this fault.
-    pub const fn failure(self) -> &'static str {
-        match self {
-            Self::Full => "storage unavailable: disk full",
-            Self::ReadOnly => "storage unavailable: read-only",
-            Self::NotADatabase => "storage unavailable: not a database",
-            Self::CannotOpen => "storage unavailable: cannot open",
-            Self::Io => "storage unavailable: i/o error",
-            Self::Unreachable => "storage unavailable: unreachable",
-        }
-    }
-}
-
-impl From<DbError> for crate::wire::problem::Problem {
-    /// Budget: the hop's 504. Constraint: a 409. Anything else: a 500 whose
-    /// cause is logged, never sent.
-    fn from(e: DbError) -> Self {
-        use crate::wire::problem::{ErrorCode, Problem};
-        match e {
-            DbError::Budget(spent) => spent.into(),
-            DbError::Locked(detail) => {
-                failure("storage locked", detail);
-                Problem::new(
-                    ErrorCode::UpstreamUnavailable,
-                    "the service's storage is busy; try again",
-                )
-                .with_status(http::StatusCode::SERVICE_UNAVAILABLE)
-            }
-            DbError::Unavailable(fault, detail) => {
-                journal::event(Event::Failure {
-                    what: fault.failure(),
-                    cause: detail,
-                });
-                Problem::new(
-                    ErrorCode::StorageUnavailable,
-                    "the service's storage cannot take writes or reads right now; nothing was written, try again later",
-                )
-            }
-            DbError::Constraint(detail) => {
-                failure("storage constraint", detail);
-                Problem::new(
-                    ErrorCode::Conflict,
-                    "the write conflicts with existing data",
-                )
-            }
-            // Not logged here: usually the answer is replaced once the
-            // schema is brought up to date (see the variant).
-            DbError::Missing(_) => Problem::new(ErrorCode::Internal, "an internal error occurred"),
-            other => {
-                failure("storage", other.to_string());
-                Problem::new(ErrorCode::Internal, "an internal error occurred")
-            }
-        }
-    }
-}
-
-/// Logs a storage failure as an event line.
-pub fn failure(what: &'static str, cause: String) {
-    journal::event(Event::Failure { what, cause });
-}
+pub use super::error::{failure, DbError, StorageFault};
+pub use super::row::{sequenced, Row, Value};
 
 /// One SQLite connection. Implemented by the Spin adapter over
 /// `spin_sdk::sqlite` and by the test kit over rusqlite.
@@ -399,6 +94,15 @@ impl<D: Database, C: Clock> Store<D, C> {
 
     /// Runs a statement if the budget can fit one, and returns its rows. A
     /// statement that waited out its lock wait has spent the hop's budget.
+    ///
+    /// On a connection that refused a lock wait (a remote libSQL server,
+    /// which answers a held lock at once with "database is locked"), a
+    /// statement that meets a lock another connection holds is tried again
+    /// here, in pauses of 2 ms doubling to 50 ms, until the work deadline
+    /// less the slack, as a local SQLite's `busy_timeout` waits. That is
+    /// safe for every statement: SQLite answers "locked" only for one that
+    /// did nothing (an autocommit write, `BEGIN IMMEDIATE`, a `COMMIT` that
+    /// leaves the transaction open to be committed again).
     pub fn query(
         &self,
         ctx: &RequestContext,
@@ -413,14 +117,25 @@ impl<D: Database, C: Clock> Store<D, C> {
             // the budget is checked again before the statement starts.
             ctx.ensure(self.clock.now(), self.statement_budget)?;
         }
-        match self.run(ctx, sql, params) {
-            // The wait ran to its bound: the time it had is gone.
-            Err(DbError::Locked(_))
-                if ctx.work_deadline().remaining(self.clock.now()) <= LOCK_WAIT_SLACK =>
-            {
-                Err(DbError::Budget(ctx.spent()))
+        let mut pause = Duration::from_millis(2);
+        loop {
+            let left = |now| {
+                ctx.work_deadline()
+                    .remaining(now)
+                    .saturating_sub(LOCK_WAIT_SLACK)
+            };
+            match self.run(ctx, sql, params) {
+                // The wait ran to its bound: the time it had is gone.
+                Err(DbError::Locked(_)) if left(self.clock.now()).is_zero() => {
+                    return Err(DbError::Budget(ctx.spent()))
+                }
+                Err(DbError::Locked(_)) if self.lock_wait.get() == LockWait::Unsupported => {
+                    self.db.pause(pause.min(left(self.clock.now())));
+                    pause = (pause * 2).min(MAX_LOCK_PAUSE);
+                    ctx.ensure(self.clock.now(), self.statement_budget)?;
+                }
+                other => return other,
             }
-            other => other,
         }
     }
 
@@ -499,31 +214,10 @@ impl<D: Database, C: Clock> Store<D, C> {
         }
     }
 
-    /// `BEGIN IMMEDIATE`: takes the write lock. On a connection that
-    /// refused a lock wait (a remote libSQL server, which answers a held
-    /// lock at once with "database is locked"), a lock another connection
-    /// holds is waited for here instead, in pauses of 2 ms doubling to
-    /// 50 ms, until the work deadline less the slack, as a local SQLite's
-    /// `busy_timeout` waits: nothing of the transaction has run, so taking
-    /// the lock again is safe.
+    /// `BEGIN IMMEDIATE`: takes the write lock, waiting for it as every
+    /// statement does ([`Self::query`]): nothing of the transaction has run.
     fn begin(&self, ctx: &RequestContext) -> Result<(), DbError> {
-        let mut pause = Duration::from_millis(2);
-        loop {
-            match self.execute(ctx, "BEGIN IMMEDIATE", &[]) {
-                Err(DbError::Locked(detail)) if self.lock_wait.get() == LockWait::Unsupported => {
-                    let left = ctx
-                        .work_deadline()
-                        .remaining(self.clock.now())
-                        .saturating_sub(LOCK_WAIT_SLACK);
-                    if left.is_zero() {
-                        return Err(DbError::Locked(detail));
-                    }
-                    self.db.pause(pause.min(left));
-                    pause = (pause * 2).min(MAX_LOCK_PAUSE);
-                }
-                other => return other,
-            }
-        }
+        self.execute(ctx, "BEGIN IMMEDIATE", &[])
     }
 
     /// The clock the store checks the budget against.
@@ -740,11 +434,13 @@ mod tests {
     #[test]
     fn a_lock_lost_early_is_a_busy_service_not_a_deadline() {
         let clock = ManualClock::new(UnixMillis::from_millis(START));
-        let mut db = Recorder::new(&clock);
-        db.pragmas_refused = true;
-        db.wait.set(Duration::from_millis(10));
+        let db = Recorder::new(&clock);
         let store = Store::new(&db, &clock);
         let ctx = ctx(1_000);
+        store.query(&ctx, "SELECT 0", &[]).unwrap();
+        // The connection's own wait gives up after 10 ms, long before the
+        // deadline.
+        db.wait.set(Duration::from_millis(10));
         db.locked.set(true);
         let err = store.query(&ctx, "SELECT 1", &[]).unwrap_err();
         assert!(matches!(err, DbError::Locked(_)));
@@ -753,9 +449,43 @@ mod tests {
             (problem.status().as_u16(), problem.code().retryable()),
             (503, true)
         );
-        // A connection that refused the pragma is not asked again.
-        let _ = store.query(&ctx, "SELECT 2", &[]);
+        assert!(db.pauses.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_connection_that_refused_the_lock_wait_is_not_asked_again() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let mut db = Recorder::new(&clock);
+        db.pragmas_refused = true;
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(1_000);
+        store.query(&ctx, "SELECT 1", &[]).unwrap();
+        store.query(&ctx, "SELECT 2", &[]).unwrap();
         assert_eq!(db.pragmas().len(), 1);
+    }
+
+    #[test]
+    fn where_the_connection_keeps_no_lock_wait_a_write_outside_a_transaction_waits_too() {
+        // The idempotency claim: an autocommit INSERT that meets another
+        // connection's write lock on a remote libSQL.
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let mut db = Recorder::new(&clock);
+        db.pragmas_refused = true;
+        db.wait.set(Duration::ZERO);
+        db.locked.set(true);
+        db.locked_for.set(2);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(1_000);
+        assert_eq!(store.execute(&ctx, "INSERT INTO t VALUES (1)", &[]), Ok(()));
+        let ms = |n| Duration::from_millis(n);
+        assert_eq!(*db.pauses.borrow(), [ms(2), ms(4)]);
+        let inserts = db
+            .sql
+            .borrow()
+            .iter()
+            .filter(|s| s.starts_with("INSERT"))
+            .count();
+        assert_eq!(inserts, 3);
     }
 
     #[test]

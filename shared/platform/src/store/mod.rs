@@ -3,7 +3,9 @@
 //! handle repositories take.
 
 pub mod db;
+pub mod error;
 pub mod idempotency;
 pub mod migrate;
 pub mod page;
+pub mod row;
 pub mod scoped;

@@ -1,6 +1,7 @@
 //! What goes on the wire besides bodies: header names and hygiene, the
-//! problem+json error shape, and the request id.
+//! problem+json error shape and its codes (`code`), and the request id.
 
+pub mod code;
 pub mod headers;
 pub mod problem;
 pub mod request_id;

@@ -1,0 +1,170 @@
+//! Storage failures: what went wrong with a statement, what is wrong with
+//! a database that cannot take any, and the problem each is answered with.
+
+use thiserror::Error;
+
+use crate::budget::context::BudgetSpent;
+use crate::log::journal::{self, Event};
+
+/// A storage failure.
+#[derive(Debug, Error, PartialEq)]
+pub enum DbError {
+    /// The budget could not fit the statement; it was not run.
+    #[error(transparent)]
+    Budget(#[from] BudgetSpent),
+    /// A uniqueness or other constraint refused the write.
+    #[error("constraint violated: {0}")]
+    Constraint(String),
+    /// Another connection held the lock for longer than this one could wait.
+    #[error("database locked: {0}")]
+    Locked(String),
+    /// A statement named a table or column that does not exist: the
+    /// schema is behind its migrations (a fresh database, or a read that
+    /// skipped the ledger). The service's entry point migrates and runs the
+    /// request again; it logs the error only when that cannot help.
+    #[error("schema behind: {0}")]
+    Missing(String),
+    /// The database cannot take statements at all until an operator acts:
+    /// its disk is full, its file is read-only, unreadable or not a
+    /// database, or its server cannot be reached. Nothing was written.
+    #[error("storage unavailable ({fault}): {1}", fault = .0.as_str())]
+    Unavailable(StorageFault, String),
+    /// SQLite reported an error.
+    #[error("sqlite: {0}")]
+    Sqlite(String),
+    /// A row did not have the expected shape.
+    #[error("decode: {0}")]
+    Decode(String),
+}
+
+impl DbError {
+    /// An error SQLite reported as text: `Missing` when it names a table or
+    /// column that does not exist, `Unavailable` when it is a fault of the
+    /// storage itself, else `Sqlite`.
+    pub fn sqlite(message: String) -> Self {
+        if message.contains("no such table") || message.contains("no such column") {
+            DbError::Missing(message)
+        } else if let Some(fault) = StorageFault::of(&message) {
+            DbError::Unavailable(fault, message)
+        } else {
+            DbError::Sqlite(message)
+        }
+    }
+}
+
+/// What is wrong with a database that cannot take statements. Spin reports
+/// SQLite's errors as text, so these are recognised by SQLite's own
+/// messages (`sqlite3_errstr`), which rusqlite and libSQL pass on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageFault {
+    /// `SQLITE_FULL`: the filesystem (or a file-size limit) has no room.
+    Full,
+    /// `SQLITE_READONLY`: the file cannot be written (a read-only mount,
+    /// an immutable file, missing permissions).
+    ReadOnly,
+    /// `SQLITE_NOTADB` / `SQLITE_CORRUPT`: the file is not a database, or
+    /// no longer a whole one.
+    NotADatabase,
+    /// `SQLITE_CANTOPEN`: the file cannot be opened.
+    CannotOpen,
+    /// `SQLITE_IOERR`: a read or write of the file failed (a failing
+    /// device; a libSQL server reports its full disk so, its write-ahead
+    /// log's write having failed).
+    Io,
+    /// A database server (libSQL) that does not answer.
+    Unreachable,
+}
+
+impl StorageFault {
+    /// SQLite's messages (and a libSQL client's) for each fault.
+    const MESSAGES: [(&'static str, StorageFault); 8] = [
+        ("database or disk is full", Self::Full),
+        ("attempt to write a readonly database", Self::ReadOnly),
+        ("file is not a database", Self::NotADatabase),
+        ("database disk image is malformed", Self::NotADatabase),
+        ("unable to open database file", Self::CannotOpen),
+        ("disk I/O error", Self::Io),
+        ("error sending request", Self::Unreachable),
+        ("Connection refused", Self::Unreachable),
+    ];
+
+    /// The fault a storage error's text names, if it names one.
+    pub fn of(message: &str) -> Option<Self> {
+        Self::MESSAGES
+            .iter()
+            .find(|(text, _)| message.contains(text))
+            .map(|(_, fault)| *fault)
+    }
+
+    /// The fault as the `failure` log line names it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "disk full",
+            Self::ReadOnly => "read-only",
+            Self::NotADatabase => "not a database",
+            Self::CannotOpen => "cannot open",
+            Self::Io => "i/o error",
+            Self::Unreachable => "unreachable",
+        }
+    }
+
+    /// The `what` of the `failure` event line that reports this fault.
+    pub const fn failure(self) -> &'static str {
+        match self {
+            Self::Full => "storage unavailable: disk full",
+            Self::ReadOnly => "storage unavailable: read-only",
+            Self::NotADatabase => "storage unavailable: not a database",
+            Self::CannotOpen => "storage unavailable: cannot open",
+            Self::Io => "storage unavailable: i/o error",
+            Self::Unreachable => "storage unavailable: unreachable",
+        }
+    }
+}
+
+impl From<DbError> for crate::wire::problem::Problem {
+    /// Budget: the hop's 504. Constraint: a 409. Anything else: a 500 whose
+    /// cause is logged, never sent.
+    fn from(e: DbError) -> Self {
+        use crate::wire::problem::{ErrorCode, Problem};
+        match e {
+            DbError::Budget(spent) => spent.into(),
+            DbError::Locked(detail) => {
+                failure("storage locked", detail);
+                Problem::new(
+                    ErrorCode::UpstreamUnavailable,
+                    "the service's storage is busy; try again",
+                )
+                .with_status(http::StatusCode::SERVICE_UNAVAILABLE)
+            }
+            DbError::Unavailable(fault, detail) => {
+                journal::event(Event::Failure {
+                    what: fault.failure(),
+                    cause: detail,
+                });
+                Problem::new(
+                    ErrorCode::StorageUnavailable,
+                    "the service's storage cannot take writes or reads right now; nothing was written, try again later",
+                )
+            }
+            DbError::Constraint(detail) => {
+                failure("storage constraint", detail);
+                Problem::new(
+                    ErrorCode::Conflict,
+                    "the write conflicts with existing data",
+                )
+            }
+            // Not logged here: usually the answer is replaced once the
+            // schema is brought up to date (see the variant).
+            DbError::Missing(_) => Problem::new(ErrorCode::Internal, "an internal error occurred"),
+            other => {
+                failure("storage", other.to_string());
+                Problem::new(ErrorCode::Internal, "an internal error occurred")
+            }
+        }
+    }
+}
+
+/// Logs a storage failure as an event line.
+pub fn failure(what: &'static str, cause: String) {
+    journal::event(Event::Failure { what, cause });
+}
