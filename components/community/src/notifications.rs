@@ -7,6 +7,7 @@ use meridian_platform::ids::parse_id;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
 use meridian_platform::store::page::PageRequest;
+use meridian_platform::tenancy::TenantId;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, Problem, RequestContext};
 use serde_json::json;
@@ -47,8 +48,12 @@ pub fn consume<D: Database, C: Clock>(
     let uuid = |s: &str| parse_id(s).ok_or("must be a UUID");
     let mut b = JsonBody::parse(request.body())?;
     let event_id = b.parsed("event_id", uuid);
-    let tenant_id = b.parsed("tenant_id", uuid);
-    let resident_id = b.parsed("resident_id", uuid);
+    let tenant_id = b.parsed("tenant_id", |s| {
+        uuid(s).and_then(|id| id.parse::<TenantId>().map_err(|_| "must be a UUID"))
+    });
+    let resident_id = b.parsed("resident_id", |s| {
+        ResidentId::parse(s).ok_or("must be a UUID")
+    });
     let kind = b.text("type", 1, 100);
     let payload = b.object("payload");
     let created_at = b.parsed("created_at", |s| {

@@ -6,6 +6,7 @@
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::store::page::Window;
 use meridian_platform::store::scoped::Scoped;
+use meridian_platform::tenancy::TenantId;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
@@ -275,9 +276,9 @@ pub struct NewNotification<'a> {
     /// Event UUID (primary key).
     pub event_id: &'a str,
     /// Tenant UUID.
-    pub tenant_id: &'a str,
+    pub tenant_id: &'a TenantId,
     /// Resident UUID.
-    pub resident_id: &'a str,
+    pub resident_id: &'a ResidentId,
     /// Event type.
     pub kind: &'a str,
     /// JSON payload.
