@@ -286,6 +286,22 @@ mod tests {
             }
         }
 
+        /// A remote libSQL whose write lock another connection holds: it
+        /// refuses `busy_timeout` and answers a held lock at once.
+        fn remote_and_locked(clock: &'c ManualClock) -> Self {
+            let mut db = Self::new(clock);
+            db.pragmas_refused = true;
+            db.wait.set(Duration::ZERO);
+            db.locked.set(true);
+            db
+        }
+
+        /// How many statements run so far start with `prefix`.
+        fn count(&self, prefix: &str) -> usize {
+            let sql = self.sql.borrow();
+            sql.iter().filter(|s| s.starts_with(prefix)).count()
+        }
+
         fn pragmas(&self) -> Vec<String> {
             let sql = self.sql.borrow();
             sql.iter()
@@ -469,34 +485,21 @@ mod tests {
         // The idempotency claim: an autocommit INSERT that meets another
         // connection's write lock on a remote libSQL.
         let clock = ManualClock::new(UnixMillis::from_millis(START));
-        let mut db = Recorder::new(&clock);
-        db.pragmas_refused = true;
-        db.wait.set(Duration::ZERO);
-        db.locked.set(true);
+        let db = Recorder::remote_and_locked(&clock);
         db.locked_for.set(2);
         let store = Store::new(&db, &clock);
         let ctx = ctx(1_000);
         assert_eq!(store.execute(&ctx, "INSERT INTO t VALUES (1)", &[]), Ok(()));
         let ms = |n| Duration::from_millis(n);
         assert_eq!(*db.pauses.borrow(), [ms(2), ms(4)]);
-        let inserts = db
-            .sql
-            .borrow()
-            .iter()
-            .filter(|s| s.starts_with("INSERT"))
-            .count();
-        assert_eq!(inserts, 3);
+        assert_eq!(db.count("INSERT"), 3);
     }
 
     #[test]
     fn where_the_connection_keeps_no_lock_wait_a_transaction_waits_for_the_lock_itself() {
-        // A remote libSQL: refuses `busy_timeout`, answers a held lock at once.
         let clock = ManualClock::new(UnixMillis::from_millis(START));
         let budget = 1_000;
-        let mut db = Recorder::new(&clock);
-        db.pragmas_refused = true;
-        db.wait.set(Duration::ZERO);
-        db.locked.set(true);
+        let db = Recorder::remote_and_locked(&clock);
         db.locked_for.set(3);
         let store = Store::new(&db, &clock);
         let ctx = ctx(budget);
@@ -504,24 +507,14 @@ mod tests {
         assert_eq!(done, Ok(()));
         let ms = |n| Duration::from_millis(n);
         assert_eq!(*db.pauses.borrow(), [ms(2), ms(4), ms(8)]);
-        let begins = db
-            .sql
-            .borrow()
-            .iter()
-            .filter(|s| *s == "BEGIN IMMEDIATE")
-            .count();
-        assert_eq!(begins, 4);
+        assert_eq!(db.count("BEGIN IMMEDIATE"), 4);
     }
 
     #[test]
     fn a_lock_never_released_is_waited_for_no_longer_than_the_work_deadline() {
-        // A remote libSQL: refuses `busy_timeout`, answers a held lock at once.
         let clock = ManualClock::new(UnixMillis::from_millis(START));
         let budget = 1_000;
-        let mut db = Recorder::new(&clock);
-        db.pragmas_refused = true;
-        db.wait.set(Duration::ZERO);
-        db.locked.set(true);
+        let db = Recorder::remote_and_locked(&clock);
         let store = Store::new(&db, &clock);
         let ctx = ctx(budget);
         let err = store
@@ -533,7 +526,7 @@ mod tests {
         assert!(ctx.work_deadline().remaining(clock.now()) <= LOCK_WAIT_SLACK);
         assert!(ctx.remaining(clock.now()) >= steps::ANSWER_COST);
         assert!(db.pauses.borrow().iter().all(|p| *p <= MAX_LOCK_PAUSE));
-        assert!(!db.sql.borrow().iter().any(|s| s.starts_with("INSERT")));
+        assert_eq!(db.count("INSERT"), 0);
     }
 
     #[test]
