@@ -26,10 +26,7 @@ pub fn forwardable_headers(request: &Request, credentials: Credentials) -> http:
             && name != headers::REQUEST_ID
             && (credentials == Credentials::Keep || name != "authorization")
     };
-    (request.headers().iter())
-        .filter(|(name, _)| travels(name.as_str()))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect()
+    message::headers_where(request.headers(), travels)
 }
 
 /// Whether an upstream response header may be passed to the client.

@@ -85,13 +85,7 @@ pub fn pass_on(service: Service, upstream: Response) -> Result<Response, Problem
         });
     }
     let (mut head, body) = upstream.into_parts();
-    let dropped: Vec<_> = (head.headers.keys())
-        .filter(|n| !is_returnable(n.as_str()))
-        .cloned()
-        .collect();
-    for name in dropped {
-        head.headers.remove(name);
-    }
+    head.headers = message::headers_where(&head.headers, is_returnable);
     Ok(Response::from_parts(head, body))
 }
 

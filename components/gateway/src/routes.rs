@@ -109,7 +109,7 @@ pub const OWN: &[Endpoint<Route>] = &[
 
 /// Routes a request by method and path.
 pub fn route(method: &Method, path: &str) -> Route {
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let segments = routes::segments(path);
     match routes::lookup(OWN, method, &segments) {
         Lookup::Found(endpoint) => return endpoint.op.clone(),
         Lookup::MethodNotAllowed(template) => {
@@ -135,7 +135,7 @@ pub fn route(method: &Method, path: &str) -> Route {
 /// `/v1/{tenant}/…` with ids as `{id}`, or `(unrouted)` for anything else
 /// (a client's arbitrary path is not worth a log line's text).
 pub fn template(path: &str) -> String {
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let segments = routes::segments(path);
     if let Some(template) = routes::template(OWN, &segments) {
         return template.to_owned();
     }

@@ -266,7 +266,7 @@ fn keyed_writes_keep_the_operation_names_their_keys_were_recorded_under() {
         method: &str,
         path: &str,
     ) -> String {
-        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let segments = meridian_platform::http::routes::segments(path);
         meridian_platform::http::routes::dispatch(table, &method.parse().unwrap(), &segments, ctx)
             .expect("routed")
             .operation()

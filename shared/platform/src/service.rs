@@ -65,8 +65,10 @@ impl<Op> ServiceSpec<Op> {
     /// The route template `path` is logged as: its row's, or the path
     /// with its ids and any text not a route word written generically.
     pub fn route_template(&self, path: &str) -> String {
-        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        route_template(routes::template(self.endpoints, &segments), path)
+        route_template(
+            routes::template(self.endpoints, &routes::segments(path)),
+            path,
+        )
     }
 
     /// Opens the database, and with `check_ledger` brings its schema up to

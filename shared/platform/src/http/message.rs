@@ -7,7 +7,7 @@
 //! answers every component gives ([`json`], [`problem`], [`no_content`]).
 
 use http::header::{HeaderName, HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER};
-use http::{Method, StatusCode};
+use http::StatusCode;
 use serde::Serialize;
 
 use crate::budget::context::RequestContext;
@@ -34,10 +34,7 @@ pub trait RequestExt {
     fn query(&self) -> &str;
     /// Path and query, as the request line had them.
     fn path_and_query(&self) -> &str;
-    /// The method to route by: `HEAD` is served as `GET` (the runtime
-    /// sends no body for it).
-    fn route_method(&self) -> &Method;
-    /// The path's segments, without the leading empty one.
+    /// The path's segments ([`crate::http::routes::segments`]).
     fn segments(&self) -> Vec<&str>;
 }
 
@@ -64,15 +61,8 @@ impl RequestExt for Request {
             .map_or_else(|| self.uri().path(), |pq| pq.as_str())
     }
 
-    fn route_method(&self) -> &Method {
-        match *self.method() == Method::HEAD {
-            true => &Method::GET,
-            false => self.method(),
-        }
-    }
-
     fn segments(&self) -> Vec<&str> {
-        self.path().trim_start_matches('/').split('/').collect()
+        crate::http::routes::segments(self.path())
     }
 }
 
@@ -130,6 +120,15 @@ pub fn set_header(headers: &mut http::HeaderMap, name: &str, value: &str) {
     ) {
         headers.insert(name, value);
     }
+}
+
+/// The headers of `headers` whose name `keeps` (lower-case, as the map
+/// holds it), every value of each: what a hop passes on of another's.
+pub fn headers_where(headers: &http::HeaderMap, keeps: impl Fn(&str) -> bool) -> http::HeaderMap {
+    (headers.iter())
+        .filter(|(name, _)| keeps(name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
 }
 
 /// An answer with `status`, `headers` and `body`.
@@ -195,15 +194,6 @@ mod tests {
         assert_eq!(r.segments(), ["v1", "acme", "members"]);
         assert_eq!(r.path_and_query(), "/v1/acme/members?limit=2");
         assert_eq!(request("/v1/acme").query(), "");
-    }
-
-    #[test]
-    fn head_is_routed_as_get() {
-        let mut r = request("/healthz");
-        *r.method_mut() = Method::HEAD;
-        assert_eq!(r.route_method(), Method::GET);
-        *r.method_mut() = Method::PATCH;
-        assert_eq!(r.route_method(), Method::PATCH);
     }
 
     #[test]

@@ -217,6 +217,12 @@ pub fn allow<Op>(table: &[Endpoint<Op>], template: &str) -> String {
     methods.join(", ")
 }
 
+/// A path's segments, without the leading empty one: what [`lookup`],
+/// [`dispatch`] and [`template`] take.
+pub fn segments(path: &str) -> Vec<&str> {
+    path.trim_start_matches('/').split('/').collect()
+}
+
 /// The template of the row the path `segments` matches, if any.
 pub fn template<Op>(table: &[Endpoint<Op>], segments: &[&str]) -> Option<&'static str> {
     table.iter().find(|e| e.matches(segments)).map(|e| e.path)
@@ -306,10 +312,6 @@ mod tests {
                 role,
             }),
         }
-    }
-
-    fn segments(path: &str) -> Vec<&str> {
-        path.trim_start_matches('/').split('/').collect()
     }
 
     fn op(method: &str, path: &str, role: Option<Role>) -> Result<Op, Problem> {

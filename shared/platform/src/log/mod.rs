@@ -152,7 +152,7 @@ pub fn route_template(known: Option<&str>, path: &str) -> String {
     if let Some(template) = known {
         return template.to_owned();
     }
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let segments = crate::http::routes::segments(path);
     let word = |s: &str| {
         s.len() <= 32
             && s.bytes()
@@ -201,7 +201,7 @@ mod tests {
 
     /// The template `path` is logged as among `ROUTES`.
     fn logged(path: &str) -> String {
-        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let segments = crate::http::routes::segments(path);
         route_template(crate::http::routes::template(ROUTES, &segments), path)
     }
 
