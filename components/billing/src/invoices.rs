@@ -6,25 +6,26 @@
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::SendError;
-use meridian_platform::ids::{new_id, parse_id};
+use meridian_platform::ids::new_id;
 use meridian_platform::input::query::query_param;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::log::journal::{self, Event};
-use meridian_platform::store::idempotency::{self, write_once, Begun, IdempotencyKey, Written};
+use meridian_platform::store::idempotency::{self, Begun, IdempotencyKey, Written};
 use meridian_platform::store::page::PageRequest;
 use meridian_platform::wire::problem::FieldError;
 use meridian_platform::{ErrorCode, Problem, RequestContext};
 use serde_json::json;
 
 use crate::app::{Billing, Env};
-use crate::model::{Invoice, InvoiceId, InvoiceStatus, OutboxEvent};
+use crate::model::{Invoice, InvoiceId, InvoiceStatus, OutboxEvent, ResidentId};
 use crate::money::{AmountCents, Currency, DueDate, MAX_AMOUNT_CENTS};
 use crate::repo::{self, InvoiceFilter};
+use crate::Call;
 
 /// A validated invoice request.
 /// A validated invoice to create.
 struct NewInvoice {
-    resident_id: String,
+    resident_id: ResidentId,
     amount_cents: AmountCents,
     currency: Currency,
     description: String,
@@ -37,7 +38,9 @@ impl TryFrom<&[u8]> for NewInvoice {
     fn try_from(body: &[u8]) -> Result<Self, Problem> {
         let mut b = JsonBody::parse(body)?;
         let fields = (
-            b.parsed("resident_id", |s| parse_id(s).ok_or("must be a UUID")),
+            b.parsed("resident_id", |s| {
+                ResidentId::parse(s).ok_or("must be a UUID")
+            }),
             b.integer("amount_cents", 1, MAX_AMOUNT_CENTS)
                 .and_then(AmountCents::new),
             b.parsed("currency", Currency::parse),
@@ -93,21 +96,18 @@ pub(crate) fn community_failure(
 impl<E: Env> Billing<E> {
     /// Lists invoices, optionally `?status=` and `?resident_id=`; a
     /// resident-role member sees only the invoices of their own residents.
-    pub async fn list_invoices(
-        &self,
-        ctx: &RequestContext,
-        request: &Request,
-    ) -> Result<Response, Problem> {
+    pub async fn list_invoices(&self, call: &Call<'_>) -> Result<Response, Problem> {
+        let ctx = call.ctx;
         let s = self.scoped(ctx)?;
-        let page = PageRequest::from_query(request.query())?;
+        let page = PageRequest::from_query(call.query())?;
         let invalid =
             |what: &str| Problem::new(ErrorCode::InvalidRequest, format!("{what} is not valid"));
         let filter = InvoiceFilter {
-            status: query_param(request.query(), "status")
+            status: query_param(call.query(), "status")
                 .map(|s| InvoiceStatus::parse(&s).map_err(|_| invalid("status")))
                 .transpose()?,
-            resident_id: query_param(request.query(), "resident_id")
-                .map(|s| parse_id(&s).ok_or_else(|| invalid("resident_id")))
+            resident_id: query_param(call.query(), "resident_id")
+                .map(|s| ResidentId::parse(&s).ok_or_else(|| invalid("resident_id")))
                 .transpose()?,
             visible_to: self.visible_residents(ctx).await?,
         };
@@ -116,10 +116,10 @@ impl<E: Env> Billing<E> {
 
     /// One invoice; for a resident-role member, only one of their own
     /// residents' (any other is "not found").
-    pub async fn get_invoice(&self, ctx: &RequestContext, id: &str) -> Result<Response, Problem> {
+    pub async fn get_invoice(&self, call: &Call<'_>) -> Result<Response, Problem> {
         Ok(message::json(
             StatusCode::OK,
-            &self.find_visible_invoice(ctx, id).await?,
+            &self.find_visible_invoice(call.ctx, call.id()).await?,
         ))
     }
 
@@ -142,17 +142,13 @@ impl<E: Env> Billing<E> {
     }
 
     /// Creates an invoice (admins and managers).
-    pub async fn create_invoice(
-        &self,
-        ctx: &RequestContext,
-        request: &Request,
-        operation: &str,
-    ) -> Result<Response, Problem> {
+    pub async fn create_invoice(&self, call: &Call<'_>) -> Result<Response, Problem> {
+        let (ctx, operation) = (call.ctx, call.operation());
         let s = self.scoped(ctx)?;
         let (tenant, scope) = (s.scope.tenant_id.to_string(), s.scope);
         let actor = scope.actor_id.to_string();
-        let input = NewInvoice::try_from(request.body().as_slice())?;
-        let key = IdempotencyKey::of(request)?;
+        let input = NewInvoice::try_from(call.body())?;
+        let key = IdempotencyKey::of(call.request)?;
         // The claim comes first, so a concurrent duplicate is refused at
         // once instead of racing through the resident check.
         let write = match idempotency::begin(
@@ -160,8 +156,8 @@ impl<E: Env> Billing<E> {
             ctx,
             key.as_ref(),
             (&tenant, &actor),
-            operation,
-            request.body(),
+            &operation,
+            call.body(),
         )? {
             Begun::Replay(response) => return Ok(response),
             Begun::Proceed(write) => write,
@@ -219,7 +215,11 @@ impl<E: Env> Billing<E> {
     }
 
     /// Asks community whether the resident exists, under the same budget.
-    async fn check_resident(&self, ctx: &RequestContext, resident_id: &str) -> Result<(), Problem> {
+    async fn check_resident(
+        &self,
+        ctx: &RequestContext,
+        resident_id: &ResidentId,
+    ) -> Result<(), Problem> {
         let path = format!("/internal/residents/{resident_id}");
         match self.read_community(ctx, &path).await {
             Ok(r) if r.status() == 200 => Ok(()),
@@ -237,7 +237,7 @@ impl<E: Env> Billing<E> {
     pub(crate) async fn visible_residents(
         &self,
         ctx: &RequestContext,
-    ) -> Result<Option<Vec<String>>, Problem> {
+    ) -> Result<Option<Vec<ResidentId>>, Problem> {
         let (_, scope) = ctx.member()?;
         if scope.role.is_staff() {
             return Ok(None);
@@ -250,7 +250,7 @@ impl<E: Env> Billing<E> {
                     .and_then(|ids| ids.as_array())
                     .map(|ids| {
                         ids.iter()
-                            .filter_map(|id| id.as_str().map(str::to_owned))
+                            .filter_map(|id| id.as_str().and_then(ResidentId::parse))
                             .collect()
                     });
                 ids.map(Some)
@@ -262,27 +262,22 @@ impl<E: Env> Billing<E> {
 
     /// `PATCH /invoices/{id}` with `{"status": "void"}`: voids an open
     /// invoice that has no payments (admins and managers).
-    pub fn void_invoice(
-        &self,
-        ctx: &RequestContext,
-        request: &Request,
-        id: &str,
-        operation: &str,
-    ) -> Result<Response, Problem> {
+    pub fn void_invoice(&self, call: &Call<'_>) -> Result<Response, Problem> {
+        let ctx = call.ctx;
+        let id = call.id();
         let s = self.scoped(ctx)?;
-        let mut b = JsonBody::parse(request.body())?;
+        let mut b = JsonBody::parse(call.body())?;
         let status = b.parsed("status", |s| match InvoiceStatus::parse(s) {
             Ok(InvoiceStatus::Void) => Ok(()),
             _ => Err("can only be set to void"),
         });
         b.complete((status,))?;
         let id = InvoiceId::parse(id).ok_or_else(|| Problem::not_found("invoice"))?;
-        write_once(&self.store, ctx, request, operation, |tx| {
-            let s = s.on(tx);
+        s.write_once(call, |s| {
             let mut invoice =
-                repo::invoice(&s, &id)?.ok_or_else(|| Problem::not_found("invoice"))?;
+                repo::invoice(s, &id)?.ok_or_else(|| Problem::not_found("invoice"))?;
             let voided =
-                invoice.status.may_be_voided() && repo::void_invoice(&s, &id, &self.timestamp())?;
+                invoice.status.may_be_voided() && repo::void_invoice(s, &id, &self.timestamp())?;
             if !voided {
                 return Err(Problem::new(
                     ErrorCode::Conflict,

@@ -26,7 +26,7 @@ pub mod repo;
 
 use http::Method;
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::routes::{dispatch, Access, Endpoint};
+use meridian_platform::http::routes::{Access, Endpoint, Incoming};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::RequestContext;
 
@@ -100,25 +100,24 @@ pub const ENDPOINTS: &[Endpoint<Op>] = &[
     ),
 ];
 
+/// A request dispatched by the table, as billing's handlers are handed it.
+pub type Call<'a> = Incoming<'a, Op>;
+
 /// Serves one request: dispatched by the table, then the operation's
 /// handler.
 pub async fn handle<E: Env>(app: &Billing<E>, ctx: &RequestContext, request: &Request) -> Response {
-    let segments = request.segments();
-    let call = match dispatch(ENDPOINTS, request.method(), &segments, ctx) {
+    let call = match Call::dispatch(ENDPOINTS, ctx, request) {
         Ok(call) => call,
         Err(problem) => return message::problem(ctx, problem),
     };
     let served = match call.op() {
-        Op::ListInvoices => app.list_invoices(ctx, request).await,
-        Op::CreateInvoice => app.create_invoice(ctx, request, &call.operation()).await,
-        Op::GetInvoice => app.get_invoice(ctx, call.id()).await,
-        Op::VoidInvoice => app.void_invoice(ctx, request, call.id(), &call.operation()),
-        Op::ListPayments => app.list_payments(ctx, request, call.id()).await,
-        Op::CreatePayment => {
-            app.create_payment(ctx, request, call.id(), &call.operation())
-                .await
-        }
-        Op::Relay => app.relay(ctx, request).await,
+        Op::ListInvoices => app.list_invoices(&call).await,
+        Op::CreateInvoice => app.create_invoice(&call).await,
+        Op::GetInvoice => app.get_invoice(&call).await,
+        Op::VoidInvoice => app.void_invoice(&call),
+        Op::ListPayments => app.list_payments(&call).await,
+        Op::CreatePayment => app.create_payment(&call).await,
+        Op::Relay => app.relay(&call).await,
     };
     served.unwrap_or_else(|problem| message::problem(ctx, problem))
 }

@@ -63,6 +63,11 @@ meridian_platform::row_id!(
     /// A payment's id.
     PaymentId
 );
+meridian_platform::row_id!(
+    /// A resident's id, as community issued it: billing stores it beside
+    /// its invoices and events and asks community about it, never makes one.
+    ResidentId
+);
 
 /// An invoice.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -70,7 +75,7 @@ pub struct Invoice {
     /// UUID.
     pub id: InvoiceId,
     /// The resident billed.
-    pub resident_id: String,
+    pub resident_id: ResidentId,
     /// Total.
     pub amount_cents: AmountCents,
     /// ISO 4217.
@@ -124,7 +129,7 @@ pub struct OutboxEvent {
     /// Tenant UUID.
     pub tenant_id: String,
     /// The resident concerned.
-    pub resident_id: String,
+    pub resident_id: ResidentId,
     /// `invoice.created` or `payment.received`.
     #[serde(rename = "type")]
     pub kind: String,

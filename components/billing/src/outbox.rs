@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::app::{Billing, Env};
 use crate::model::OutboxEvent;
 use crate::repo;
+use crate::Call;
 
 /// Events one relay run looks at.
 pub const RELAY_BATCH: i64 = 100;
@@ -177,12 +178,9 @@ impl<E: Env> Billing<E> {
     /// `POST /internal/outbox/relay`: delivers due events, oldest first,
     /// while the budget lasts. Called by a scheduler through the gateway
     /// (`POST /ops/outbox/relay` with the platform admin token).
-    pub async fn relay(
-        &self,
-        ctx: &RequestContext,
-        request: &Request,
-    ) -> Result<Response, Problem> {
-        let bearer = request.bearer();
+    pub async fn relay(&self, call: &Call<'_>) -> Result<Response, Problem> {
+        let ctx = call.ctx;
+        let bearer = call.request.bearer();
         if self.admin_token.is_empty()
             || !bearer.is_some_and(|t| constant_time_eq(t, &self.admin_token))
         {

@@ -5,32 +5,28 @@
 use meridian_platform::http::prelude::*;
 use meridian_platform::ids::new_id;
 use meridian_platform::input::validate::JsonBody;
-use meridian_platform::store::idempotency::{write_once, Written};
-use meridian_platform::store::page::PageRequest;
+use meridian_platform::store::idempotency::Written;
 use meridian_platform::wire::problem::FieldError;
-use meridian_platform::{Problem, RequestContext};
+use meridian_platform::Problem;
 use serde_json::json;
 
 use crate::app::{Billing, Env};
 use crate::model::{OutboxEvent, Payment, PaymentId, RecordedPayment};
 use crate::money::{AmountCents, PaymentMethod, MAX_AMOUNT_CENTS};
 use crate::repo::{self, NewPayment};
+use crate::Call;
 
 impl<E: Env> Billing<E> {
     /// Records a payment (admins and managers). Overpaying, or paying a
     /// void or paid invoice, is a 422.
-    pub async fn create_payment(
-        &self,
-        ctx: &RequestContext,
-        request: &Request,
-        invoice_id: &str,
-        operation: &str,
-    ) -> Result<Response, Problem> {
+    pub async fn create_payment(&self, call: &Call<'_>) -> Result<Response, Problem> {
+        let ctx = call.ctx;
+        let invoice_id = call.id();
         let s = self.scoped(ctx)?;
         let (tenant, scope) = (s.scope.tenant_id.to_string(), s.scope);
         let actor = scope.actor_id.to_string();
         let invoice = self.find_invoice(ctx, invoice_id)?;
-        let mut b = JsonBody::parse(request.body())?;
+        let mut b = JsonBody::parse(call.body())?;
         let fields = (
             b.integer("amount_cents", 1, MAX_AMOUNT_CENTS)
                 .and_then(AmountCents::new),
@@ -38,14 +34,13 @@ impl<E: Env> Billing<E> {
         );
         let (amount, method) = b.complete(fields)?;
         let mut emitted = None;
-        let response = write_once(&self.store, ctx, request, operation, |tx| {
+        let response = s.write_once(call, |s| {
             let now = self.timestamp();
-            let s = s.on(tx);
-            let Some((balance, status)) = repo::apply_payment(&s, &invoice.id, amount, &now)?
+            let Some((balance, status)) = repo::apply_payment(s, &invoice.id, amount, &now)?
             else {
                 // Re-read inside the transaction for an exact reason.
                 let current =
-                    repo::invoice(&s, &invoice.id)?.ok_or_else(|| Problem::not_found("invoice"))?;
+                    repo::invoice(s, &invoice.id)?.ok_or_else(|| Problem::not_found("invoice"))?;
                 let message = match current.status.refuses_payment() {
                     Some(reason) => reason.to_owned(),
                     None => format!(
@@ -71,7 +66,7 @@ impl<E: Env> Billing<E> {
                 invoice_status: status,
             };
             repo::insert_payment(
-                &s,
+                s,
                 &NewPayment {
                     id: &payment.payment.id,
                     invoice_id: &payment.payment.invoice_id,
@@ -93,7 +88,7 @@ impl<E: Env> Billing<E> {
                 }),
                 created_at: now,
             };
-            repo::enqueue(tx, ctx, &event)?;
+            repo::enqueue(s.store, ctx, &event)?;
             emitted = Some(event);
             Ok(Written::same(StatusCode::CREATED, &payment))
         })?;
@@ -105,15 +100,13 @@ impl<E: Env> Billing<E> {
 
     /// An invoice's payments, a page at a time (any member who may see
     /// the invoice).
-    pub async fn list_payments(
-        &self,
-        ctx: &RequestContext,
-        request: &Request,
-        invoice_id: &str,
-    ) -> Result<Response, Problem> {
+    pub async fn list_payments(&self, call: &Call<'_>) -> Result<Response, Problem> {
+        let ctx = call.ctx;
+        let invoice_id = call.id();
         let s = self.scoped(ctx)?;
         let invoice = self.find_visible_invoice(ctx, invoice_id).await?;
-        let page = PageRequest::from_query(request.query())?;
-        page.list(|window| repo::list_payments(&s, &invoice.id, window))
+        s.page(call, |s, window| {
+            repo::list_payments(s, &invoice.id, window)
+        })
     }
 }

@@ -10,7 +10,9 @@ use meridian_platform::store::scoped::Scoped;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
-use crate::model::{Invoice, InvoiceId, InvoiceStatus, OutboxEvent, Payment, PaymentId};
+use crate::model::{
+    Invoice, InvoiceId, InvoiceStatus, OutboxEvent, Payment, PaymentId, ResidentId,
+};
 use crate::money::{AmountCents, Currency, DueDate, PaymentMethod};
 
 /// Billing's storage.
@@ -31,7 +33,7 @@ fn status(r: &Row) -> Result<InvoiceStatus, DbError> {
 fn invoice_from(r: &Row) -> Result<Invoice, DbError> {
     Ok(Invoice {
         id: InvoiceId::stored(r.text("id")?),
-        resident_id: r.text("resident_id")?.to_owned(),
+        resident_id: ResidentId::stored(r.text("resident_id")?),
         amount_cents: amount(r)?,
         currency: r.parsed("currency", Currency::parse)?,
         description: r.text("description")?.to_owned(),
@@ -48,9 +50,9 @@ pub struct InvoiceFilter {
     /// Only this status.
     pub status: Option<InvoiceStatus>,
     /// Only this resident's.
-    pub resident_id: Option<String>,
+    pub resident_id: Option<ResidentId>,
     /// Only these residents' (what a resident-role member may see).
-    pub visible_to: Option<Vec<String>>,
+    pub visible_to: Option<Vec<ResidentId>>,
 }
 
 /// A page of invoices after `after`, in creation order.
@@ -59,10 +61,9 @@ pub fn list_invoices<D: Database, C: Clock>(
     filter: &InvoiceFilter,
     window: Window,
 ) -> Result<Vec<(i64, Invoice)>, DbError> {
-    let visible = filter
-        .visible_to
-        .as_ref()
-        .map(|ids| serde_json::Value::from(ids.clone()).to_string());
+    let visible = filter.visible_to.as_ref().map(|ids| {
+        serde_json::Value::from(ids.iter().map(ResidentId::as_str).collect::<Vec<_>>()).to_string()
+    });
     let rows = s.store.query(
         s.ctx,
         &format!(
@@ -75,8 +76,16 @@ pub fn list_invoices<D: Database, C: Clock>(
             s.tenant(),
             filter.status.map(InvoiceStatus::as_str).into(),
             filter.status.map(InvoiceStatus::as_str).into(),
-            filter.resident_id.clone().into(),
-            filter.resident_id.clone().into(),
+            filter
+                .resident_id
+                .as_ref()
+                .map(ResidentId::to_string)
+                .into(),
+            filter
+                .resident_id
+                .as_ref()
+                .map(ResidentId::to_string)
+                .into(),
             visible.clone().into(),
             visible.into(),
             Value::Integer(window.after),
@@ -273,7 +282,7 @@ fn event_from(r: &Row) -> Result<OutboxEvent, DbError> {
         event_id: r.text("id")?.to_owned(),
         tenant_id: r.text("tenant_id")?.to_owned(),
         kind: r.text("type")?.to_owned(),
-        resident_id: r.text("resident_id")?.to_owned(),
+        resident_id: ResidentId::stored(r.text("resident_id")?),
         payload: serde_json::from_str(r.text("payload")?)
             .map_err(|e| DbError::Decode(e.to_string()))?,
         created_at: r.timestamp("created_at")?,

@@ -6,16 +6,16 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::input::query::query_param;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
-use meridian_platform::store::idempotency::{write_once, Written};
-use meridian_platform::store::page::PageRequest;
+use meridian_platform::store::idempotency::Written;
 use meridian_platform::store::scoped::Scoped;
 use meridian_platform::tenancy::TenantScope;
 use meridian_platform::wire::problem::FieldError;
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{Clock, ErrorCode, Problem};
 
 use crate::app::Community;
 use crate::model::{Complaint, ComplaintId, ComplaintStatus, ResidentId};
 use crate::repo::{self, ComplaintFilter};
+use crate::Call;
 
 /// Whom a list or read is limited to: residents see what they filed.
 fn visible_to(scope: &TenantScope) -> Option<String> {
@@ -25,32 +25,28 @@ fn visible_to(scope: &TenantScope) -> Option<String> {
 /// Lists complaints, optionally `?status=`, a page at a time.
 pub fn list<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let s = app.scoped(ctx)?;
-    let scope = s.scope;
-    let page = PageRequest::from_query(request.query())?;
-    let status = query_param(request.query(), "status")
+    let s = app.scoped(call.ctx)?;
+    let status = query_param(call.query(), "status")
         .map(|s| {
             ComplaintStatus::parse(&s)
                 .map_err(|e| Problem::new(ErrorCode::InvalidRequest, format!("status {e}")))
         })
         .transpose()?;
-    let filed_by = visible_to(scope);
+    let filed_by = visible_to(s.scope);
     let filter = ComplaintFilter {
         filed_by: filed_by.as_deref(),
         status,
     };
-    page.list(|window| repo::list_complaints(&s, &filter, window))
+    s.page(call, |s, window| repo::list_complaints(s, &filter, window))
 }
 
 fn find<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
-    scope: &TenantScope,
     id: &ComplaintId,
 ) -> Result<Complaint, Problem> {
-    let filed_by = visible_to(scope);
+    let filed_by = visible_to(s.scope);
     repo::complaint(s, id)?
         .filter(|c| filed_by.as_ref().is_none_or(|me| *me == c.filed_by))
         .ok_or_else(|| Problem::not_found("complaint"))
@@ -59,12 +55,11 @@ fn find<D: Database, C: Clock>(
 /// One complaint.
 pub fn get<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
-    id: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let id = ComplaintId::parse(id).ok_or_else(|| Problem::not_found("complaint"))?;
-    let s = app.scoped(ctx)?;
-    let complaint = find(&s, s.scope, &id)?;
+    let id = ComplaintId::parse(call.id()).ok_or_else(|| Problem::not_found("complaint"))?;
+    let s = app.scoped(call.ctx)?;
+    let complaint = find(&s, &id)?;
     Ok(message::json(StatusCode::OK, &complaint))
 }
 
@@ -99,21 +94,17 @@ impl TryFrom<&[u8]> for NewComplaint {
 /// Files a complaint about a resident of the tenant (any member).
 pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    operation: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let s = app.scoped(ctx)?;
-    let scope = s.scope;
+    let s = app.scoped(call.ctx)?;
     let NewComplaint {
         resident_id,
         subject,
         body,
-    } = NewComplaint::try_from(request.body().as_slice())?;
-    let filed_by = scope.actor_id.to_string();
-    write_once(&app.store, ctx, request, operation, |tx| {
-        let s = s.on(tx);
-        if repo::resident(&s, &resident_id)?.is_none() {
+    } = NewComplaint::try_from(call.body())?;
+    let filed_by = s.scope.actor_id.to_string();
+    s.write_once(call, |s| {
+        if repo::resident(s, &resident_id)?.is_none() {
             return Err(Problem::validation(vec![FieldError::new(
                 "resident_id",
                 "no such resident",
@@ -130,7 +121,7 @@ pub fn create<D: Database, C: Clock>(
             created_at: now.clone(),
             updated_at: now,
         };
-        repo::insert_complaint(&s, &complaint)?;
+        repo::insert_complaint(s, &complaint)?;
         Ok(Written::same(StatusCode::CREATED, &complaint))
     })
 }
@@ -139,20 +130,15 @@ pub fn create<D: Database, C: Clock>(
 /// closed` (admins and managers); any other move is a 409.
 pub fn update<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    id: &str,
-    operation: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let s = app.scoped(ctx)?;
-    let scope = s.scope;
-    let mut b = JsonBody::parse(request.body())?;
+    let s = app.scoped(call.ctx)?;
+    let mut b = JsonBody::parse(call.body())?;
     let status = b.parsed("status", ComplaintStatus::parse);
     let (to,) = b.complete((status,))?;
-    let id = ComplaintId::parse(id).ok_or_else(|| Problem::not_found("complaint"))?;
-    write_once(&app.store, ctx, request, operation, |tx| {
-        let s = s.on(tx);
-        let mut complaint = find(&s, scope, &id)?;
+    let id = ComplaintId::parse(call.id()).ok_or_else(|| Problem::not_found("complaint"))?;
+    s.write_once(call, |s| {
+        let mut complaint = find(s, &id)?;
         let from = complaint.status;
         if !from.can_become(to) {
             return Err(Problem::new(
@@ -166,7 +152,7 @@ pub fn update<D: Database, C: Clock>(
         }
         let now = app.timestamp();
         // Guarded by the old status, so a concurrent change cannot be overwritten.
-        if !repo::set_complaint_status(&s, &id, (from, to), &now)? {
+        if !repo::set_complaint_status(s, &id, (from, to), &now)? {
             return Err(Problem::new(
                 ErrorCode::Conflict,
                 "the complaint changed meanwhile",

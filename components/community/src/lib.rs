@@ -24,7 +24,7 @@ pub mod repo;
 pub mod residents;
 
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::routes::{dispatch, Access, Endpoint};
+use meridian_platform::http::routes::{Access, Endpoint, Incoming};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, Problem, RequestContext};
@@ -158,6 +158,9 @@ pub const ENDPOINTS: &[Endpoint<Op>] = &[
     ),
 ];
 
+/// A request dispatched by the table, as community's handlers are handed it.
+pub type Call<'a> = Incoming<'a, Op>;
+
 /// Serves one request: dispatched by the table, then the operation's
 /// handler.
 pub fn handle<D: Database, C: Clock>(
@@ -165,24 +168,22 @@ pub fn handle<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &Request,
 ) -> Response {
-    let segments = request.segments();
-    let served = dispatch(ENDPOINTS, request.method(), &segments, ctx).and_then(|call| match call
-        .op()
-    {
-        Op::ListResidents => residents::list(app, ctx, request),
-        Op::CreateResident => residents::create(app, ctx, request, &call.operation()),
-        Op::GetResident | Op::InternalResident => residents::get(app, ctx, call.id()),
-        Op::UpdateResident => residents::update(app, ctx, request, call.id(), &call.operation()),
-        Op::DeleteResident => residents::delete(app, ctx, request, call.id(), &call.operation()),
-        Op::ListNotifications => notifications::list(app, ctx, request, call.id()),
-        Op::ListComplaints => complaints::list(app, ctx, request),
-        Op::CreateComplaint => complaints::create(app, ctx, request, &call.operation()),
-        Op::GetComplaint => complaints::get(app, ctx, call.id()),
-        Op::UpdateComplaint => complaints::update(app, ctx, request, call.id(), &call.operation()),
-        Op::ListAnnouncements => announcements::list(app, ctx, request),
-        Op::CreateAnnouncement => announcements::create(app, ctx, request, &call.operation()),
-        Op::ConsumeEvent => notifications::consume(app, ctx, request),
-        Op::LinkedResidents => residents::linked(app, ctx),
+    let served = Call::dispatch(ENDPOINTS, ctx, request).and_then(|call| match call.op() {
+        // A plain list is the store's page of the tenant's rows.
+        Op::ListResidents => app.scoped(ctx)?.page(&call, repo::list_residents),
+        Op::CreateResident => residents::create(app, &call),
+        Op::GetResident | Op::InternalResident => residents::get(app, &call),
+        Op::UpdateResident => residents::update(app, &call),
+        Op::DeleteResident => residents::delete(app, &call),
+        Op::ListNotifications => notifications::list(app, &call),
+        Op::ListComplaints => complaints::list(app, &call),
+        Op::CreateComplaint => complaints::create(app, &call),
+        Op::GetComplaint => complaints::get(app, &call),
+        Op::UpdateComplaint => complaints::update(app, &call),
+        Op::ListAnnouncements => app.scoped(ctx)?.page(&call, repo::list_announcements),
+        Op::CreateAnnouncement => announcements::create(app, &call),
+        Op::ConsumeEvent => notifications::consume(app, &call),
+        Op::LinkedResidents => residents::linked(app, &call),
     });
     served.unwrap_or_else(|problem: Problem| message::problem(ctx, problem))
 }

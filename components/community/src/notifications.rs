@@ -9,27 +9,26 @@ use meridian_platform::store::db::Database;
 use meridian_platform::store::page::PageRequest;
 use meridian_platform::tenancy::TenantId;
 use meridian_platform::time::Timestamp;
-use meridian_platform::{Clock, Problem, RequestContext};
+use meridian_platform::{Clock, Problem};
 use serde_json::json;
 
 use crate::app::Community;
 use crate::model::ResidentId;
 use crate::repo::{self, NewNotification};
+use crate::Call;
 
 /// `GET /v1/{tenant}/residents/{id}/notifications`: staff see any
 /// resident's; a resident-role member only those of a resident linked to
 /// them (any other is "not found", as if it did not exist).
 pub fn list<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    resident_id: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let s = app.scoped(ctx)?;
+    let s = app.scoped(call.ctx)?;
     let scope = s.scope;
-    let page = PageRequest::from_query(request.query())?;
+    let page = PageRequest::from_query(call.query())?;
     let actor = scope.actor_id.to_string();
-    let resident = ResidentId::parse(resident_id)
+    let resident = ResidentId::parse(call.id())
         .map(|id| repo::resident(&s, &id))
         .transpose()?
         .flatten()
@@ -42,11 +41,10 @@ pub fn list<D: Database, C: Clock>(
 /// Answers 200 `{"event_id", "stored": true|false}` — a duplicate is a success.
 pub fn consume<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
     let uuid = |s: &str| parse_id(s).ok_or("must be a UUID");
-    let mut b = JsonBody::parse(request.body())?;
+    let mut b = JsonBody::parse(call.body())?;
     let event_id = b.parsed("event_id", uuid);
     let tenant_id = b.parsed("tenant_id", |s| {
         uuid(s).and_then(|id| id.parse::<TenantId>().map_err(|_| "must be a UUID"))
@@ -63,7 +61,7 @@ pub fn consume<D: Database, C: Clock>(
     let (event_id, tenant_id, resident_id, kind, payload, created_at) = b.complete(fields)?;
     let stored = repo::insert_notification(
         &app.store,
-        ctx,
+        call.ctx,
         &NewNotification {
             event_id: &event_id,
             tenant_id: &tenant_id,

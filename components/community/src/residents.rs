@@ -1,46 +1,45 @@
-//! Residents: `GET, POST /v1/{tenant}/residents`, `GET, PATCH, DELETE
-//! /v1/{tenant}/residents/{id}`, and the internal read billing uses.
+//! Residents: `POST /v1/{tenant}/residents`, `GET, PATCH, DELETE
+//! /v1/{tenant}/residents/{id}`, and the internal reads billing uses. The
+//! list (`GET /v1/{tenant}/residents`) is a plain page of the store's rows,
+//! served from the route table (`lib.rs`).
 
 use meridian_platform::http::prelude::*;
 use meridian_platform::ids::parse_id;
-use meridian_platform::input::validate::{normalize_email, JsonBody, Patch};
+use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::store::db::Database;
-use meridian_platform::store::idempotency::{write_once, Written};
-use meridian_platform::store::page::PageRequest;
+use meridian_platform::store::idempotency::Written;
+use meridian_platform::store::scoped::Scoped;
 use meridian_platform::wire::problem::FieldError;
-use meridian_platform::{Clock, Problem, RequestContext};
+use meridian_platform::{Clock, Problem};
 
 use crate::app::Community;
 use crate::model::{Resident, ResidentId};
 use crate::repo;
+use crate::Call;
 
 fn user_id(raw: &str) -> Result<String, &'static str> {
     parse_id(raw).ok_or("must be a UUID")
 }
 
-/// Lists live residents, a page at a time (any member).
-pub fn list<D: Database, C: Clock>(
-    app: &Community<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-) -> Result<Response, Problem> {
-    let s = app.scoped(ctx)?;
-    let page = PageRequest::from_query(request.query())?;
-    page.list(|window| repo::list_residents(&s, window))
+/// The resident id of a path, or a 404: a malformed id names no resident.
+fn resident_id(raw: &str) -> Result<ResidentId, Problem> {
+    ResidentId::parse(raw).ok_or_else(|| Problem::not_found("resident"))
+}
+
+/// The live resident `id` names, or a 404.
+fn found<D: Database, C: Clock>(
+    s: &Scoped<'_, D, C>,
+    id: &ResidentId,
+) -> Result<Resident, Problem> {
+    repo::resident(s, id)?.ok_or_else(|| Problem::not_found("resident"))
 }
 
 /// One resident (any member; also the internal read billing makes).
 pub fn get<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
-    id: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let s = app.scoped(ctx)?;
-    let resident = ResidentId::parse(id)
-        .map(|id| repo::resident(&s, &id))
-        .transpose()?
-        .flatten()
-        .ok_or_else(|| Problem::not_found("resident"))?;
+    let resident = found(&app.scoped(call.ctx)?, &resident_id(call.id())?)?;
     Ok(message::json(StatusCode::OK, &resident))
 }
 
@@ -48,9 +47,9 @@ pub fn get<D: Database, C: Clock>(
 /// calling member, for a service that shows a resident only their own.
 pub fn linked<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let s = app.scoped(ctx)?;
+    let s = app.scoped(call.ctx)?;
     let ids = repo::residents_linked_to(&s, &s.scope.actor_id.to_string())?;
     Ok(message::json(
         StatusCode::OK,
@@ -61,18 +60,16 @@ pub fn linked<D: Database, C: Clock>(
 /// Adds a resident (admins and managers).
 pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    operation: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let s = app.scoped(ctx)?;
-    let mut b = JsonBody::parse(request.body())?;
+    let s = app.scoped(call.ctx)?;
+    let mut b = JsonBody::parse(call.body())?;
     let name = b.text("name", 1, 200);
     let unit = b.text("unit", 1, 50);
     let email = b.patch_parsed("email", true, normalize_email);
     let user = b.patch_parsed("user_id", true, user_id);
     let (name, unit, email, user) = b.complete((name, unit, email, user))?;
-    write_once(&app.store, ctx, request, operation, |tx| {
+    s.write_once(call, |s| {
         let now = app.timestamp();
         let resident = Resident {
             id: ResidentId::fresh(),
@@ -83,7 +80,7 @@ pub fn create<D: Database, C: Clock>(
             created_at: now.clone(),
             updated_at: now,
         };
-        repo::save_resident(&s.on(tx), &resident)?;
+        repo::save_resident(s, &resident)?;
         Ok(Written::same(StatusCode::CREATED, &resident))
     })
 }
@@ -92,14 +89,11 @@ pub fn create<D: Database, C: Clock>(
 /// `user_id` may be cleared with `null`.
 pub fn update<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    id: &str,
-    operation: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let s = app.scoped(ctx)?;
-    let id = ResidentId::parse(id).ok_or_else(|| Problem::not_found("resident"))?;
-    let mut b = JsonBody::parse(request.body())?;
+    let s = app.scoped(call.ctx)?;
+    let id = resident_id(call.id())?;
+    let mut b = JsonBody::parse(call.body())?;
     if b.is_empty() {
         return Err(Problem::validation(vec![FieldError::new(
             "body",
@@ -111,45 +105,28 @@ pub fn update<D: Database, C: Clock>(
     let email = b.patch_parsed("email", true, normalize_email);
     let user = b.patch_parsed("user_id", true, user_id);
     let (name, unit, email, user) = b.complete((name, unit, email, user))?;
-    write_once(&app.store, ctx, request, operation, |tx| {
-        let s = s.on(tx);
-        let mut r = repo::resident(&s, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
-        if let Patch::Set(v) = name {
-            r.name = v;
-        }
-        if let Patch::Set(v) = unit {
-            r.unit = v;
-        }
-        apply(&mut r.email, email);
-        apply(&mut r.user_id, user);
+    s.write_once(call, |s| {
+        let mut r = found(s, &id)?;
+        name.apply_to_required(&mut r.name);
+        unit.apply_to_required(&mut r.unit);
+        email.apply_to(&mut r.email);
+        user.apply_to(&mut r.user_id);
         r.updated_at = app.timestamp();
-        repo::save_resident(&s, &r)?;
+        repo::save_resident(s, &r)?;
         Ok(Written::same(StatusCode::OK, &r))
     })
-}
-
-fn apply(slot: &mut Option<String>, patch: Patch<String>) {
-    match patch {
-        Patch::Keep => {}
-        Patch::Clear => *slot = None,
-        Patch::Set(v) => *slot = Some(v),
-    }
 }
 
 /// Removes a resident (admins and managers); it is "not found" from then on.
 pub fn delete<D: Database, C: Clock>(
     app: &Community<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    id: &str,
-    operation: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let s = app.scoped(ctx)?;
-    let id = ResidentId::parse(id).ok_or_else(|| Problem::not_found("resident"))?;
-    write_once(&app.store, ctx, request, operation, |tx| {
-        let s = s.on(tx);
-        repo::resident(&s, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
-        repo::delete_resident(&s, &id, &app.timestamp())?;
+    let s = app.scoped(call.ctx)?;
+    let id = resident_id(call.id())?;
+    s.write_once(call, |s| {
+        found(s, &id)?;
+        repo::delete_resident(s, &id, &app.timestamp())?;
         Ok(Written::no_content())
     })
 }

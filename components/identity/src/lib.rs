@@ -26,7 +26,7 @@ pub mod tokens;
 
 use http::Method;
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::routes::{dispatch, Access, Endpoint};
+use meridian_platform::http::routes::{Access, Endpoint, Incoming};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, RequestContext};
@@ -105,6 +105,9 @@ pub const ENDPOINTS: &[Endpoint<Op>] = &[
     ),
 ];
 
+/// A request dispatched by the table, as identity's handlers are handed it.
+pub type Call<'a> = Incoming<'a, Op>;
+
 /// Serves one request: dispatched by the table, then the operation's
 /// handler.
 pub fn handle<D: Database, C: Clock>(
@@ -112,25 +115,22 @@ pub fn handle<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &Request,
 ) -> Response {
-    let segments = request.segments();
-    let served = dispatch(ENDPOINTS, request.method(), &segments, ctx).and_then(|call| {
-        let slug = call.param("tenant");
-        match call.op() {
-            Op::Resolve => resolve::resolve(app, ctx, request),
-            Op::CreateTenant => tenants::create(app, ctx, request, &call.operation()),
-            Op::GetTenant => tenants::get(app, ctx),
-            Op::ListMembers => members::list(app, ctx, request),
-            Op::CreateMember => members::create(app, ctx, request, &call.operation()),
-            Op::CreateToken => tokens::create(app, ctx, request, &call.operation()),
+    let served =
+        Call::dispatch(ENDPOINTS, ctx, request).and_then(|call| match call.op() {
+            Op::Resolve => resolve::resolve(app, &call),
+            Op::CreateTenant => tenants::create(app, &call),
+            Op::GetTenant => tenants::get(app, &call),
+            Op::ListMembers => members::list(app, &call),
+            Op::CreateMember => members::create(app, &call),
+            Op::CreateToken => tokens::create(app, &call),
             // The two changes that can change a resolution: the gateway's
             // remembered ones of the tenant stop being served before the
             // answer.
-            Op::DeleteMember => members::delete(app, ctx, request, call.id(), &call.operation())
-                .inspect(|_| app.resolutions_changed(slug)),
-            Op::RevokeToken => tokens::revoke(app, ctx, request, call.id(), &call.operation())
-                .inspect(|_| app.resolutions_changed(slug)),
-        }
-    });
+            Op::DeleteMember => members::delete(app, &call)
+                .inspect(|_| app.resolutions_changed(call.param("tenant"))),
+            Op::RevokeToken => tokens::revoke(app, &call)
+                .inspect(|_| app.resolutions_changed(call.param("tenant"))),
+        });
     served.unwrap_or_else(|problem| message::problem(ctx, problem))
 }
 

@@ -7,22 +7,23 @@ use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
 use meridian_platform::store::page::PageRequest;
 use meridian_platform::tenancy::{ActorId, Role};
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{Clock, ErrorCode, Problem};
 use serde_json::json;
 
 use crate::app::Identity;
 use crate::model::{Member, MembershipId, TokenId, UserId};
 use crate::repo::{self, NewToken};
 use crate::tenants::{new_token, stored};
+use crate::Call;
 
 /// Lists the tenant's members, a page at a time.
 pub fn list<D: Database, C: Clock>(
     app: &Identity<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
+    let ctx = call.ctx;
     let tenant_id = ctx.scope()?.tenant_id;
-    let page = PageRequest::from_query(request.query())?;
+    let page = PageRequest::from_query(call.query())?;
     page.list(|window| repo::list_members(&app.store, ctx, &tenant_id, window))
 }
 
@@ -52,13 +53,12 @@ impl TryFrom<&[u8]> for NewMember {
 /// carries the member's first API token, shown once.
 pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    operation: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
+    let ctx = call.ctx;
     let tenant_id = ctx.scope()?.tenant_id;
-    let NewMember { email, name, role } = NewMember::try_from(request.body().as_slice())?;
-    write_once(&app.store, ctx, request, operation, |tx| {
+    let NewMember { email, name, role } = NewMember::try_from(call.body())?;
+    write_once(&app.store, call, |tx| {
         let now = app.timestamp();
         let platform_user = repo::ensure_user(tx, ctx, &email, &name, UserId::fresh(), &now)?;
         if repo::membership_of(tx, ctx, &tenant_id, &platform_user)?.is_some() {
@@ -108,14 +108,12 @@ pub fn create<D: Database, C: Clock>(
 /// cannot be removed.
 pub fn delete<D: Database, C: Clock>(
     app: &Identity<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    id: &str,
-    operation: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
+    let ctx = call.ctx;
     let tenant_id = ctx.scope()?.tenant_id;
-    let id = MembershipId::parse(id).ok_or_else(|| Problem::not_found("member"))?;
-    write_once(&app.store, ctx, request, operation, |tx| {
+    let id = MembershipId::parse(call.id()).ok_or_else(|| Problem::not_found("member"))?;
+    write_once(&app.store, call, |tx| {
         let member =
             repo::member(tx, ctx, &tenant_id, &id)?.ok_or_else(|| Problem::not_found("member"))?;
         if member.role == Role::Admin && repo::admin_count(tx, ctx, &tenant_id)? <= 1 {

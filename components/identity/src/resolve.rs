@@ -16,6 +16,7 @@ use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use crate::app::Identity;
 use crate::model::Resolution;
 use crate::repo;
+use crate::Call;
 
 /// `last_used_at` is refreshed at most this often, so that reads do not
 /// each turn into a write.
@@ -26,9 +27,9 @@ const TOUCH_INTERVAL: Duration = Duration::from_secs(60);
 /// tenant (no existence leak).
 pub fn resolve<D: Database, C: Clock>(
     app: &Identity<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
+    let ctx = call.ctx;
     let tenant_not_found = || Problem::new(ErrorCode::TenantNotFound, "no such tenant");
     let unauthorized = || {
         Problem::new(
@@ -36,9 +37,9 @@ pub fn resolve<D: Database, C: Clock>(
             "the bearer token is missing, unknown or revoked",
         )
     };
-    let token = request.bearer().ok_or_else(unauthorized)?;
+    let token = call.request.bearer().ok_or_else(unauthorized)?;
     let hash = token_hash(token);
-    let slug = query_param(request.query(), "slug").and_then(|s| TenantSlug::parse(&s).ok());
+    let slug = query_param(call.query(), "slug").and_then(|s| TenantSlug::parse(&s).ok());
     // One statement: the token's owner, and the slug's tenant beside it (a
     // malformed slug is looked up as "", which names none).
     let looked_up = slug.as_ref().map_or("", TenantSlug::as_str);

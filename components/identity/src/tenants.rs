@@ -7,12 +7,13 @@ use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{self, Begun, IdempotencyKey, StoredResponse, Written};
 use meridian_platform::tenancy::{ActorId, Role, TenantId, TenantSlug};
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{Clock, ErrorCode, Problem};
 use serde_json::json;
 
 use crate::app::Identity;
 use crate::model::{Member, MembershipId, Tenant, TokenId, UserId};
 use crate::repo::{self, NewToken};
+use crate::Call;
 
 /// Slugs that would collide with a route of the public API.
 const RESERVED_SLUGS: &[&str] = &["tenants", "internal", "health", "healthz", "readyz"];
@@ -58,12 +59,12 @@ impl TryFrom<&[u8]> for NewTenant {
 /// Creates a tenant with its first admin and that admin's first token.
 pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    operation: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
+    let ctx = call.ctx;
     let authorised = !app.admin_token.is_empty()
-        && request
+        && call
+            .request
             .bearer()
             .is_some_and(|t| constant_time_eq(t, &app.admin_token));
     if !authorised {
@@ -72,15 +73,15 @@ pub fn create<D: Database, C: Clock>(
             "creating a tenant needs the platform admin token",
         ));
     }
-    let input = NewTenant::try_from(request.body().as_slice())?;
-    let key = IdempotencyKey::of(request)?;
+    let input = NewTenant::try_from(call.body())?;
+    let (key, operation) = (IdempotencyKey::of(call.request)?, call.operation());
     let write = match idempotency::begin(
         &app.store,
         ctx,
         key.as_ref(),
         PLATFORM,
-        operation,
-        request.body(),
+        &operation,
+        call.body(),
     )? {
         Begun::Replay(response) => return Ok(response),
         Begun::Proceed(write) => write,
@@ -140,8 +141,9 @@ pub fn create<D: Database, C: Clock>(
 /// `GET /v1/{tenant}`: the caller's tenant.
 pub fn get<D: Database, C: Clock>(
     app: &Identity<D, C>,
-    ctx: &RequestContext,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
+    let ctx = call.ctx;
     let scope = ctx.scope()?;
     let tenant = repo::tenant_by_id(&app.store, ctx, &scope.tenant_id)?
         .ok_or_else(|| Problem::not_found("tenant"))?;

@@ -6,26 +6,26 @@ use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{write_once, Written};
 use meridian_platform::tenancy::Role;
-use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
+use meridian_platform::{Clock, ErrorCode, Problem};
 use serde_json::json;
 
 use crate::app::Identity;
 use crate::model::TokenId;
 use crate::repo::{self, NewToken};
 use crate::tenants::{new_token, stored};
+use crate::Call;
 
 /// A new token for the caller, shown once.
 pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    operation: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
+    let ctx = call.ctx;
     let scope = ctx.scope()?;
     let (tenant_id, actor_id) = (scope.tenant_id, scope.actor_id);
     // No fields yet; an unknown one is refused rather than ignored.
-    JsonBody::parse(request.body())?.finish()?;
-    write_once(&app.store, ctx, request, operation, |tx| {
+    JsonBody::parse(call.body())?.finish()?;
+    write_once(&app.store, call, |tx| {
         let token = new_token()?;
         let membership_id = repo::membership_of_person(tx, ctx, &tenant_id, &actor_id)?
             .ok_or_else(|| {
@@ -62,16 +62,14 @@ pub fn create<D: Database, C: Clock>(
 /// Revoking twice is fine; another member's token is "not found".
 pub fn revoke<D: Database, C: Clock>(
     app: &Identity<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    id: &str,
-    operation: &str,
+    call: &Call<'_>,
 ) -> Result<Response, Problem> {
+    let ctx = call.ctx;
     let scope = ctx.scope()?;
     let (tenant_id, actor_id) = (scope.tenant_id, scope.actor_id);
     let is_admin = scope.role == Role::Admin;
-    let id = TokenId::parse(id).ok_or_else(|| Problem::not_found("token"))?;
-    write_once(&app.store, ctx, request, operation, |tx| {
+    let id = TokenId::parse(call.id()).ok_or_else(|| Problem::not_found("token"))?;
+    write_once(&app.store, call, |tx| {
         repo::token_owner_in_tenant(tx, ctx, &tenant_id, &id)?
             .filter(|user| is_admin || *user == actor_id)
             .ok_or_else(|| Problem::not_found("token"))?;

@@ -8,6 +8,8 @@
 
 use http::Method;
 
+use crate::http::message::{Request, RequestExt};
+
 use crate::tenancy::Role;
 use crate::wire::problem::Problem;
 use crate::RequestContext;
@@ -202,6 +204,65 @@ pub fn dispatch<'r, 'p, Op>(
         endpoint,
         segments: segments.to_vec(),
     })
+}
+
+/// A request dispatched to its endpoint: what a handler is handed — the
+/// request, its context, and the route with its path's values.
+#[derive(Debug)]
+pub struct Incoming<'a, Op> {
+    /// The request's budget, tenant scope and log.
+    pub ctx: &'a RequestContext,
+    /// The request.
+    pub request: &'a Request,
+    /// The endpoint it matched, and its path's values.
+    pub route: Matched<'a, 'a, Op>,
+}
+
+impl<'a, Op> Incoming<'a, Op> {
+    /// `request` dispatched by `table` ([`dispatch`]): a 404, 405 or 403
+    /// problem when no endpoint takes it.
+    pub fn dispatch(
+        table: &'a [Endpoint<Op>],
+        ctx: &'a RequestContext,
+        request: &'a Request,
+    ) -> Result<Self, Problem> {
+        let route = dispatch(table, request.method(), &request.segments(), ctx)?;
+        Ok(Self {
+            ctx,
+            request,
+            route,
+        })
+    }
+
+    /// What serves it.
+    pub fn op(&self) -> &Op {
+        self.route.op()
+    }
+
+    /// The value of the template's `{name}` segment ([`Matched::param`]).
+    pub fn param(&self, name: &str) -> &'a str {
+        self.route.param(name)
+    }
+
+    /// The `{id}` segment's value.
+    pub fn id(&self) -> &'a str {
+        self.route.id()
+    }
+
+    /// The operation a keyed write is recorded under ([`Matched::operation`]).
+    pub fn operation(&self) -> String {
+        self.route.operation()
+    }
+
+    /// The request's body.
+    pub fn body(&self) -> &'a [u8] {
+        self.request.body()
+    }
+
+    /// The request's query string (empty when it has none).
+    pub fn query(&self) -> &'a str {
+        self.request.query()
+    }
 }
 
 /// The methods `template` takes, as an `Allow` header lists them, in the

@@ -30,6 +30,23 @@ impl<T> Patch<T> {
             Self::Keep | Self::Clear => None,
         }
     }
+
+    /// Applies the patch to an optional field: kept, cleared or set.
+    pub fn apply_to(self, slot: &mut Option<T>) {
+        match self {
+            Self::Keep => {}
+            Self::Clear => *slot = None,
+            Self::Set(v) => *slot = Some(v),
+        }
+    }
+
+    /// Applies the patch to a required field (one read with `nullable`
+    /// false, so never `Clear`): set, or kept as it is.
+    pub fn apply_to_required(self, slot: &mut T) {
+        if let Self::Set(v) = self {
+            *slot = v;
+        }
+    }
 }
 
 /// A JSON object body being read field by field.
@@ -449,6 +466,22 @@ mod tests {
         assert_eq!(b.patch_text("phone", 1, 10, true), Some(Patch::Keep));
         assert_eq!(b.patch_text("unit", 1, 10, false), None);
         assert_eq!(b.finish().unwrap_err().errors()[0].field, "unit");
+    }
+
+    #[test]
+    fn a_patch_keeps_clears_or_sets_the_field_it_is_applied_to() {
+        let mut optional = Some("a".to_owned());
+        Patch::Keep.apply_to(&mut optional);
+        assert_eq!(optional.as_deref(), Some("a"));
+        Patch::Set("b".to_owned()).apply_to(&mut optional);
+        assert_eq!(optional.as_deref(), Some("b"));
+        Patch::Clear.apply_to(&mut optional);
+        assert_eq!(optional, None);
+        let mut required = "a".to_owned();
+        Patch::Keep.apply_to_required(&mut required);
+        assert_eq!(required, "a");
+        Patch::Set("b".to_owned()).apply_to_required(&mut required);
+        assert_eq!(required, "b");
     }
 
     #[test]

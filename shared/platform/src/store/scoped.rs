@@ -4,7 +4,11 @@
 //! for), and the request's context travels with it.
 
 use crate::budget::context::RequestContext;
+use crate::http::message::Response;
+use crate::http::routes::Incoming;
 use crate::store::db::{Database, Store, Value};
+use crate::store::idempotency::{write_once, Written};
+use crate::store::page::{PageRequest, Window};
 use crate::tenancy::TenantScope;
 use crate::time::Clock;
 use crate::wire::problem::Problem;
@@ -46,5 +50,32 @@ impl<'a, D: Database, C: Clock> Scoped<'a, D, C> {
     /// The tenant as a statement parameter.
     pub fn tenant(&self) -> Value {
         self.scope.tenant_id.to_string().into()
+    }
+
+    /// The answer to a list request: the page the call's `?limit=` and
+    /// `?cursor=` ask for (a bad one is a 400), read by `fetch` as
+    /// `(seq, row)` pairs from the window it is given.
+    pub fn page<T, E, Op>(
+        &self,
+        call: &Incoming<'_, Op>,
+        fetch: impl FnOnce(&Self, Window) -> Result<Vec<(i64, T)>, E>,
+    ) -> Result<Response, Problem>
+    where
+        T: serde::Serialize,
+        Problem: From<E>,
+    {
+        PageRequest::from_query(call.query())?.list(|window| fetch(self, window))
+    }
+
+    /// The call's write, made once per idempotency key ([`write_once`],
+    /// under the route's operation): `work` runs on this tenant's view of
+    /// the transaction that also records its answer, and a repeated key is
+    /// answered what was recorded.
+    pub fn write_once<Op>(
+        &self,
+        call: &Incoming<'_, Op>,
+        work: impl FnOnce(&Scoped<'_, D, C>) -> Result<Written, Problem>,
+    ) -> Result<Response, Problem> {
+        write_once(self.store, call, |tx| work(&self.on(tx)))
     }
 }

@@ -4,7 +4,8 @@
 use super::key::IdempotencyKey;
 use super::store::{claim, complete, fingerprint, release, Claimed, Scope, StoredResponse};
 use crate::budget::context::RequestContext;
-use crate::http::message::{self, Request, Response, ResponseExt};
+use crate::http::message::{self, Response, ResponseExt};
+use crate::http::routes::Incoming;
 use crate::store::db::{Database, Store};
 use crate::time::Clock;
 use crate::wire::headers::IDEMPOTENT_REPLAYED;
@@ -95,16 +96,15 @@ pub fn begin<'a, D: Database, C: Clock>(
     }
 }
 
-/// A tenant-scoped write with no work before its transaction: begins with
-/// the request's key (if any) under the caller's tenant and actor, replays
-/// or runs `work` and commits.
-pub fn write_once<D: Database, C: Clock>(
+/// A call's tenant-scoped write with no work before its transaction:
+/// begins with the request's key (if any) under the caller's tenant and
+/// actor and the route's operation, replays or runs `work` and commits.
+pub fn write_once<D: Database, C: Clock, Op>(
     store: &Store<D, C>,
-    ctx: &RequestContext,
-    request: &Request,
-    operation: &str,
+    call: &Incoming<'_, Op>,
     work: impl FnOnce(&Store<D, C>) -> Result<Written, Problem>,
 ) -> Result<Response, Problem> {
+    let (ctx, request) = (call.ctx, call.request);
     let scope = ctx.scope()?;
     let (tenant, actor) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
     let key = IdempotencyKey::of(request)?;
@@ -113,7 +113,7 @@ pub fn write_once<D: Database, C: Clock>(
         ctx,
         key.as_ref(),
         (&tenant, &actor),
-        operation,
+        &call.operation(),
         request.body(),
     )? {
         Begun::Replay(response) => Ok(response),
