@@ -2,7 +2,7 @@
 # Meridian against the floor of a bare Spin app (README "Benchmarks"):
 # builds the release components and the floor apps (bench/), installs the
 # load generator (wrk, from Debian) when missing, starts `spin up` on
-# loopback and runs the perf driver (tests/src/bin/perf.rs), which writes
+# loopback and runs the perf driver (tools/src/bin/perf.rs), which writes
 # BENCHMARKS.md's "Against the floor" section and BENCHMARKS.svg.
 #
 #   scripts/bench.sh                 the full run (~8 min: 10 s x 3 rounds per
@@ -13,7 +13,7 @@
 #   scripts/bench.sh -- ARGS         the driver's own arguments instead, e.g.
 #                                    -- --only p2 --per-budget 30
 #   scripts/bench.sh --goodput [S]   goodput under overload beside the floor
-#                                    (tests/src/bin/goodput.rs, S s per point,
+#                                    (tools/src/bin/goodput.rs, S s per point,
 #                                    default 5; ~6 min): closed and open loop,
 #                                    a quiet tenant beside a flood, recovery
 #
@@ -47,7 +47,7 @@ case "${1:-}" in
     shift
     args=("$@") ;;
   --goodput)
-    exec env SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-e2e --release --bin goodput -- \
+    exec env SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-tools --release --bin goodput -- \
       --seconds "${2:-5}" ;;
   "")
     args=(--seconds 10 --rounds 3 --per-budget 50 --write) ;;
@@ -55,4 +55,4 @@ case "${1:-}" in
     echo "bench: unknown argument $1 (see the top of scripts/bench.sh)" >&2
     exit 2 ;;
 esac
-SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-e2e --release --bin perf -- "${args[@]}"
+SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-tools --release --bin perf -- "${args[@]}"

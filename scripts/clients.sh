@@ -83,4 +83,4 @@ if [ -z "$spin_bin" ] || [ ! -x "$spin_bin" ]; then
   exec "$0" --inside
 fi
 echo "client workflows against a real spin up ($("$spin_bin" --version))"
-SPIN_BIN="$spin_bin" cargo run --quiet --locked -p meridian-e2e --bin against -- "$PWD/scripts/clients.sh" --inside
+SPIN_BIN="$spin_bin" cargo run --quiet --locked -p meridian-tools --bin against -- "$PWD/scripts/clients.sh" --inside

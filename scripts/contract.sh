@@ -59,4 +59,4 @@ case "$mode" in
 esac
 echo "schemathesis ${args[*]} against a real spin up ($("$spin_bin" --version))"
 SPIN_BIN="$spin_bin" SCHEMATHESIS="$PWD/$venv/bin/st" \
-  cargo run --quiet --locked -p meridian-e2e --bin contract -- "${args[@]}"
+  cargo run --quiet --locked -p meridian-tools --bin contract -- "${args[@]}"

@@ -8,7 +8,7 @@
 # internal_token, as SpinKube sets them), and a runtime configuration at
 # /runtime-config.toml with the key-value store on Redis and each SQLite
 # label on its own libSQL server (sqld), as deploy/runtime-config/libsql.toml
-# maps them. Then the smoke run (tests/src/bin/smoke.rs: a tenant, a keyed
+# maps them. Then the smoke run (tools/src/bin/smoke.rs: a tenant, a keyed
 # write and its replay, a read, a 422) against it, and again with billing
 # hung (a 504 at the budget).
 #
@@ -79,7 +79,7 @@ echo "== containerd: $(containerd --version)"
 echo "== build the components"
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
 cargo build --target wasm32-wasip2 --release --locked -p gateway -p identity -p community -p billing
-cargo build --release --locked -p meridian-e2e --bin smoke
+cargo build --release --locked -p meridian-tools --bin smoke
 smoke=target/release/smoke
 
 echo "== a local OCI registry (docker-registry) on 127.0.0.1:5055"

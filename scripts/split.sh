@@ -19,7 +19,7 @@ case "${1:-}" in
     build
     export SPIN_VARIABLE_INTERNAL_TOKEN="${SPIN_VARIABLE_INTERNAL_TOKEN:-dev-internal-token}"
     export SPIN_VARIABLE_ADMIN_TOKEN="${SPIN_VARIABLE_ADMIN_TOKEN:-dev-admin-token}"
-    exec cargo run -q -p meridian-e2e --bin split -- up "$@"
+    exec cargo run -q -p meridian-tools --bin split -- up "$@"
     ;;
   test)
     shift
@@ -27,7 +27,7 @@ case "${1:-}" in
     MERIDIAN_LAYOUT=split exec cargo test -p meridian-e2e --test '*' "$@" -- --test-threads=2
     ;;
   generate)
-    exec cargo run -q -p meridian-e2e --bin split -- generate
+    exec cargo run -q -p meridian-tools --bin split -- generate
     ;;
   *)
     sed -n '2,8p' "$0" >&2

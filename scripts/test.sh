@@ -59,14 +59,14 @@ if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
     failed_runs=$((failed_runs + 1))
   fi
   step "benchmark slice: the failure memory, 2 s per scenario (full: memory_bench 20 8, see BENCHMARKS.md)"
-  if SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-e2e --bin memory_bench 2 2; then
+  if SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-tools --bin memory_bench 2 2; then
     echo "test result: ok. 1 passed; 0 failed (the failure-memory benchmark slice)" >>"$results"
   else
     failed_runs=$((failed_runs + 1))
     echo "test result: FAILED. 0 passed; 1 failed (the failure-memory benchmark slice)" >>"$results"
   fi
   step "benchmark slice: overload and tenant limits, 3 s (full: goodput, see BENCHMARKS.md)"
-  if SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-e2e --bin goodput -- --slice; then
+  if SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-tools --bin goodput -- --slice; then
     echo "test result: ok. 1 passed; 0 failed (the goodput benchmark slice)" >>"$results"
   else
     failed_runs=$((failed_runs + 1))

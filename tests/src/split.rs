@@ -42,7 +42,7 @@ pub fn service_manifest(spin_toml: &str, service: &str) -> Result<String, String
     };
     let mut out = String::from(
         "# Generated from spin.toml for the split layout (one Spin app per service):\n\
-         # `cargo run -p meridian-e2e --bin split -- generate`. Do not edit.\n",
+         # `cargo run -p meridian-tools --bin split -- generate`. Do not edit.\n",
     );
     for block in &blocks {
         match block.header.as_str() {
@@ -163,7 +163,7 @@ mod tests {
             assert!(
                 generated == committed,
                 "deploy/split/{service}/spin.toml is out of date: run \
-                 `cargo run -p meridian-e2e --bin split -- generate`"
+                 `cargo run -p meridian-tools --bin split -- generate`"
             );
         }
     }

@@ -2,7 +2,7 @@
 //! that reached the client as a 200 within their budget, per second,
 //! against load, Meridian beside the floor app in the same run.
 //!
-//! Run: `cargo run -p meridian-e2e --release --bin goodput -- [--seconds S]
+//! Run: `cargo run -p meridian-tools --release --bin goodput -- [--seconds S]
 //! [--stamp] [--only closed,open,recovery,quiet] [--slice]` after building
 //! the release components (scripts/bench.sh does both). `--stamp` runs
 //! Meridian as behind a front proxy: `trust_request_start` on, and every

@@ -4,7 +4,7 @@
 //! clients read `GET /v1/{t}/residents` (gateway → identity → community)
 //! as fast as the app answers.
 //!
-//! `cargo run -p meridian-e2e --release --bin memory_bench [SECONDS] [CLIENTS]`
+//! `cargo run -p meridian-tools --release --bin memory_bench [SECONDS] [CLIENTS]`
 //! (defaults 20 s per scenario, 8 clients; about 3 minutes in all). Prints
 //! a Markdown table and writes `target/bench/memory.json`.
 //! `memory_bench SECONDS CLIENTS healthy [ROUNDS]` runs only the all-healthy

@@ -4,7 +4,7 @@
 //! a 400 ms budget and prints the trace as a tree, the answer's headers and
 //! every component's log lines for the request.
 //!
-//! `cargo run -p meridian-e2e --bin trace` (after building the components
+//! `cargo run -p meridian-tools --bin trace` (after building the components
 //! and the `hang` test component for wasm32-wasip2, as the test command does).
 //!
 //! `trace --ok` is the profiler of the healthy path instead: the real app, a

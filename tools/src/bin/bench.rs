@@ -1,6 +1,6 @@
 //! Latency benchmark against a real `spin up`: sequential requests over one
 //! keep-alive connection per route, recorded as percentiles in
-//! `target/bench/latency.json`. Run: `cargo run -p meridian-e2e --release --bin bench [requests]`.
+//! `target/bench/latency.json`. Run: `cargo run -p meridian-tools --release --bin bench [requests]`.
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! the least a Spin app of the same shape costs, measured in the same run.
 //!
 //! Run through `scripts/bench.sh` (it builds the components and installs
-//! `wrk`); by hand: `cargo run -p meridian-e2e --release --bin perf --
+//! `wrk`); by hand: `cargo run -p meridian-tools --release --bin perf --
 //! [--seconds S] [--rounds R] [--per-budget N] [--write] [--uncached]`
 //! (`--uncached`: also Meridian with its resolution cache off, same rounds).
 //!
@@ -97,7 +97,7 @@ impl Args {
                     args.only = Some(part);
                 }
                 other => {
-                    bail!("unknown argument {other:?} (see the header of tests/src/bin/perf.rs)")
+                    bail!("unknown argument {other:?} (see the header of tools/src/bin/perf.rs)")
                 }
             }
         }
