@@ -1,21 +1,25 @@
-//! An HTTP/1.1 server on a free 127.0.0.1 port, one thread per connection,
-//! stopped when dropped: what the stand-ins and the OTLP receiver are built
-//! on.
+//! An HTTP/1.1 server on a free 127.0.0.1 port, stopped when dropped: what
+//! the stand-ins and the OTLP receiver are built on. It is hyper's server
+//! (one connection a task on a small Tokio runtime of its own); each
+//! request's handler runs on the runtime's blocking pool, so a stand-in
+//! that hangs holds up only its own request.
 //!
-//! Written here rather than taken from tiny_http (0.12), whose connection
-//! pool can lose a wake-up: two connections arriving together, with one
-//! thread idle, could both be queued for it, and the second then waited
-//! until some kept-alive connection ended. The app saw a call that never
-//! reached the stand-in and answered 504 at the budget (about one run in
-//! three of eight concurrent first requests to a stand-in answering 503).
-//! A thread per connection has no pool to starve.
+//! Before, this was a hand-written HTTP/1.1 server (a thread per
+//! connection), written after tiny_http (0.12) lost wake-ups: two
+//! connections arriving together with one pool thread idle could both be
+//! queued for it, and the app saw a call that never reached the stand-in.
+//! hyper has no such pool; the burst test below is the check.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::convert::Infallible;
+use std::net::TcpStream;
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 
 /// A request as it arrived.
 #[derive(Debug, Clone)]
@@ -28,7 +32,7 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// The body, de-chunked.
     pub body: Vec<u8>,
-    /// Wall-clock arrival of its first line, Unix epoch ms.
+    /// Wall-clock arrival of its head, Unix epoch ms.
     pub at_ms: u64,
 }
 
@@ -50,50 +54,68 @@ pub struct Response {
     pub body: Vec<u8>,
 }
 
-/// How long a kept-alive connection may stay silent before it is closed.
-const IDLE: Duration = Duration::from_secs(30);
-
 /// The running server.
 pub struct Loopback {
     port: u16,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
+type Handler = dyn Fn(&Request) -> Response + Send + Sync;
+
 impl Loopback {
-    /// Serves every request with `handle`. Each connection has its own
-    /// thread, so a handler that hangs holds up only its own connection
-    /// (whose client waits for that answer anyway).
+    /// Serves every request with `handle`, on hyper's HTTP/1.1 server
+    /// (keep-alive, chunked bodies, `HEAD`).
     pub fn serve(handle: impl Fn(&Request) -> Response + Send + Sync + 'static) -> Self {
-        Self::accept(move |stream| serve_connection(stream, &handle))
+        let handle: Arc<Handler> = Arc::new(handle);
+        Self::listen(move |stream| {
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request| answer(handle.clone(), request));
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        })
     }
 
     /// Hands every connection, as it arrives, to `connection` on a thread
-    /// of its own: for a stand-in that speaks (or breaks) HTTP itself.
+    /// of its own, as a blocking std stream: for a stand-in that speaks (or
+    /// breaks) HTTP itself.
     pub fn accept(connection: impl Fn(TcpStream) + Send + Sync + 'static) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let port = listener.local_addr().expect("address").port();
-        let stop = Arc::new(AtomicBool::new(false));
         let connection = Arc::new(connection);
-        let thread = {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((stream, _)) => {
-                            let connection = connection.clone();
-                            std::thread::spawn(move || connection(stream));
-                        }
-                        Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                    }
+        Self::listen(move |stream| {
+            let Ok(stream) = stream.into_std() else {
+                return;
+            };
+            let _ = stream.set_nonblocking(false);
+            let connection = connection.clone();
+            std::thread::spawn(move || connection(stream));
+        })
+    }
+
+    /// Binds a free loopback port and gives each accepted connection to
+    /// `each`, on a runtime that lives as long as the server.
+    fn listen(each: impl Fn(tokio::net::TcpStream) + Send + 'static) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a Tokio runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind loopback");
+        let port = listener.local_addr().expect("address").port();
+        runtime.spawn(async move {
+            loop {
+                if let Ok((stream, _)) = listener.accept().await {
+                    let _ = stream.set_nodelay(true);
+                    each(stream);
                 }
-            })
-        };
+            }
+        });
         Self {
             port,
-            stop,
-            thread: Some(thread),
+            runtime: Some(runtime),
         }
     }
 
@@ -105,119 +127,82 @@ impl Loopback {
 
 impl Drop for Loopback {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+        // Stops accepting and closes its connections now; a handler still
+        // running on the blocking pool finishes into nothing.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
         }
     }
 }
 
-/// Answers the requests of one connection in turn until the client closes
-/// it, asks to, stays idle too long, or sends what is not HTTP/1.1.
-fn serve_connection(stream: TcpStream, handle: &dyn Fn(&Request) -> Response) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(IDLE));
-    let _ = stream.set_nodelay(true);
-    let Ok(mut writer) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(stream);
-    while let Some(request) = read_request(&mut reader) {
-        let response = handle(&request);
-        let head_only = request.method == "HEAD";
-        if write_response(&mut writer, &response, head_only).is_err()
-            || request
-                .header("connection")
-                .is_some_and(|c| c.eq_ignore_ascii_case("close"))
-        {
-            return;
-        }
-    }
-}
-
-fn read_request(reader: &mut impl BufRead) -> Option<Request> {
-    let line = read_line(reader)?;
+/// One request: read whole, handed to `handle` on the blocking pool, its
+/// answer sent.
+async fn answer(
+    handle: Arc<Handler>,
+    request: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let at_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let mut parts = line.split_whitespace();
-    let (method, url) = (parts.next()?.to_owned(), parts.next()?.to_owned());
-    let mut headers = Vec::new();
-    loop {
-        let line = read_line(reader)?;
-        if line.is_empty() {
-            break;
-        }
-        let (name, value) = line.split_once(':')?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-    }
-    let mut request = Request {
-        method,
-        url,
-        headers,
-        body: Vec::new(),
+    let (head, body) = request.into_parts();
+    let body = match body.collect().await {
+        Ok(collected) => collected.to_bytes().to_vec(),
+        Err(_) => Vec::new(),
+    };
+    let request = Request {
+        method: head.method.to_string(),
+        url: head
+            .uri
+            .path_and_query()
+            .map_or_else(|| head.uri.to_string(), |p| p.as_str().to_owned()),
+        headers: head
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body,
         at_ms,
     };
-    let chunked = request
-        .header("transfer-encoding")
-        .is_some_and(|t| t.to_ascii_lowercase().contains("chunked"));
-    if chunked {
-        loop {
-            let size = read_line(reader)?;
-            let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
-            if size == 0 {
-                // Trailers, up to the blank line.
-                while !read_line(reader)?.is_empty() {}
-                break;
-            }
-            let start = request.body.len();
-            request.body.resize(start + size, 0);
-            reader.read_exact(&mut request.body[start..]).ok()?;
-            read_line(reader)?;
+    let reply = tokio::task::spawn_blocking(move || handle(&request))
+        .await
+        .unwrap_or_else(|_| Response {
+            status: 500,
+            headers: Vec::new(),
+            body: b"the stand-in's handler panicked".to_vec(),
+        });
+    let mut response = hyper::Response::new(Full::new(Bytes::from(reply.body)));
+    *response.status_mut() =
+        http::StatusCode::from_u16(reply.status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    for (name, value) in &reply.headers {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(value),
+        ) {
+            response.headers_mut().append(name, value);
         }
-    } else if let Some(length) = request.header("content-length") {
-        let length: usize = length.parse().ok()?;
-        request.body.resize(length, 0);
-        reader.read_exact(&mut request.body).ok()?;
     }
-    Some(request)
-}
-
-/// One line without its CRLF; `None` at the end of the stream or on error.
-fn read_line(reader: &mut impl BufRead) -> Option<String> {
-    let mut line = String::new();
-    match reader.read_line(&mut line) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
-    }
-}
-
-fn write_response(
-    out: &mut impl Write,
-    response: &Response,
-    head_only: bool,
-) -> std::io::Result<()> {
-    let reason = http::StatusCode::from_u16(response.status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("");
-    let mut head = format!("HTTP/1.1 {} {reason}\r\n", response.status);
-    for (name, value) in &response.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!("content-length: {}\r\n\r\n", response.body.len()));
-    let mut bytes = head.into_bytes();
-    if !head_only {
-        bytes.extend_from_slice(&response.body);
-    }
-    out.write_all(&bytes)?;
-    out.flush()
+    Ok(response)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::time::Duration;
+
+    /// One line without its CRLF.
+    fn read_line(reader: &mut impl BufRead) -> Option<String> {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
+        }
+    }
 
     fn echo() -> Loopback {
         Loopback::serve(|request| Response {
@@ -255,6 +240,31 @@ mod tests {
             reader.read_exact(&mut got).unwrap();
             assert_eq!(got, body.as_bytes());
         }
+    }
+
+    /// A stand-in's hung answer (a handler asleep) holds up only its own
+    /// request: the next one, on another connection, is answered at once.
+    #[test]
+    fn a_handler_that_hangs_holds_up_only_its_own_request() {
+        let server = Loopback::serve(|request| {
+            if request.url == "/slow" {
+                std::thread::sleep(Duration::from_secs(3));
+            }
+            Response {
+                status: 200,
+                headers: Vec::new(),
+                body: request.url.clone().into_bytes(),
+            }
+        });
+        let slow = format!("{}/slow", server.url());
+        let _hung = std::thread::spawn(move || ureq::get(&slow).call().is_ok());
+        std::thread::sleep(Duration::from_millis(100));
+        let started = std::time::Instant::now();
+        let r = ureq::get(&format!("{}/fast?x=1", server.url()))
+            .call()
+            .unwrap();
+        assert_eq!(r.into_string().unwrap(), "/fast?x=1");
+        assert!(started.elapsed() < Duration::from_secs(1));
     }
 
     /// Many clients opening their first connection at once are all served
