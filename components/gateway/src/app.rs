@@ -67,10 +67,38 @@ impl<E: Calls> Hop for EdgeHop<'_, E> {
         }
     }
 
-    async fn serve(&self, arrival: Arrival, request: Request, unread: Option<BodyError>) -> Answer {
-        let response = self.gateway.handle_since(request, arrival, unread).await;
-        Answer::from(response)
+    async fn serve(
+        &self,
+        arrival: Arrival,
+        request: Request,
+        unread: Option<BodyError>,
+    ) -> Answer<'_> {
+        let (response, ended) = self.gateway.handle_since(request, arrival, unread).await;
+        match ended {
+            // What admission learns is written once the answer has gone:
+            // the client does not wait for the key-value writes.
+            Some(ended) => Answer::then(response, async move { self.gateway.learn(ended) }),
+            None => Answer::from(response),
+        }
     }
+}
+
+/// How an admitted request ended, for admission to learn from after the
+/// answer has gone.
+#[derive(Debug)]
+pub struct Ended {
+    /// The route's admission key, and the tenant slug the request named.
+    route: String,
+    slug: String,
+    /// When it was answered, and how long it took.
+    at: UnixMillis,
+    took: std::time::Duration,
+    /// Whether it finished in time.
+    finished: bool,
+    /// Whether it counts in the tenant's own window.
+    tenant_counts: bool,
+    /// The sampling draw for the route's window.
+    roll: u64,
 }
 
 /// What admission decided about a request.
@@ -95,7 +123,7 @@ impl<E: Calls> Gateway<E> {
             at: self.upstream.clock.now(),
         };
         let body = InHand(std::mem::take(request.body_mut()));
-        pipeline::run(&hop, request, body).await.response
+        pipeline::run(&hop, request, body).await.finish().await
     }
 
     /// The request's arrival, decided once from its head: when it arrived
@@ -138,7 +166,7 @@ impl<E: Calls> Gateway<E> {
         request: Request,
         arrival: Arrival,
         body: Option<BodyError>,
-    ) -> Response {
+    ) -> (Response, Option<Ended>) {
         let arrived = arrival.at;
         let request_id = RequestId::from_header_or_new(request.header(headers::REQUEST_ID));
         journal::begin(
@@ -183,7 +211,8 @@ impl<E: Calls> Gateway<E> {
             .map(|ctx| (ctx.budget_at_arrival(), ctx.remaining(now)));
         let timing = trace.timing.header_value(now.since(arrived), budget);
         response.set_header(headers::SERVER_TIMING, timing);
-        if let Some((route, slug)) = &trace.admitted {
+        let mut ended = None;
+        if let Some((route, slug)) = trace.admitted {
             // What admission learns: whether the request finished in time
             // (not out of budget, and within its in-time share of it by our
             // clock: the rest is the margin for queueing we cannot see), and
@@ -198,21 +227,33 @@ impl<E: Calls> Gateway<E> {
                 && served_ctx.as_ref().is_none_or(|ctx| {
                     took <= self.config.admission.in_time(ctx.budget_at_arrival())
                 });
-            let roll = self.upstream.jitter.clone().next_u64();
-            let admission = crate::limits::admission(&self.upstream, &self.config, route);
             let resolved = served_ctx.as_ref().is_some_and(|c| c.tenant().is_some());
             let refused = matches!(
                 response.status(),
                 StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND
             );
-            match resolved || !refused {
-                true => admission.for_tenant(slug),
-                false => admission,
-            }
-            .record(now, finished, took, roll);
+            ended = Some(Ended {
+                route,
+                slug,
+                at: now,
+                took,
+                finished,
+                tenant_counts: resolved || !refused,
+                roll: self.upstream.jitter.clone().next_u64(),
+            });
         }
         request_line(&request, served_ctx.as_ref(), &response, now).emit();
-        response
+        (response, ended)
+    }
+
+    /// Records in admission's windows how an admitted request ended.
+    pub fn learn(&self, ended: Ended) {
+        let admission = crate::limits::admission(&self.upstream, &self.config, &ended.route);
+        match ended.tenant_counts {
+            true => admission.for_tenant(&ended.slug),
+            false => admission,
+        }
+        .record(ended.at, ended.finished, ended.took, ended.roll);
     }
 
     /// Everything decided before any call: the route, the budget, the body,

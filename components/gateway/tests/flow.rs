@@ -652,7 +652,7 @@ fn the_budget_runs_from_arrival_so_a_slow_upload_spends_it() {
         &[AUTH, ("x-meridian-timeout-ms", "400")],
     );
     let arrival = h.gateway.arrive(&request, arrived);
-    let r = block_on(h.gateway.handle_since(request, arrival, None));
+    let (r, _) = block_on(h.gateway.handle_since(request, arrival, None));
     assert_eq!(r.status(), 504);
     assert_eq!(body(&r)["hop"], "gateway");
     assert_eq!(body(&r)["budget_ms"], 400);
@@ -665,7 +665,7 @@ fn a_body_that_could_not_be_read_in_time_or_in_size_is_refused_before_any_call()
     let now = h.clock.now();
     let post = || edge_request("POST", "/v1/acme/invoices", &[AUTH]);
     let now = h.gateway.arrive(&post(), now);
-    let r = block_on(
+    let (r, _) = block_on(
         h.gateway
             .handle_since(post(), now.clone(), Some(BodyError::Deadline)),
     );
@@ -674,13 +674,13 @@ fn a_body_that_could_not_be_read_in_time_or_in_size_is_refused_before_any_call()
         (504, Some("deadline_exceeded"))
     );
     let too_large = BodyError::TooLarge(gateway::app::MAX_BODY_BYTES);
-    let r = block_on(h.gateway.handle_since(post(), now.clone(), Some(too_large)));
+    let (r, _) = block_on(h.gateway.handle_since(post(), now.clone(), Some(too_large)));
     assert_eq!(
         (r.status().as_u16(), body(&r)["code"].as_str()),
         (413, Some("payload_too_large"))
     );
     let broken = BodyError::Broken("reset".into());
-    let r = block_on(h.gateway.handle_since(post(), now, Some(broken)));
+    let (r, _) = block_on(h.gateway.handle_since(post(), now, Some(broken)));
     assert_eq!(r.status(), 400);
     assert!(r.header("x-request-id").is_some());
     assert!(h.seen().is_empty());
@@ -1037,6 +1037,36 @@ fn past_the_concurrency_that_finishes_in_time_the_excess_is_refused_before_any_c
         );
         assert_eq!(h.seen().len(), calls, "refused before any call");
     }
+}
+
+/// What admission learns from a served request (its tenant's and its
+/// route's windows) is written after the answer: the answer is ready with
+/// no admission write made, and the write happens once the work left for
+/// after it runs.
+#[test]
+fn admission_learns_from_a_request_after_its_answer_has_gone() {
+    use gateway::app::EdgeHop;
+    use meridian_platform::http::pipeline::{self, InHand};
+    let mut h = Harness::tenant("http://community.test/", vec![status(200)]);
+    h.gateway.config.admission = AdmissionConfig {
+        sample: 1,
+        ..AdmissionConfig::default()
+    };
+    let admitted_keys = |h: &Harness| {
+        let keys = h.gateway.upstream.counters.keys();
+        keys.into_iter().filter(|k| k.contains("admitted")).count()
+    };
+    let hop = EdgeHop {
+        gateway: &h.gateway,
+        at: h.clock.now(),
+    };
+    let get = request("GET", "/v1/acme/residents").with_header(AUTH.0, AUTH.1);
+    let answer = block_on(pipeline::run(&hop, get, InHand(Vec::new())));
+    assert_eq!(answer.response.status(), 200);
+    assert_eq!(admitted_keys(&h), 0, "nothing written before the answer");
+    let after = answer.after.expect("admission's writes are left for after");
+    block_on(after);
+    assert_eq!(admitted_keys(&h), 2, "the route's window and the tenant's");
 }
 
 /// Any text a client controls: ASCII, controls, and characters of one to

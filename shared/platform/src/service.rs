@@ -157,13 +157,13 @@ pub async fn serve<Op, O, C, F, Fut, A>(
     databases: &O,
     clock: C,
     app: F,
-) -> Answer
+) -> Answer<'static>
 where
     O: Databases,
     C: Clock + Clone,
     F: Fn(RequestContext, Store<O::Db, C>, Request) -> Fut,
     Fut: Future<Output = A>,
-    A: Into<Answer>,
+    A: Into<Answer<'static>>,
 {
     let check = checks_ledger(&request);
     let opened = match spec.open_store(databases, clock.clone(), &ctx, check) {
@@ -214,27 +214,37 @@ where
     }
 }
 
-/// What a service's handler gives back: the response, and work to do once
-/// it has been sent (a write's event deliveries), which the caller need
-/// not wait for.
-pub struct Answer {
+/// What a hop gives back: the response, and work to do once it has been
+/// sent, which the caller need not wait for (a write's event deliveries,
+/// the gateway's admission bookkeeping). `'a`: what that work may borrow
+/// (the hop itself; a service's handler moves what it needs).
+pub struct Answer<'a> {
     /// Sent as soon as the handler returns.
     pub response: Response,
     /// Run after the response has gone.
-    pub after: Option<Pin<Box<dyn Future<Output = ()>>>>,
+    pub after: Option<Pin<Box<dyn Future<Output = ()> + 'a>>>,
 }
 
-impl Answer {
+impl<'a> Answer<'a> {
     /// `response` now, then `after`.
-    pub fn then(response: Response, after: impl Future<Output = ()> + 'static) -> Self {
+    pub fn then(response: Response, after: impl Future<Output = ()> + 'a) -> Self {
         Self {
             response,
             after: Some(Box::pin(after)),
         }
     }
+
+    /// The response, once the work left for after it is done: for a
+    /// caller with nothing to send first (tests, host callers).
+    pub async fn finish(self) -> Response {
+        if let Some(after) = self.after {
+            after.await;
+        }
+        self.response
+    }
 }
 
-impl From<Response> for Answer {
+impl From<Response> for Answer<'_> {
     fn from(response: Response) -> Self {
         Self {
             response,
@@ -269,7 +279,7 @@ pub struct Entered {
 
 impl<Op, O, C: Clock, F> ServiceHop<'_, Op, O, C, F> {
     /// Writes the request's log line for `answer`.
-    fn line(&self, method: &str, route: &str, ctx: Option<&RequestContext>, answer: &Answer) {
+    fn line(&self, method: &str, route: &str, ctx: Option<&RequestContext>, answer: &Answer<'_>) {
         let served = Served { method, route };
         RequestLine::new(served, ctx, &answer.response, self.clock.now()).emit();
     }
@@ -281,7 +291,7 @@ where
     C: Clock + Clone,
     F: Fn(RequestContext, Store<O::Db, C>, Request) -> Fut,
     Fut: Future<Output = A>,
-    A: Into<Answer>,
+    A: Into<Answer<'static>>,
 {
     type Admitted = Entered;
 
@@ -325,7 +335,12 @@ where
         }
     }
 
-    async fn serve(&self, entered: Entered, request: Request, unread: Option<BodyError>) -> Answer {
+    async fn serve(
+        &self,
+        entered: Entered,
+        request: Request,
+        unread: Option<BodyError>,
+    ) -> Answer<'_> {
         let Entered { ctx, method, route } = entered;
         let mut answer = match unread {
             None => {

@@ -80,7 +80,7 @@ pub async fn run<Op, F, Fut, A>(
 ) where
     F: Fn(RequestContext, SpinStore, Request) -> Fut,
     Fut: Future<Output = A>,
-    A: Into<Answer>,
+    A: Into<Answer<'static>>,
 {
     let hop = ServiceHop {
         spec,

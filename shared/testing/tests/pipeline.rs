@@ -124,7 +124,7 @@ fn clock() -> &'static ManualClock {
 /// counting its runs.
 fn notes(
     runs: &Cell<u32>,
-) -> impl Fn(RequestContext, NoteStore, Request) -> std::future::Ready<Answer> + '_ {
+) -> impl Fn(RequestContext, NoteStore, Request) -> std::future::Ready<Answer<'static>> + '_ {
     move |ctx, store, request| {
         runs.set(runs.get() + 1);
         let outcome = match request.method().as_str() {

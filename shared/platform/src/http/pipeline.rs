@@ -21,7 +21,7 @@ pub enum Admission<A> {
         read_until: Deadline,
     },
     /// Answered on the head alone; the body is never read.
-    Answered(Answer),
+    Answered(Answer<'static>),
 }
 
 /// One component's way with a request.
@@ -41,7 +41,7 @@ pub trait Hop {
         admitted: Self::Admitted,
         request: Request,
         unread: Option<BodyError>,
-    ) -> Answer;
+    ) -> Answer<'_>;
 }
 
 /// Where a request's body comes from: Spin's incoming stream in a
@@ -60,7 +60,7 @@ pub trait Body {
 
 /// Runs one request through `hop`: admit its head, read its body from
 /// `body` (only if admitted), serve it.
-pub async fn run<H: Hop>(hop: &H, mut request: Request, body: impl Body) -> Answer {
+pub async fn run<H: Hop>(hop: &H, mut request: Request, body: impl Body) -> Answer<'_> {
     let (admitted, until) = match hop.admit(&request) {
         Admission::Answered(answer) => return answer,
         Admission::Admitted {
