@@ -38,9 +38,10 @@
 //!   arrival stamp (`X-Request-Start`), time queued before the gateway ran
 //!   counts, so this refuses the requests that waited too long.
 //!
-//! The healthy path: one batch read per request and one sampled write (one
-//! request in `sample` is written, counting for `sample`). The store
-//! failing admits everything.
+//! The healthy path: one batch read per request and one increment per
+//! window written (the route's sampled: one request in `sample` is
+//! written, counting for `sample`; the tenant's every time), made after the
+//! answer has gone. The store failing admits everything.
 
 use std::time::Duration;
 
@@ -183,10 +184,31 @@ impl RouteLoad {
     }
 }
 
-/// What is counted per window. Late requests are counted, not finished
-/// ones, so a write the store loses only ever makes the route look
-/// healthier: admission fails open.
-const KINDS: [&str; 4] = ["admitted", "late", "finished_ms", "late_ms"];
+/// What is counted per window: the requests admitted, and the late ones
+/// among them, each with the milliseconds they took packed into the same
+/// counter ([`pack`]), so that a request in time is one increment per
+/// window. Late requests are counted, not finished ones, so a write the
+/// store loses only ever makes the route look healthier: admission fails
+/// open.
+const KINDS: [&str; 2] = ["admitted", "late"];
+
+/// The low bits of a window's counter that hold the count; the rest hold
+/// the milliseconds. 2^24 requests and 2^39 ms (over 17 years of request
+/// time) per window: a window is a fraction of a second.
+const COUNT_BITS: u32 = 24;
+
+/// `count` requests that took `ms` in all, as one counter's increment:
+/// increments of packed values add up to the packed sums.
+fn pack(count: i64, ms: i64) -> i64 {
+    count.saturating_add(ms.saturating_mul(1 << COUNT_BITS))
+}
+
+/// A packed counter's count and milliseconds (a negative one, which no
+/// increment makes, as nothing).
+fn unpack(value: i64) -> (i64, i64) {
+    let value = value.max(0);
+    (value & ((1 << COUNT_BITS) - 1), value >> COUNT_BITS)
+}
 
 /// Admission of one route (method and template) at the gateway, for one
 /// tenant when the request names one.
@@ -239,7 +261,7 @@ impl<'a, K: Counters> Admission<'a, K> {
             return empty;
         }
         let epoch = now.as_millis() / self.window_ms();
-        let mut keys = Vec::with_capacity(4 * KINDS.len());
+        let mut keys = Vec::with_capacity(2 * 2 * KINDS.len());
         for prefix in self.prefixes() {
             for e in [epoch, epoch.saturating_sub(1)] {
                 keys.extend(KINDS.iter().map(|k| Self::key(prefix, e, k)));
@@ -251,17 +273,19 @@ impl<'a, K: Counters> Admission<'a, K> {
         let into = (now.as_millis() % self.window_ms()) as f64 / self.window_ms() as f64;
         let weigh = |now: i64, before: i64| now.max(0) as f64 + before.max(0) as f64 * (1.0 - into);
         let window = |values: &[i64]| {
-            let [admitted, late, finished_ms, late_ms, admitted_before, late_before, ms_before, late_ms_before] =
-                values[..]
-            else {
+            let [admitted, late, admitted_before, late_before] = values[..] else {
                 return RouteLoad::default();
             };
+            let ((admitted, all_ms), (late, late_ms)) = (unpack(admitted), unpack(late));
+            let ((admitted_before, all_ms_before), (late_before, late_ms_before)) =
+                (unpack(admitted_before), unpack(late_before));
             let admitted = weigh(admitted, admitted_before);
+            let late_ms = weigh(late_ms, late_ms_before);
             RouteLoad {
                 admitted,
                 finished: (admitted - weigh(late, late_before)).max(0.0),
-                finished_ms: weigh(finished_ms, ms_before),
-                late_ms: weigh(late_ms, late_ms_before),
+                finished_ms: (weigh(all_ms, all_ms_before) - late_ms).max(0.0),
+                late_ms,
             }
         };
         let mut windows = values.chunks(2 * KINDS.len()).map(window);
@@ -306,15 +330,13 @@ impl<'a, K: Counters> Admission<'a, K> {
         for (prefix, weight) in sampled.into_iter().chain(tenant) {
             let weight = i64::try_from(weight).unwrap_or(1);
             let key = |kind| Self::key(prefix, epoch, kind);
-            let first = self.counters.add(&key("admitted"), weight) == Ok(weight);
             let ms = i64::try_from(duration_ms(took))
                 .unwrap_or(i64::MAX)
                 .saturating_mul(weight);
-            if finished {
-                let _ = self.counters.add(&key("finished_ms"), ms);
-            } else {
-                let _ = self.counters.add(&key("late"), weight);
-                let _ = self.counters.add(&key("late_ms"), ms);
+            let counted = pack(weight, ms);
+            let first = self.counters.add(&key("admitted"), counted) == Ok(counted);
+            if !finished {
+                let _ = self.counters.add(&key("late"), counted);
             }
             if first && epoch >= 2 {
                 let stale: Vec<String> = KINDS
@@ -589,9 +611,37 @@ mod tests {
         assert_eq!(load.mean_cost(), Some(10 * MS));
         assert_eq!(
             counters.len(),
-            2,
-            "admitted and their time; nothing was late"
+            1,
+            "the admitted with their time in one counter; nothing was late"
         );
+    }
+
+    #[test]
+    fn a_request_in_time_is_one_write_a_late_one_two() {
+        let counters = LocalCounters::default();
+        let config = AdmissionConfig {
+            sample: 1,
+            ..AdmissionConfig::default()
+        };
+        let a = Admission::new(&counters, config, "GET /v1/{tenant}/residents");
+        a.record(at(0), true, 10 * MS, 0);
+        assert_eq!(counters.len(), 1);
+        a.record(at(0), false, 90 * MS, 0);
+        assert_eq!(counters.len(), 2);
+        let (load, _) = a.load(at(0));
+        assert_eq!((load.admitted, load.finished), (2.0, 1.0));
+        assert_eq!((load.finished_ms, load.late_ms), (10.0, 90.0));
+    }
+
+    #[test]
+    fn packed_counts_and_times_add_up_and_come_apart() {
+        let sum = pack(3, 250) + pack(16, 1_600) + pack(1, 9_999);
+        assert_eq!(unpack(sum), (20, 11_849));
+        assert_eq!(
+            unpack(pack((1 << COUNT_BITS) - 1, 0)),
+            ((1 << COUNT_BITS) - 1, 0)
+        );
+        assert_eq!(unpack(-5), (0, 0));
     }
 
     #[test]
