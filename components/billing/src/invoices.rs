@@ -22,7 +22,6 @@ use crate::money::{AmountCents, Currency, DueDate, MAX_AMOUNT_CENTS};
 use crate::repo::{self, InvoiceFilter};
 use crate::Call;
 
-/// A validated invoice request.
 /// A validated invoice to create.
 struct NewInvoice {
     resident_id: ResidentId,

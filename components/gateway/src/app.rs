@@ -211,8 +211,7 @@ impl<E: Calls> Gateway<E> {
             .map(|ctx| (ctx.budget_at_arrival(), ctx.remaining(now)));
         let timing = trace.timing.header_value(now.since(arrived), budget);
         response.set_header(headers::SERVER_TIMING, timing);
-        let mut ended = None;
-        if let Some((route, slug)) = trace.admitted {
+        let ended = trace.admitted.map(|(route, slug)| {
             // What admission learns: whether the request finished in time
             // (not out of budget, and within its in-time share of it by our
             // clock: the rest is the margin for queueing we cannot see), and
@@ -232,7 +231,7 @@ impl<E: Calls> Gateway<E> {
                 response.status(),
                 StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND
             );
-            ended = Some(Ended {
+            Ended {
                 route,
                 slug,
                 at: now,
@@ -240,8 +239,8 @@ impl<E: Calls> Gateway<E> {
                 finished,
                 tenant_counts: resolved || !refused,
                 roll: self.upstream.jitter.clone().next_u64(),
-            });
-        }
+            }
+        });
         request_line(&request, served_ctx.as_ref(), &response, now).emit();
         (response, ended)
     }
