@@ -521,6 +521,15 @@ impl Drop for SpinApp {
     fn drop(&mut self) {
         self.children.iter_mut().for_each(stop);
         self.servers.iter_mut().for_each(Sqld::stop);
+        // A failing test's own message says what it saw; what the services
+        // logged about it (a storage error's cause is logged, never sent)
+        // is here, so a failure seen once in CI can be read afterwards.
+        if std::thread::panicking() {
+            let failures = self.failure_lines();
+            if !failures.is_empty() {
+                eprintln!("the services' failure lines:\n{}", failures.join("\n"));
+            }
+        }
         // A trapped component answers a bare 500 that a test might not look
         // at; no test may pass while one happened.
         let logs = self.logs();
@@ -567,6 +576,28 @@ const EVENT_LINE_FIELDS: [&str; 3] = ["ts", "service", "event"];
 impl SpinApp {
     /// The lines of the components' stderr that are not JSON, or lack a
     /// field their kind must have.
+    /// The last of the components' `failure` event lines, each with its
+    /// file's name: the causes of the 5xx answers the services gave.
+    fn failure_lines(&self) -> Vec<String> {
+        const SHOWN: usize = 20;
+        let mut lines: Vec<String> = self
+            .component_logs()
+            .iter()
+            .filter(|file| file.to_string_lossy().ends_with("_stderr.txt"))
+            .flat_map(|file| {
+                let name = file.file_name().unwrap_or_default().to_string_lossy();
+                std::fs::read_to_string(file)
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|line| line.contains(r#""event":"failure""#))
+                    .map(|line| format!("{name}: {line}"))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        lines.drain(..lines.len().saturating_sub(SHOWN));
+        lines
+    }
+
     fn malformed_log_lines(&self) -> Vec<String> {
         let mut bad = Vec::new();
         for file in self.component_logs() {
