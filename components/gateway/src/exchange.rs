@@ -115,6 +115,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 // caller (naming a slug spends nobody's quota and learns
                 // nothing); a credential already refused in this window is
                 // refused again before any call.
+                self.read_ahead(request, &slug, service);
                 let authorization = request.header("authorization");
                 self.check_rate(&slug, authorization)?;
                 self.admit_route(request, &slug)?;

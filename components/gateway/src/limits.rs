@@ -4,12 +4,14 @@
 //! under overload, the headers every tenant answer carries, and the
 //! platform admin's overrides (`/ops/tenants/{tenant}/limits`).
 
+use meridian_platform::http::memory::Counters;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::{Jitter, Sleeper};
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::limits::{Admission, Admitted, RateLimiter, RatePolicy, RateVerdict};
 use meridian_platform::secrets::constant_time_eq;
+use meridian_platform::tenancy::cache::ResolutionCache;
 use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::time::duration_ms;
 use meridian_platform::wire::headers;
@@ -17,7 +19,7 @@ use meridian_platform::{Clock, ErrorCode, Problem};
 
 use crate::config::GatewayConfig;
 use crate::exchange::{Exchange, Refusal};
-use crate::routes;
+use crate::routes::{self, Service};
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
 pub const RATE_LIMIT_POLICY: &str = "ratelimit-policy";
@@ -34,6 +36,11 @@ pub fn admission<'u, E: Calls>(
     key: &str,
 ) -> Admission<'u, E::Counters> {
     Admission::new(&upstream.counters, config.admission, key)
+}
+
+/// The key a request's route is admitted under: its method and template.
+pub fn admission_key(request: &Request) -> String {
+    format!("{} {}", request.method(), routes::template(request.path()))
 }
 
 /// Whether `problem` is load the gateway shed (a tenant over its rate, or
@@ -70,6 +77,36 @@ impl<E: Calls> Exchange<'_, E> {
         if !left.is_zero() {
             self.upstream.sleeper.sleep(left).await;
         }
+    }
+
+    /// Reads in one batch everything a request for `slug` reads from the
+    /// shared store before its forward: the tenant's rate window, the
+    /// route's and the tenant's admission windows, the remembered
+    /// resolution, and the breakers of identity and of `service`. Each
+    /// read is a host call, and the store is one lock every request waits
+    /// on (BENCHMARKS.md); the steps below then find their values held.
+    pub fn read_ahead(&self, request: &Request, slug: &str, service: Service) {
+        let now = self.upstream.clock.now();
+        let authorization = request.header("authorization");
+        let mut keys = self.limiter(slug, authorization).read_keys(now);
+        keys.extend(
+            admission(self.upstream, self.config, &admission_key(request))
+                .for_tenant(slug)
+                .read_keys(now),
+        );
+        let token = authorization.and_then(headers::bearer_token);
+        if let (Some(token), Ok(slug)) = (token, TenantSlug::parse(slug)) {
+            let cache = ResolutionCache::new(&self.upstream.counters, self.config.resolution_cache);
+            keys.extend(cache.read_keys(&slug, token));
+        }
+        let calls = match service {
+            Service::Identity => vec![Service::Identity],
+            other => vec![Service::Identity, other],
+        };
+        for to in calls {
+            keys.extend(self.upstream.read_keys(&self.ctx, self.config.base_url(to)));
+        }
+        self.upstream.counters.read_ahead(&keys);
     }
 
     /// The tenant `slug`'s limiter, for the caller's bearer token.
@@ -118,7 +155,7 @@ impl<E: Calls> Exchange<'_, E> {
     /// out of budget, or at once when the budget left is below what the
     /// route recently cost.
     pub fn admit_route(&mut self, request: &Request, slug: &str) -> Result<(), Refusal> {
-        let key = format!("{} {}", request.method(), routes::template(request.path()));
+        let key = admission_key(request);
         let now = self.upstream.clock.now();
         let roll = self.upstream.jitter.clone().next_u64();
         let admission = admission(self.upstream, self.config, &key).for_tenant(slug);

@@ -1219,3 +1219,23 @@ fn the_resolution_carries_the_clients_trace_as_the_forward_does() {
     }
     assert_eq!(h.seen().len(), 2, "the resolution and the forward");
 }
+
+#[test]
+fn a_tenant_request_reads_the_shared_store_once_remembered_or_not() {
+    let h = Harness::tenant("http://community.test/", vec![ok("{}")]);
+    let counters = &h.gateway.upstream.counters;
+    // Asked of identity: its rate, admission's windows, the cache and both
+    // breakers in one batch read; the answer then remembered.
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
+    assert_eq!(h.received_by(RESOLVE), 1);
+    assert_eq!(counters.reads(), 1);
+    // Remembered: the same one batch read, and no call to identity.
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
+    assert_eq!(h.received_by(RESOLVE), 1);
+    assert_eq!(counters.reads(), 2);
+    // A route identity owns calls it twice: what was read ahead answers
+    // one read, so its breaker is read again (and fresh) for the second.
+    let h = Harness::tenant("http://identity.test/", vec![ok("{}")]);
+    assert_eq!(h.send("GET", "/v1/acme/members", &[AUTH]).status(), 200);
+    assert_eq!(h.gateway.upstream.counters.reads(), 2);
+}

@@ -77,6 +77,17 @@ impl Call {
 }
 
 impl<E: Calls> Upstream<E> {
+    /// The keys a call from `ctx`'s hop to the service at `base_url` reads
+    /// before it starts (its breaker's state), to be read ahead with the
+    /// request's other reads ([`Counters::read_ahead`]).
+    pub fn read_keys(&self, ctx: &RequestContext, base_url: &str) -> Vec<String> {
+        match base_url.parse::<http::Uri>() {
+            Ok(uri) => FailureMemory::new(&self.counters, self.memory, ctx.hop(), &target(&uri).0)
+                .read_keys(),
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// Sends `request` under `ctx`'s budget, repeating transient failures
     /// only as far as `policy` allows. The policy is the caller's statement
     /// of whether the call is safe to repeat.

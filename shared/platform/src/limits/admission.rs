@@ -253,12 +253,11 @@ impl<'a, K: Counters> Admission<'a, K> {
         std::iter::once(self.prefix.as_str()).chain(self.tenant.as_deref())
     }
 
-    /// The route's window at `now`, and the tenant's (empty when there is
-    /// none), in one read (empty when off or when the store cannot be read).
-    pub fn load(&self, now: UnixMillis) -> (RouteLoad, RouteLoad) {
-        let empty = (RouteLoad::default(), RouteLoad::default());
+    /// The keys [`Self::load`] reads at `now` (none when off): the route's
+    /// window, now and before, then the tenant's.
+    pub fn read_keys(&self, now: UnixMillis) -> Vec<String> {
         if !self.config.enabled {
-            return empty;
+            return Vec::new();
         }
         let epoch = now.as_millis() / self.window_ms();
         let mut keys = Vec::with_capacity(2 * 2 * KINDS.len());
@@ -267,7 +266,17 @@ impl<'a, K: Counters> Admission<'a, K> {
                 keys.extend(KINDS.iter().map(|k| Self::key(prefix, e, k)));
             }
         }
-        let Ok(values) = self.counters.read(&keys) else {
+        keys
+    }
+
+    /// The route's window at `now`, and the tenant's (empty when there is
+    /// none), in one read (empty when off or when the store cannot be read).
+    pub fn load(&self, now: UnixMillis) -> (RouteLoad, RouteLoad) {
+        let empty = (RouteLoad::default(), RouteLoad::default());
+        if !self.config.enabled {
+            return empty;
+        }
+        let Ok(values) = self.counters.read(&self.read_keys(now)) else {
             return empty;
         };
         let into = (now.as_millis() % self.window_ms()) as f64 / self.window_ms() as f64;

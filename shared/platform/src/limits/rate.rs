@@ -125,6 +125,15 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
         Some(verdict)
     }
 
+    /// The keys [`Self::check`] reads first at `now` (none when off), to be
+    /// read ahead with the request's other reads.
+    pub fn read_keys(&self, now: UnixMillis) -> Vec<String> {
+        match self.settings.enabled {
+            true => self.keys_for(&self.settings.default, now),
+            false => Vec::new(),
+        }
+    }
+
     fn keys_for(&self, policy: &RatePolicy, now: UnixMillis) -> Vec<String> {
         let epoch = now.as_millis() / Self::window_ms(policy);
         vec![

@@ -138,8 +138,19 @@ impl<'a, S: Entries + ?Sized> ResolutionCache<'a, S> {
         Self { store, config }
     }
 
+    /// The keys [`Self::look_up`] reads (none when off): the entry for
+    /// `token` at `slug`, and the tenant's generation.
+    pub fn read_keys(&self, slug: &TenantSlug, token: &str) -> Vec<String> {
+        match self.config.ttl {
+            Some(_) => vec![entry_key(slug, token), generation_key(slug)],
+            None => Vec::new(),
+        }
+    }
+
     /// The entry for `token` at `slug`, if it is current at `now`: one
-    /// batch read of the entry and the tenant's generation.
+    /// batch read of the entry and the tenant's generation. The two are
+    /// read together, so an entry is judged by the generation of the same
+    /// moment, read ahead or not.
     pub fn look_up(&self, slug: &TenantSlug, token: &str, now: UnixMillis) -> Lookup {
         let Some(ttl) = self.config.ttl else {
             return Lookup::Bypassed;

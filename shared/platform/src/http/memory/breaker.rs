@@ -43,6 +43,14 @@ impl<K: Counters> FailureMemory<'_, K> {
         format!("{}/state", self.prefix)
     }
 
+    /// The keys [`Self::admit`] reads (none when off): the breaker's state.
+    pub fn read_keys(&self) -> Vec<String> {
+        match self.config.enabled {
+            true => vec![self.state_key()],
+            false => Vec::new(),
+        }
+    }
+
     fn probe_key(&self, open_until: i64) -> String {
         format!("{}/probe/{open_until}", self.prefix)
     }

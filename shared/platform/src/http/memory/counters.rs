@@ -1,5 +1,8 @@
 //! The counters the failure memory and admission keep: the trait a shared
-//! store implements, and a map for tests and host use.
+//! store implements, and a map for tests and host use; and what a store
+//! read ahead holds until the reads that want it ([`Held`]).
+
+use std::cell::{Cell, RefCell};
 
 use crate::tenancy::cache::{Entries, LocalEntries};
 
@@ -14,13 +17,87 @@ pub trait Counters {
     fn set(&self, key: &str, value: i64) -> Result<(), String>;
     /// Forgets `keys`.
     fn forget(&self, keys: &[String]) -> Result<(), String>;
+    /// Reads `keys` together, ahead of this invocation's reads that want
+    /// them: a later [`Self::read`] or [`Entries::entries`] of keys all
+    /// read ahead is answered from what was read, once, instead of asking
+    /// the store again. A write to a key drops what was read of it. A store
+    /// that cannot read ahead (or fails to) leaves every read to the store.
+    fn read_ahead(&self, _keys: &[String]) {}
+}
+
+/// A stored number: Spin's SQLite store keeps an incremented value as 8
+/// little-endian bytes, Redis as decimal text (and [`Counters::set`]
+/// writes decimal text). Eight bytes that are all digits would be a number
+/// above 3·10¹⁸, which no count or timestamp here reaches.
+pub fn decode_number(bytes: &[u8]) -> i64 {
+    let text = bytes.iter().all(|b| b.is_ascii_digit() || *b == b'-');
+    if text && !bytes.is_empty() {
+        return std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+    }
+    <[u8; 8]>::try_from(bytes).map_or(0, i64::from_le_bytes)
+}
+
+/// What a store read ahead ([`Counters::read_ahead`]): each key's value
+/// (`None`: absent) until a read takes it or a write drops it.
+#[derive(Debug, Default)]
+pub struct Held(RefCell<Vec<(String, Option<Vec<u8>>)>>);
+
+impl Held {
+    /// Holds `values`, read for `keys` in that order, beside what is held.
+    pub fn hold(&self, keys: &[String], values: Vec<Option<Vec<u8>>>) {
+        let mut held = self.0.borrow_mut();
+        for (key, value) in keys.iter().zip(values) {
+            held.retain(|(k, _)| k != key);
+            held.push((key.clone(), value));
+        }
+    }
+
+    /// The values of `keys`, in order, when every one is held (then none
+    /// of them is held any more); `None`, and nothing taken, otherwise.
+    pub fn take(&self, keys: &[String]) -> Option<Vec<Option<Vec<u8>>>> {
+        let mut held = self.0.borrow_mut();
+        if keys.is_empty() || !keys.iter().all(|key| held.iter().any(|(k, _)| k == key)) {
+            return None;
+        }
+        let mut values = Vec::with_capacity(keys.len());
+        for key in keys {
+            let at = held.iter().position(|(k, _)| k == key)?;
+            values.push(held.swap_remove(at).1);
+        }
+        Some(values)
+    }
+
+    /// The numbers of `keys` ([`decode_number`]; absent is 0), when every
+    /// one is held.
+    pub fn take_numbers(&self, keys: &[String]) -> Option<Vec<i64>> {
+        let values = self.take(keys)?;
+        Some(
+            values
+                .iter()
+                .map(|value| value.as_deref().map_or(0, decode_number))
+                .collect(),
+        )
+    }
+
+    /// Drops what was read of `key`: it is about to be written.
+    pub fn drop_key(&self, key: &str) {
+        self.0.borrow_mut().retain(|(k, _)| k != key);
+    }
 }
 
 /// Counters in a map, and byte entries beside them: tests, and anything
 /// that wants the logic without a shared store.
 #[derive(Debug, Default)]
 pub struct LocalCounters {
-    numbers: std::cell::RefCell<std::collections::HashMap<String, i64>>,
+    numbers: RefCell<std::collections::HashMap<String, i64>>,
+    /// What was read ahead, as a shared store's would be held.
+    held: Held,
+    /// How many reads reached the map (reads answered from what was read
+    /// ahead do not; a read ahead does).
+    reads: Cell<usize>,
     /// The byte entries (the resolution cache's), kept apart from the
     /// numbers [`Self::len`] and [`Self::keys`] report.
     pub entries: LocalEntries,
@@ -41,10 +118,20 @@ impl LocalCounters {
     pub fn keys(&self) -> Vec<String> {
         self.numbers.borrow().keys().cloned().collect()
     }
+
+    /// How many reads (of numbers, of entries, or ahead) reached the store.
+    pub fn reads(&self) -> usize {
+        self.reads.get()
+    }
+
+    fn count_read(&self) {
+        self.reads.set(self.reads.get() + 1);
+    }
 }
 
 impl Counters for LocalCounters {
     fn add(&self, key: &str, delta: i64) -> Result<i64, String> {
+        self.held.drop_key(key);
         let mut map = self.numbers.borrow_mut();
         let value = map.entry(key.to_owned()).or_insert(0);
         *value += delta;
@@ -52,6 +139,10 @@ impl Counters for LocalCounters {
     }
 
     fn read(&self, keys: &[String]) -> Result<Vec<i64>, String> {
+        if let Some(values) = self.held.take_numbers(keys) {
+            return Ok(values);
+        }
+        self.count_read();
         let map = self.numbers.borrow();
         Ok(keys
             .iter()
@@ -60,6 +151,7 @@ impl Counters for LocalCounters {
     }
 
     fn set(&self, key: &str, value: i64) -> Result<(), String> {
+        self.held.drop_key(key);
         self.numbers.borrow_mut().insert(key.to_owned(), value);
         Ok(())
     }
@@ -67,18 +159,119 @@ impl Counters for LocalCounters {
     fn forget(&self, keys: &[String]) -> Result<(), String> {
         let mut map = self.numbers.borrow_mut();
         for key in keys {
+            self.held.drop_key(key);
             map.remove(key);
         }
         Ok(())
+    }
+
+    /// Numbers as the shared store keeps an incremented one (8
+    /// little-endian bytes), entries as they are.
+    fn read_ahead(&self, keys: &[String]) {
+        self.count_read();
+        let numbers = self.numbers.borrow();
+        let entries = self.entries.entries(keys).unwrap_or_default();
+        let values = keys
+            .iter()
+            .zip(entries)
+            .map(|(key, entry)| match numbers.get(key) {
+                Some(n) => Some(n.to_le_bytes().to_vec()),
+                None => entry,
+            })
+            .collect();
+        self.held.hold(keys, values);
     }
 }
 
 impl Entries for LocalCounters {
     fn entries(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String> {
+        if let Some(values) = self.held.take(keys) {
+            return Ok(values);
+        }
+        self.count_read();
         self.entries.entries(keys)
     }
 
     fn put(&self, key: &str, value: &[u8]) -> Result<(), String> {
+        self.held.drop_key(key);
         self.entries.put(key, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn both_encodings_of_a_stored_number_are_read() {
+        assert_eq!(decode_number(&5i64.to_le_bytes()), 5);
+        assert_eq!(
+            decode_number(&1_764_000_000_000i64.to_le_bytes()),
+            1_764_000_000_000
+        );
+        assert_eq!(decode_number(b"1764000000000"), 1_764_000_000_000);
+        assert_eq!(decode_number(b"12345678"), 12_345_678);
+        assert_eq!(decode_number(b"-3"), -3);
+        assert_eq!(decode_number(b""), 0);
+        assert_eq!(decode_number(b"xyz"), 0);
+    }
+
+    #[test]
+    fn what_was_read_ahead_answers_one_read_of_keys_all_held() {
+        let held = Held::default();
+        held.hold(
+            &keys(&["a", "b", "c"]),
+            vec![Some(b"1".to_vec()), None, Some(b"x".to_vec())],
+        );
+        // Not all held: nothing taken.
+        assert_eq!(held.take(&keys(&["a", "z"])), None);
+        assert_eq!(held.take(&[]), None);
+        // In the order asked; then gone.
+        assert_eq!(held.take_numbers(&keys(&["b", "a"])), Some(vec![0, 1]));
+        assert_eq!(held.take(&keys(&["a"])), None);
+        assert_eq!(held.take(&keys(&["c"])), Some(vec![Some(b"x".to_vec())]));
+        // Held again, a key's newer value replaces its older one.
+        held.hold(&keys(&["a"]), vec![Some(b"2".to_vec())]);
+        held.hold(&keys(&["a"]), vec![Some(b"3".to_vec())]);
+        assert_eq!(held.take_numbers(&keys(&["a"])), Some(vec![3]));
+        assert_eq!(held.take(&keys(&["a"])), None);
+    }
+
+    #[test]
+    fn a_read_ahead_is_one_read_and_a_write_drops_what_it_read_of_its_key() {
+        let counters = LocalCounters::default();
+        counters.add("n", 4).unwrap();
+        counters.put("e", b"bytes").unwrap();
+        counters.read_ahead(&keys(&["n", "m", "e"]));
+        assert_eq!(counters.reads(), 1);
+        // Answered from what was read ahead: no read reaches the store.
+        assert_eq!(counters.read(&keys(&["n", "m"])).unwrap(), vec![4, 0]);
+        assert_eq!(
+            counters.entries(&keys(&["e"])).unwrap(),
+            vec![Some(b"bytes".to_vec())]
+        );
+        assert_eq!(counters.reads(), 1);
+        // Taken once: the next read asks the store.
+        assert_eq!(counters.read(&keys(&["n"])).unwrap(), vec![4]);
+        assert_eq!(counters.reads(), 2);
+        // A write after the read ahead: the read sees the write.
+        counters.read_ahead(&keys(&["n", "e"]));
+        counters.add("n", 1).unwrap();
+        counters.put("e", b"newer").unwrap();
+        assert_eq!(counters.read(&keys(&["n"])).unwrap(), vec![5]);
+        assert_eq!(
+            counters.entries(&keys(&["e"])).unwrap(),
+            vec![Some(b"newer".to_vec())]
+        );
+        counters.read_ahead(&keys(&["n"]));
+        counters.set("n", 9).unwrap();
+        assert_eq!(counters.read(&keys(&["n"])).unwrap(), vec![9]);
+        counters.read_ahead(&keys(&["n"]));
+        counters.forget(&keys(&["n"])).unwrap();
+        assert_eq!(counters.read(&keys(&["n"])).unwrap(), vec![0]);
     }
 }
