@@ -1239,3 +1239,19 @@ fn a_tenant_request_reads_the_shared_store_once_remembered_or_not() {
     assert_eq!(h.send("GET", "/v1/acme/members", &[AUTH]).status(), 200);
     assert_eq!(h.gateway.upstream.counters.reads(), 2);
 }
+
+#[test]
+fn with_every_stateful_feature_off_a_request_never_touches_the_shared_store() {
+    // Where the store cannot be reached (deploy/runtime-config/libsql.toml
+    // names a cluster's Redis), a request must not so much as open it.
+    let mut h = Harness::tenant("http://community.test/", vec![ok("{}")]);
+    let config = &mut h.gateway.config;
+    config.rates = RateSettings::parse(Some("off")).unwrap();
+    config.admission = AdmissionConfig::parse(Some("off")).unwrap();
+    config.resolution_cache = CacheConfig::parse(Some("off")).unwrap();
+    h.gateway.upstream.memory =
+        MemoryConfig::parse(|name| (name == "failure_memory").then(|| "off".to_owned())).unwrap();
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
+    assert_eq!(h.gateway.upstream.counters.reads(), 0);
+    assert!(h.gateway.upstream.counters.is_empty());
+}

@@ -101,7 +101,14 @@ impl Counters for SpinCounters {
         batch::delete_many(self.bucket()?, keys).map_err(|e| format!("{e:?}"))
     }
 
+    /// Nothing to read opens nothing: with every feature that keeps state
+    /// off, the store may be one that cannot be reached (a cluster's Redis
+    /// named in a runtime configuration), which Spin's client would spend
+    /// ~30 s failing to reach.
     fn read_ahead(&self, keys: &[String]) {
+        if keys.is_empty() {
+            return;
+        }
         if let Ok(values) = self.fetch(keys) {
             self.held.hold(keys, values);
         }

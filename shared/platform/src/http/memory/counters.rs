@@ -21,7 +21,8 @@ pub trait Counters {
     /// them: a later [`Self::read`] or [`Entries::entries`] of keys all
     /// read ahead is answered from what was read, once, instead of asking
     /// the store again. A write to a key drops what was read of it. A store
-    /// that cannot read ahead (or fails to) leaves every read to the store.
+    /// that cannot read ahead (or fails to) leaves every read to the store;
+    /// no keys, no read (the store is not even opened).
     fn read_ahead(&self, _keys: &[String]) {}
 }
 
@@ -168,6 +169,9 @@ impl Counters for LocalCounters {
     /// Numbers as the shared store keeps an incremented one (8
     /// little-endian bytes), entries as they are.
     fn read_ahead(&self, keys: &[String]) {
+        if keys.is_empty() {
+            return;
+        }
         self.count_read();
         let numbers = self.numbers.borrow();
         let entries = self.entries.entries(keys).unwrap_or_default();
