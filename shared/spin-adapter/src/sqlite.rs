@@ -123,5 +123,11 @@ mod tests {
             DbError::Missing(_)
         ));
         assert!(matches!(io("near \"x\": syntax error"), DbError::Sqlite(_)));
+        // A libSQL server whose host does not resolve (as Spin reported it).
+        let unresolved = "Hrana: `http error: `error trying to connect: dns error: failed to lookup address information: Name or service not known``";
+        assert!(matches!(
+            io(unresolved),
+            DbError::Unavailable(StorageFault::Unreachable, _)
+        ));
     }
 }

@@ -77,7 +77,7 @@ pub enum StorageFault {
 
 impl StorageFault {
     /// SQLite's messages (and a libSQL client's) for each fault.
-    const MESSAGES: [(&'static str, StorageFault); 8] = [
+    const MESSAGES: [(&'static str, StorageFault); 9] = [
         ("database or disk is full", Self::Full),
         ("attempt to write a readonly database", Self::ReadOnly),
         ("file is not a database", Self::NotADatabase),
@@ -86,6 +86,9 @@ impl StorageFault {
         ("disk I/O error", Self::Io),
         ("error sending request", Self::Unreachable),
         ("Connection refused", Self::Unreachable),
+        // A libSQL client's connect failure: its host does not resolve, or
+        // nothing accepts the connection.
+        ("error trying to connect", Self::Unreachable),
     ];
 
     /// The fault a storage error's text names, if it names one.
