@@ -97,10 +97,13 @@ impl<Op> ServiceSpec<Op> {
         // A fresh database's first requests race to migrate it, and on a
         // loaded libSQL server one of them can be interrupted
         // (SQLITE_INTERRUPT) or find the lock held past its wait. Migrating
-        // is idempotent (the ledger), so it runs once more, within the
-        // budget, before the request is refused.
+        // is idempotent (the ledger, read again inside each migration's
+        // transaction, which an interrupt rolls back whole), so it runs once
+        // more, within the budget, before the request is refused.
         let outcome = match migrate(&store, ctx, self.migrations) {
-            Err(MigrationError::Db(DbError::Locked(_))) => migrate(&store, ctx, self.migrations),
+            Err(MigrationError::Db(DbError::Locked(_) | DbError::Interrupted(_))) => {
+                migrate(&store, ctx, self.migrations)
+            }
             first => first,
         };
         match outcome {
@@ -120,7 +123,10 @@ impl<Op> ServiceSpec<Op> {
             // wait (the retryable 503 and its failure line): the answer
             // every statement gets for it.
             Err(MigrationError::Db(
-                e @ (DbError::Budget(_) | DbError::Unavailable(..) | DbError::Locked(_)),
+                e @ (DbError::Budget(_)
+                | DbError::Unavailable(..)
+                | DbError::Locked(_)
+                | DbError::Interrupted(_)),
             )) => Err(e.into()),
             Err(e) => Err(self.unavailable("migrating", &e)),
         }

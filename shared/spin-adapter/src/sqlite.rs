@@ -81,15 +81,14 @@ fn map_error(e: Error) -> DbError {
         // Spin reports SQLite errors as text; constraint failures are the
         // ones callers act on (a duplicate key is a 409, not a 500).
         Error::Io(message) if message.contains("constraint failed") => DbError::Constraint(message),
+        // SQLITE_INTERRUPT, which a libSQL server answers when it gives up
+        // a statement it could not run in time under load: transient, but
+        // the statement may have done its work (or rolled its transaction
+        // back), so it is not the lock's "did nothing".
+        Error::Io(message) if message.contains("SQLITE_INTERRUPT") => DbError::Interrupted(message),
         // SQLITE_BUSY / SQLITE_LOCKED once the lock wait (busy_timeout) ran
-        // out; and SQLITE_INTERRUPT, which a libSQL server answers when it
-        // gives up a statement it could not run in time under load. Both are
-        // transient: the same request may succeed at once.
-        Error::Io(message)
-            if message.contains("is locked") || message.contains("SQLITE_INTERRUPT") =>
-        {
-            DbError::Locked(message)
-        }
+        // out: the statement did nothing; the same request may succeed at once.
+        Error::Io(message) if message.contains("is locked") => DbError::Locked(message),
         Error::DatabaseFull => DbError::Unavailable(StorageFault::Full, "database full".into()),
         other => DbError::sqlite(format!("{other:?}")),
     }
@@ -104,7 +103,7 @@ mod tests {
         let io = |m: &str| map_error(Error::Io(m.to_owned()));
         // A libSQL server that interrupted a statement under load: transient.
         let interrupted = "Hrana: `cursor error: `error at step 0: (error code: SQLITE_INTERRUPT) `SQLite error: interrupted```";
-        assert!(matches!(io(interrupted), DbError::Locked(_)));
+        assert!(matches!(io(interrupted), DbError::Interrupted(_)));
         assert!(matches!(io("database is locked"), DbError::Locked(_)));
         assert!(matches!(
             io("UNIQUE constraint failed: residents.id"),

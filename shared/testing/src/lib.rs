@@ -81,6 +81,7 @@ fn map_err(e: rusqlite::Error) -> DbError {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             DbError::Locked(e.to_string())
         }
+        Some(rusqlite::ErrorCode::OperationInterrupted) => DbError::Interrupted(e.to_string()),
         _ => DbError::sqlite(e.to_string()),
     }
 }

@@ -38,14 +38,23 @@ const SPEC: ServiceSpec<()> = ServiceSpec {
     endpoints: &[],
 };
 
-/// A host SQLite that sets the schema-behind flag, as Spin's does.
+/// A host SQLite that sets the schema-behind flag, as Spin's does; and
+/// interrupts the next statement that starts with `interrupt`, as a loaded
+/// libSQL server can (`SQLITE_INTERRUPT`, inside a transaction rolling it
+/// back).
 struct Flagging {
     db: HostSqlite,
     behind: Rc<Cell<bool>>,
+    interrupt: Rc<Cell<Option<&'static str>>>,
 }
 
 impl Database for Flagging {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        if self.interrupt.get().is_some_and(|p| sql.starts_with(p)) {
+            self.interrupt.set(None);
+            let _ = self.db.run("ROLLBACK", &[]);
+            return Err(DbError::Interrupted("SQLITE_INTERRUPT".into()));
+        }
         let result = self.db.run(sql, params);
         if matches!(result, Err(DbError::Missing(_))) {
             self.behind.set(true);
@@ -59,6 +68,7 @@ impl Database for Flagging {
 struct Files {
     dir: tempfile::TempDir,
     opens: Cell<u32>,
+    interrupt: Rc<Cell<Option<&'static str>>>,
 }
 
 impl Files {
@@ -66,6 +76,7 @@ impl Files {
         Self {
             dir: tempfile::tempdir().expect("temporary directory"),
             opens: Cell::new(0),
+            interrupt: Rc::default(),
         }
     }
 }
@@ -81,6 +92,7 @@ impl Databases for Files {
             Flagging {
                 db,
                 behind: Rc::clone(&behind),
+                interrupt: Rc::clone(&self.interrupt),
             },
             behind,
         ))
@@ -187,6 +199,40 @@ fn a_write_brings_the_schema_up_to_date_before_it_runs_once() {
     );
     let r = run(&SPEC, &files, request("GET", "/notes"), &runs);
     assert_eq!(json(&r)["notes"], 1);
+}
+
+#[test]
+fn a_migration_the_server_interrupted_is_run_again_whole_and_the_write_once() {
+    // The migration's table, interrupted inside its transaction: the
+    // transaction is gone, the ledger says nothing ran, and migrating again
+    // applies it; run statement by statement instead, the ledger's row
+    // would be written outside any transaction and its COMMIT refused.
+    let files = Files::new();
+    files.interrupt.set(Some("CREATE TABLE notes"));
+    let runs = Cell::new(0);
+    let r = run(&SPEC, &files, request("POST", "/notes"), &runs);
+    assert_eq!((r.status().as_u16(), runs.get()), (200, 1), "{}", json(&r));
+    let r = run(&SPEC, &files, request("GET", "/notes"), &runs);
+    assert_eq!(json(&r)["notes"], 1);
+}
+
+#[test]
+fn a_write_the_server_interrupted_is_a_retryable_503_and_is_not_run_again() {
+    let files = Files::new();
+    let runs = Cell::new(0);
+    assert_eq!(
+        run(&SPEC, &files, request("GET", "/health"), &runs).status(),
+        200
+    );
+    files.interrupt.set(Some("INSERT INTO notes"));
+    let r = run(&SPEC, &files, request("POST", "/notes"), &runs);
+    assert_eq!(
+        (r.status().as_u16(), json(&r)["retryable"].as_bool()),
+        (503, Some(true))
+    );
+    assert_eq!(runs.get(), 1);
+    let r = run(&SPEC, &files, request("GET", "/notes"), &runs);
+    assert_eq!(json(&r)["notes"], 0, "nothing written");
 }
 
 #[test]

@@ -102,7 +102,11 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// less the slack, as a local SQLite's `busy_timeout` waits. That is
     /// safe for every statement: SQLite answers "locked" only for one that
     /// did nothing (an autocommit write, `BEGIN IMMEDIATE`, a `COMMIT` that
-    /// leaves the transaction open to be committed again).
+    /// leaves the transaction open to be committed again). An interrupted
+    /// statement ([`DbError::Interrupted`]) is not: it may have done its
+    /// work, and inside a transaction SQLite rolls the whole transaction
+    /// back, so running it again would write it twice or outside its
+    /// transaction.
     pub fn query(
         &self,
         ctx: &RequestContext,
@@ -270,6 +274,9 @@ mod tests {
         locked_for: Cell<u32>,
         /// The pauses the store asked for.
         pauses: RefCell<Vec<Duration>>,
+        /// The next statement starting with this is interrupted
+        /// (`SQLITE_INTERRUPT`).
+        interrupts: Cell<Option<&'static str>>,
     }
 
     impl<'c> Recorder<'c> {
@@ -283,6 +290,7 @@ mod tests {
                 pragma_takes: Cell::new(Duration::ZERO),
                 locked_for: Cell::new(u32::MAX),
                 pauses: RefCell::default(),
+                interrupts: Cell::new(None),
             }
         }
 
@@ -321,6 +329,10 @@ mod tests {
                 }
                 self.wait.set(Duration::from_millis(ms.parse().unwrap()));
                 return Ok(Vec::new());
+            }
+            if self.interrupts.get().is_some_and(|p| sql.starts_with(p)) {
+                self.interrupts.set(None);
+                return Err(DbError::Interrupted("SQLITE_INTERRUPT".into()));
             }
             if self.locked.get() && self.locked_for.get() > 0 {
                 self.locked_for.set(self.locked_for.get() - 1);
@@ -445,6 +457,37 @@ mod tests {
             Err(DbError::Budget(ctx.spent()))
         );
         assert!(db.sql.borrow().is_empty());
+    }
+
+    #[test]
+    fn an_interrupted_statement_is_never_run_again_and_its_transaction_fails_whole() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        // A remote libSQL server: locks are waited for here, by running the
+        // statement again; an interrupt must not be.
+        let db = Recorder::new(&clock);
+        let db = Recorder {
+            pragmas_refused: true,
+            ..db
+        };
+        db.interrupts.set(Some("INSERT"));
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(1_000);
+        let err = store
+            .transaction(&ctx, |tx| {
+                tx.execute(&ctx, "INSERT INTO memberships VALUES (1)", &[])?;
+                tx.execute(&ctx, "INSERT INTO api_tokens VALUES (1)", &[])
+            })
+            .unwrap_err();
+        assert!(matches!(err, DbError::Interrupted(_)), "{err:?}");
+        assert_eq!(db.count("INSERT"), 1, "{:?}", db.sql.borrow());
+        assert_eq!(db.count("COMMIT"), 0);
+        assert_eq!(db.count("ROLLBACK"), 1);
+        assert!(db.pauses.borrow().is_empty());
+        let problem = crate::Problem::from(err);
+        assert_eq!(
+            (problem.status().as_u16(), problem.code().retryable()),
+            (503, true)
+        );
     }
 
     #[test]

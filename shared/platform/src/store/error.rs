@@ -16,8 +16,15 @@ pub enum DbError {
     #[error("constraint violated: {0}")]
     Constraint(String),
     /// Another connection held the lock for longer than this one could wait.
+    /// The statement did nothing, so it may be tried again.
     #[error("database locked: {0}")]
     Locked(String),
+    /// The database interrupted the statement (`SQLITE_INTERRUPT`: a libSQL
+    /// server gives up a statement it could not run in time under load).
+    /// Unlike a lock, it may have done its work, or (inside a transaction)
+    /// undone the whole transaction: it is never tried again on its own.
+    #[error("statement interrupted: {0}")]
+    Interrupted(String),
     /// A statement named a table or column that does not exist: the
     /// schema is behind its migrations (a fresh database, or a read that
     /// skipped the ledger). The service's entry point migrates and runs the
@@ -136,6 +143,17 @@ impl From<DbError> for crate::wire::problem::Problem {
                 Problem::new(
                     ErrorCode::UpstreamUnavailable,
                     "the service's storage is busy; try again",
+                )
+                .with_status(http::StatusCode::SERVICE_UNAVAILABLE)
+            }
+            // A write interrupted inside its transaction was rolled back
+            // with it; one interrupted at its commit may have landed. Either
+            // way a keyed retry is answered once.
+            DbError::Interrupted(detail) => {
+                failure("storage interrupted", detail);
+                Problem::new(
+                    ErrorCode::UpstreamUnavailable,
+                    "the service's storage interrupted the request under load; try again (with the same Idempotency-Key for a write)",
                 )
                 .with_status(http::StatusCode::SERVICE_UNAVAILABLE)
             }
