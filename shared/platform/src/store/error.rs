@@ -138,25 +138,20 @@ impl From<DbError> for crate::wire::problem::Problem {
         use crate::wire::problem::{ErrorCode, Problem};
         match e {
             DbError::Budget(spent) => spent.into(),
-            DbError::Locked(detail) => {
-                failure("storage locked", detail);
-                Problem::new(
-                    ErrorCode::UpstreamUnavailable,
-                    "the service's storage is busy; try again",
-                )
-                .with_status(http::StatusCode::SERVICE_UNAVAILABLE)
-            }
+            // Transient: the same request may succeed at once.
+            DbError::Locked(detail) => busy(
+                "storage locked",
+                detail,
+                "the service's storage is busy; try again",
+            ),
             // A write interrupted inside its transaction was rolled back
-            // with it; one interrupted at its commit may have landed. Either
-            // way a keyed retry is answered once.
-            DbError::Interrupted(detail) => {
-                failure("storage interrupted", detail);
-                Problem::new(
-                    ErrorCode::UpstreamUnavailable,
-                    "the service's storage interrupted the request under load; try again (with the same Idempotency-Key for a write)",
-                )
-                .with_status(http::StatusCode::SERVICE_UNAVAILABLE)
-            }
+            // with it; one interrupted at its commit may have landed, so a
+            // write is retried with its Idempotency-Key, answered once.
+            DbError::Interrupted(detail) => busy(
+                "storage interrupted",
+                detail,
+                "the service's storage interrupted the request under load; try again (with the same Idempotency-Key for a write)",
+            ),
             DbError::Unavailable(fault, detail) => {
                 journal::event(Event::Failure {
                     what: fault.failure(),
@@ -183,6 +178,14 @@ impl From<DbError> for crate::wire::problem::Problem {
             }
         }
     }
+}
+
+/// A transient storage failure: logged as `what`, answered a retryable 503
+/// that says `said`.
+fn busy(what: &'static str, detail: String, said: &str) -> crate::wire::problem::Problem {
+    failure(what, detail);
+    crate::wire::problem::Problem::new(crate::wire::problem::ErrorCode::UpstreamUnavailable, said)
+        .with_status(http::StatusCode::SERVICE_UNAVAILABLE)
 }
 
 /// Logs a storage failure as an event line.
