@@ -574,8 +574,6 @@ const REQUEST_LINE_FIELDS: [&str; 11] = [
 const EVENT_LINE_FIELDS: [&str; 3] = ["ts", "service", "event"];
 
 impl SpinApp {
-    /// The lines of the components' stderr that are not JSON, or lack a
-    /// field their kind must have.
     /// The last of the components' `failure` event lines, each with its
     /// file's name: the causes of the 5xx answers the services gave.
     fn failure_lines(&self) -> Vec<String> {
@@ -598,6 +596,8 @@ impl SpinApp {
         lines
     }
 
+    /// The lines of the components' stderr that are not JSON, or lack a
+    /// field their kind must have.
     fn malformed_log_lines(&self) -> Vec<String> {
         let mut bad = Vec::new();
         for file in self.component_logs() {

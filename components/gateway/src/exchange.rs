@@ -115,10 +115,11 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 // caller (naming a slug spends nobody's quota and learns
                 // nothing); a credential already refused in this window is
                 // refused again before any call.
-                self.read_ahead(request, &slug, service);
+                let route_key = crate::limits::admission_key(request);
+                self.read_ahead(request, &route_key, &slug, service);
                 let authorization = request.header("authorization");
                 self.check_rate(&slug, authorization)?;
-                self.admit_route(request, &slug)?;
+                self.admit_route(route_key, &slug)?;
                 let scope = self.resolve(&slug, request).await?;
                 self.enforce_rate(&slug, authorization)?;
                 self.ctx = self.ctx.clone().with_tenant(scope);

@@ -79,18 +79,19 @@ impl<E: Calls> Exchange<'_, E> {
         }
     }
 
-    /// Reads in one batch everything a request for `slug` reads from the
-    /// shared store before its forward: the tenant's rate window, the
-    /// route's and the tenant's admission windows, the remembered
+    /// Reads in one batch everything a request for `slug` on the route
+    /// admitted as `route` ([`admission_key`]) reads from the shared store
+    /// before its forward: the tenant's rate window, the route's and the
+    /// tenant's admission windows, the remembered
     /// resolution, and the breakers of identity and of `service`. Each
     /// read is a host call, and the store is one lock every request waits
     /// on (BENCHMARKS.md); the steps below then find their values held.
-    pub fn read_ahead(&self, request: &Request, slug: &str, service: Service) {
+    pub fn read_ahead(&self, request: &Request, route: &str, slug: &str, service: Service) {
         let now = self.upstream.clock.now();
         let authorization = request.header("authorization");
         let mut keys = self.limiter(slug, authorization).read_keys(now);
         keys.extend(
-            admission(self.upstream, self.config, &admission_key(request))
+            admission(self.upstream, self.config, route)
                 .for_tenant(slug)
                 .read_keys(now),
         );
@@ -153,9 +154,8 @@ impl<E: Calls> Exchange<'_, E> {
     /// Overload is refused here, before any call: in proportion to how
     /// many of the route's (and the tenant `slug`'s) recent requests ran
     /// out of budget, or at once when the budget left is below what the
-    /// route recently cost.
-    pub fn admit_route(&mut self, request: &Request, slug: &str) -> Result<(), Refusal> {
-        let key = admission_key(request);
+    /// route recently cost. `key` is the route's [`admission_key`].
+    pub fn admit_route(&mut self, key: String, slug: &str) -> Result<(), Refusal> {
         let now = self.upstream.clock.now();
         let roll = self.upstream.jitter.clone().next_u64();
         let admission = admission(self.upstream, self.config, &key).for_tenant(slug);

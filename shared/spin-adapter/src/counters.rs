@@ -81,9 +81,9 @@ impl Counters for SpinCounters {
             let value = self.bucket()?.get(key).map_err(|e| format!("{e:?}"))?;
             return Ok(vec![value.as_deref().map_or(0, decode)]);
         }
-        // One batch read, in the order asked ([`Entries::entries`]).
+        // One batch read, in the order asked.
         Ok(self
-            .entries(keys)?
+            .fetch(keys)?
             .iter()
             .map(|value| value.as_deref().map_or(0, decode))
             .collect())
