@@ -2,10 +2,11 @@
 
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::store::db::{Database, Store};
+use meridian_platform::store::scoped::Scoped;
 use meridian_platform::tenancy::cache::{self, Entries};
 use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::time::Timestamp;
-use meridian_platform::Clock;
+use meridian_platform::{Clock, Problem, RequestContext};
 
 /// The identity service: its store, the platform admin's token, and the
 /// key-value store the gateway's resolution cache lives in.
@@ -23,6 +24,11 @@ impl<D: Database, C: Clock> Identity<D, C> {
     /// Now, as stored in `created_at` columns.
     pub fn timestamp(&self) -> Timestamp {
         Timestamp::at(self.store.clock().now())
+    }
+
+    /// The store scoped to the request's tenant, for the repositories.
+    pub fn scoped<'a>(&'a self, ctx: &'a RequestContext) -> Result<Scoped<'a, D, C>, Problem> {
+        Scoped::of(&self.store, ctx)
     }
 
     /// After a change that can change how `slug`'s tokens resolve has

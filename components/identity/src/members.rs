@@ -4,8 +4,7 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Database;
-use meridian_platform::store::idempotency::{write_once, Written};
-use meridian_platform::store::page::PageRequest;
+use meridian_platform::store::idempotency::Written;
 use meridian_platform::tenancy::{ActorId, Role};
 use meridian_platform::{Clock, ErrorCode, Problem};
 use serde_json::json;
@@ -21,10 +20,7 @@ pub fn list<D: Database, C: Clock>(
     app: &Identity<D, C>,
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let ctx = call.ctx;
-    let tenant_id = ctx.scope()?.tenant_id;
-    let page = PageRequest::from_query(call.query())?;
-    page.list(|window| repo::list_members(&app.store, ctx, &tenant_id, window))
+    app.scoped(call.ctx)?.page(call, repo::list_members)
 }
 
 /// A validated member to add.
@@ -55,13 +51,12 @@ pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let ctx = call.ctx;
-    let tenant_id = ctx.scope()?.tenant_id;
     let NewMember { email, name, role } = NewMember::try_from(call.body())?;
-    write_once(&app.store, call, |tx| {
+    app.scoped(call.ctx)?.write_once(call, |s| {
         let now = app.timestamp();
-        let platform_user = repo::ensure_user(tx, ctx, &email, &name, UserId::fresh(), &now)?;
-        if repo::membership_of(tx, ctx, &tenant_id, &platform_user)?.is_some() {
+        let platform_user =
+            repo::ensure_user(s.store, s.ctx, &email, &name, UserId::fresh(), &now)?;
+        if repo::membership_of(s, &platform_user)?.is_some() {
             return Err(Problem::new(
                 ErrorCode::Conflict,
                 "that user is already a member",
@@ -75,16 +70,14 @@ pub fn create<D: Database, C: Clock>(
             role,
             created_at: now,
         };
-        repo::insert_membership(tx, ctx, &tenant_id, &platform_user, &member)?;
+        repo::insert_membership(s, &platform_user, &member)?;
         // The new member's first token, so they can sign in at all; shown
         // once, like the admin's at tenant creation.
         let token = new_token()?;
         repo::insert_token(
-            tx,
-            ctx,
+            s,
             &NewToken {
                 id: &TokenId::fresh(),
-                tenant_id: &tenant_id,
                 membership_id: &member.id,
                 hash: &token_hash(&token),
                 created_at: &member.created_at,
@@ -110,19 +103,16 @@ pub fn delete<D: Database, C: Clock>(
     app: &Identity<D, C>,
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let ctx = call.ctx;
-    let tenant_id = ctx.scope()?.tenant_id;
     let id = MembershipId::parse(call.id()).ok_or_else(|| Problem::not_found("member"))?;
-    write_once(&app.store, call, |tx| {
-        let member =
-            repo::member(tx, ctx, &tenant_id, &id)?.ok_or_else(|| Problem::not_found("member"))?;
-        if member.role == Role::Admin && repo::admin_count(tx, ctx, &tenant_id)? <= 1 {
+    app.scoped(call.ctx)?.write_once(call, |s| {
+        let member = repo::member(s, &id)?.ok_or_else(|| Problem::not_found("member"))?;
+        if member.role == Role::Admin && repo::admin_count(s)? <= 1 {
             return Err(Problem::new(
                 ErrorCode::Conflict,
                 "a tenant must keep at least one admin",
             ));
         }
-        repo::delete_membership(tx, ctx, &tenant_id, &id)?;
+        repo::delete_membership(s, &id)?;
         Ok(Written::no_content())
     })
 }

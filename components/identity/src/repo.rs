@@ -1,10 +1,14 @@
-//! Identity's SQL. Every function takes the request context first (the
-//! store checks the budget before each statement), and each row by its
-//! typed id: a tenant's, a membership's, a platform user's, a person's
-//! (`ActorId`) or a token's cannot be passed for another.
+//! Identity's SQL. A tenant-scoped function takes the store scoped to the
+//! request and its tenant first ([`Scoped`]: the tenant named once, by its
+//! type); the others (tenants, platform users, resolving a token, which
+//! happen before any tenant is known) take the store and the request
+//! context. The store checks the budget before each statement, and each
+//! row is named by its typed id: a tenant's, a membership's, a platform
+//! user's, a person's (`ActorId`) or a token's cannot be passed for another.
 
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use meridian_platform::store::page::Window;
+use meridian_platform::store::scoped::Scoped;
 use meridian_platform::tenancy::{ActorId, Role, TenantId, TenantSlug};
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
@@ -114,19 +118,17 @@ pub fn ensure_user<D: Database, C: Clock>(
 /// Inserts a membership of the platform user `platform_user_id`; the
 /// member's `user_id` and `name` are the tenant's own.
 pub fn insert_membership<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant_id: &TenantId,
+    s: &Scoped<'_, D, C>,
     platform_user_id: &UserId,
     m: &Member,
 ) -> Result<(), DbError> {
-    db.execute(
-        ctx,
+    s.store.execute(
+        s.ctx,
         "INSERT INTO memberships (id, tenant_id, user_id, person_id, name, role, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)",
         &[
             (&m.id).into(),
-            tenant_id.into(),
+            s.tenant(),
             platform_user_id.into(),
             (&m.user_id).into(),
             m.name.as_str().into(),
@@ -151,19 +153,17 @@ fn member_from(row: &Row) -> Result<Member, DbError> {
 
 /// A page of the tenant's members, in id (creation) order after `after`.
 pub fn list_members<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant_id: &TenantId,
+    s: &Scoped<'_, D, C>,
     window: Window,
 ) -> Result<Vec<(i64, Member)>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         &format!(
             "SELECT {MEMBER_COLUMNS}, m.seq FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.tenant_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?"
         ),
         &[
-            tenant_id.into(),
+            s.tenant(),
             Value::Integer(window.after),
             Value::Integer(window.limit),
         ],
@@ -173,33 +173,29 @@ pub fn list_members<D: Database, C: Clock>(
 
 /// A member of the tenant by membership id.
 pub fn member<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant_id: &TenantId,
+    s: &Scoped<'_, D, C>,
     membership_id: &MembershipId,
 ) -> Result<Option<Member>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         &format!(
             "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.tenant_id = ? AND m.id = ?"
         ),
-        &[tenant_id.into(), membership_id.into()],
+        &[s.tenant(), membership_id.into()],
     )?;
     rows.first().map(member_from).transpose()
 }
 
 /// The membership id of the tenant's person `person_id` (an actor id).
 pub fn membership_of_person<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant_id: &TenantId,
+    s: &Scoped<'_, D, C>,
     person_id: &ActorId,
 ) -> Result<Option<MembershipId>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         "SELECT id FROM memberships WHERE tenant_id = ? AND person_id = ?",
-        &[tenant_id.into(), person_id.into()],
+        &[s.tenant(), person_id.into()],
     )?;
     rows.first()
         .map(|r| r.text("id").map(MembershipId::stored))
@@ -208,15 +204,13 @@ pub fn membership_of_person<D: Database, C: Clock>(
 
 /// The membership id of the platform user `user_id` in the tenant.
 pub fn membership_of<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant_id: &TenantId,
+    s: &Scoped<'_, D, C>,
     user_id: &UserId,
 ) -> Result<Option<MembershipId>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         "SELECT id FROM memberships WHERE tenant_id = ? AND user_id = ?",
-        &[tenant_id.into(), user_id.into()],
+        &[s.tenant(), user_id.into()],
     )?;
     rows.first()
         .map(|r| r.text("id").map(MembershipId::stored))
@@ -224,34 +218,28 @@ pub fn membership_of<D: Database, C: Clock>(
 }
 
 /// How many admins the tenant has.
-pub fn admin_count<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant_id: &TenantId,
-) -> Result<i64, DbError> {
-    let rows = db.query(
-        ctx,
+pub fn admin_count<D: Database, C: Clock>(s: &Scoped<'_, D, C>) -> Result<i64, DbError> {
+    let rows = s.store.query(
+        s.ctx,
         "SELECT COUNT(*) AS admins FROM memberships WHERE tenant_id = ? AND role = ?",
-        &[tenant_id.into(), Role::Admin.as_str().into()],
+        &[s.tenant(), Role::Admin.as_str().into()],
     )?;
     rows.first().map_or(Ok(0), |r| r.integer("admins"))
 }
 
 /// Removes a membership and every token it had.
 pub fn delete_membership<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant_id: &TenantId,
+    s: &Scoped<'_, D, C>,
     membership_id: &MembershipId,
 ) -> Result<(), DbError> {
-    let params = [tenant_id.into(), membership_id.into()];
-    db.execute(
-        ctx,
+    let params = [s.tenant(), membership_id.into()];
+    s.store.execute(
+        s.ctx,
         "DELETE FROM api_tokens WHERE tenant_id = ? AND membership_id = ?",
         &params,
     )?;
-    db.execute(
-        ctx,
+    s.store.execute(
+        s.ctx,
         "DELETE FROM memberships WHERE tenant_id = ? AND id = ?",
         &params,
     )
@@ -261,8 +249,6 @@ pub fn delete_membership<D: Database, C: Clock>(
 pub struct NewToken<'a> {
     /// Token UUID.
     pub id: &'a TokenId,
-    /// Tenant UUID.
-    pub tenant_id: &'a TenantId,
     /// Owning membership.
     pub membership_id: &'a MembershipId,
     /// SHA-256 of the token.
@@ -273,14 +259,13 @@ pub struct NewToken<'a> {
 
 /// Inserts a token (its hash only).
 pub fn insert_token<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
+    s: &Scoped<'_, D, C>,
     t: &NewToken<'_>,
 ) -> Result<(), DbError> {
-    db.execute(
-        ctx,
+    s.store.execute(
+        s.ctx,
         "INSERT INTO api_tokens (id, tenant_id, membership_id, token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-        &[t.id.into(), t.tenant_id.into(), t.membership_id.into(), t.hash.into(), t.created_at.into()],
+        &[t.id.into(), s.tenant(), t.membership_id.into(), t.hash.into(), t.created_at.into()],
     )
 }
 
@@ -354,16 +339,14 @@ pub fn touch_token<D: Database, C: Clock>(
 
 /// The person (tenant-scoped id) owning a token of the tenant, revoked or not.
 pub fn token_owner_in_tenant<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant_id: &TenantId,
+    s: &Scoped<'_, D, C>,
     token_id: &TokenId,
 ) -> Result<Option<ActorId>, DbError> {
-    let rows = db.query(
-        ctx,
+    let rows = s.store.query(
+        s.ctx,
         "SELECT m.person_id FROM api_tokens t JOIN memberships m ON m.id = t.membership_id
          WHERE t.tenant_id = ? AND t.id = ?",
-        &[tenant_id.into(), token_id.into()],
+        &[s.tenant(), token_id.into()],
     )?;
     rows.first()
         .map(|r| r.parsed("person_id", str::parse::<ActorId>))
@@ -372,15 +355,13 @@ pub fn token_owner_in_tenant<D: Database, C: Clock>(
 
 /// Revokes a token.
 pub fn revoke_token<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    tenant_id: &TenantId,
+    s: &Scoped<'_, D, C>,
     token_id: &TokenId,
     at: &Timestamp,
 ) -> Result<(), DbError> {
-    db.execute(
-        ctx,
+    s.store.execute(
+        s.ctx,
         "UPDATE api_tokens SET revoked_at = ? WHERE tenant_id = ? AND id = ? AND revoked_at IS NULL",
-        &[at.into(), tenant_id.into(), token_id.into()],
+        &[at.into(), s.tenant(), token_id.into()],
     )
 }

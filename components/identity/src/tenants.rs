@@ -6,7 +6,8 @@ use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};
 use meridian_platform::store::db::Database;
 use meridian_platform::store::idempotency::{self, Begun, IdempotencyKey, StoredResponse, Written};
-use meridian_platform::tenancy::{ActorId, Role, TenantId, TenantSlug};
+use meridian_platform::store::scoped::Scoped;
+use meridian_platform::tenancy::{ActorId, Role, TenantId, TenantScope, TenantSlug};
 use meridian_platform::{Clock, ErrorCode, Problem};
 use serde_json::json;
 
@@ -109,14 +110,19 @@ pub fn create<D: Database, C: Clock>(
             role: Role::Admin,
             created_at: now.clone(),
         };
-        repo::insert_membership(tx, ctx, &tenant.id, &platform_user, &admin)?;
+        // From here the writes are the new tenant's, made as its admin.
+        let scope = TenantScope {
+            tenant_id: tenant.id,
+            actor_id: admin.user_id,
+            role: Role::Admin,
+        };
+        let s = Scoped::new(tx, ctx, &scope);
+        repo::insert_membership(&s, &platform_user, &admin)?;
         let token_id = TokenId::fresh();
         repo::insert_token(
-            tx,
-            ctx,
+            &s,
             &NewToken {
                 id: &token_id,
-                tenant_id: &tenant.id,
                 membership_id: &admin.id,
                 hash: &token_hash(&token),
                 created_at: &now,

@@ -4,7 +4,7 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Database;
-use meridian_platform::store::idempotency::{write_once, Written};
+use meridian_platform::store::idempotency::Written;
 use meridian_platform::tenancy::Role;
 use meridian_platform::{Clock, ErrorCode, Problem};
 use serde_json::json;
@@ -20,25 +20,19 @@ pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let ctx = call.ctx;
-    let scope = ctx.scope()?;
-    let (tenant_id, actor_id) = (scope.tenant_id, scope.actor_id);
     // No fields yet; an unknown one is refused rather than ignored.
     JsonBody::parse(call.body())?.finish()?;
-    write_once(&app.store, call, |tx| {
+    app.scoped(call.ctx)?.write_once(call, |s| {
         let token = new_token()?;
-        let membership_id = repo::membership_of_person(tx, ctx, &tenant_id, &actor_id)?
-            .ok_or_else(|| {
-                Problem::new(ErrorCode::Unauthorized, "the caller is no longer a member")
-            })?;
+        let membership_id = repo::membership_of_person(s, &s.scope.actor_id)?.ok_or_else(|| {
+            Problem::new(ErrorCode::Unauthorized, "the caller is no longer a member")
+        })?;
         let now = app.timestamp();
         let id = TokenId::fresh();
         repo::insert_token(
-            tx,
-            ctx,
+            s,
             &NewToken {
                 id: &id,
-                tenant_id: &tenant_id,
                 membership_id: &membership_id,
                 hash: &token_hash(&token),
                 created_at: &now,
@@ -64,16 +58,13 @@ pub fn revoke<D: Database, C: Clock>(
     app: &Identity<D, C>,
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let ctx = call.ctx;
-    let scope = ctx.scope()?;
-    let (tenant_id, actor_id) = (scope.tenant_id, scope.actor_id);
-    let is_admin = scope.role == Role::Admin;
     let id = TokenId::parse(call.id()).ok_or_else(|| Problem::not_found("token"))?;
-    write_once(&app.store, call, |tx| {
-        repo::token_owner_in_tenant(tx, ctx, &tenant_id, &id)?
-            .filter(|user| is_admin || *user == actor_id)
+    app.scoped(call.ctx)?.write_once(call, |s| {
+        let caller = s.scope;
+        repo::token_owner_in_tenant(s, &id)?
+            .filter(|owner| caller.role == Role::Admin || *owner == caller.actor_id)
             .ok_or_else(|| Problem::not_found("token"))?;
-        repo::revoke_token(tx, ctx, &tenant_id, &id, &app.timestamp())?;
+        repo::revoke_token(s, &id, &app.timestamp())?;
         Ok(Written::no_content())
     })
 }

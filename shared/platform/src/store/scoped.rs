@@ -25,6 +25,13 @@ pub struct Scoped<'a, D, C> {
 }
 
 impl<'a, D: Database, C: Clock> Scoped<'a, D, C> {
+    /// `store` seen as `scope`'s tenant for the request `ctx`: for a
+    /// write that makes the tenant itself, before any request could have
+    /// been resolved to it.
+    pub fn new(store: &'a Store<D, C>, ctx: &'a RequestContext, scope: &'a TenantScope) -> Self {
+        Self { store, ctx, scope }
+    }
+
     /// `store` for the tenant the gateway resolved for `ctx` (a 400 when
     /// the request has no tenant headers).
     pub fn of(store: &'a Store<D, C>, ctx: &'a RequestContext) -> Result<Self, Problem> {
