@@ -136,3 +136,70 @@ fn a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_mem
         "(run, successes off, successes on) where the memory did worse: {worse:?}"
     );
 }
+
+/// The shared store's windows (the tenant's rate, admission's route and
+/// tenant windows, the failure memory's calls) are keyed by window number.
+/// However far apart a tenant's requests come, the store keeps at most the
+/// last two windows of each: the key-value store of a long-running
+/// deployment (Redis, on a cluster) must not grow with every request of a
+/// quiet tenant.
+#[test]
+fn sparse_traffic_leaves_at_most_two_windows_of_each_count_in_the_store() {
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            // Windows of a second, and every first attempt written, so
+            // that requests 3 s apart each open new windows of every kind.
+            .variable("tenant_rate_limit", "1000/1s")
+            .variable("failure_window_ms", "1000")
+            .variable("failure_memory_sample", "1")
+            .key_value_file(),
+    );
+    let acme = app.tenant("acme");
+    for i in 0..5 {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(3_100));
+        }
+        let r = acme.get("/residents").send();
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let store = rusqlite::Connection::open(app.key_value_store()).expect("the key-value store");
+    let keys: Vec<String> = store
+        .prepare("SELECT key FROM spin_key_value")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    // A window's key names its number (epoch milliseconds over the
+    // window's length: at least ten digits); the rest names the count.
+    let mut families = std::collections::BTreeMap::<String, Vec<&str>>::new();
+    for key in &keys {
+        let segments: Vec<&str> = key.split('/').collect();
+        let Some(at) = segments
+            .iter()
+            .position(|s| s.len() >= 9 && s.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let mut family = segments.clone();
+        family[at] = "*";
+        families
+            .entry(family.join("/"))
+            .or_default()
+            .push(segments[at]);
+    }
+    assert!(
+        families
+            .keys()
+            .any(|f| f.starts_with("meridian/rate/acme/")),
+        "the rate window was counted: {keys:?}"
+    );
+    let crowded: Vec<_> = families
+        .iter()
+        .filter(|(_, windows)| windows.len() > 2)
+        .collect();
+    assert!(
+        crowded.is_empty(),
+        "counts kept for more than two windows: {crowded:?}"
+    );
+}

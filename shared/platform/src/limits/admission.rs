@@ -45,7 +45,7 @@
 
 use std::time::Duration;
 
-use crate::http::memory::Counters;
+use crate::http::memory::{opened_window, Counters};
 use crate::time::{duration_ms, UnixMillis};
 
 /// The admission settings (Spin variable `admission`: `on`, `off`).
@@ -327,7 +327,7 @@ impl<'a, K: Counters> Admission<'a, K> {
     /// when `roll` picks it (one in `sample`), counting for `sample`. The
     /// tenant's is written every time (a quiet tenant must not look
     /// absent for want of a sample). The first write to a window forgets
-    /// the window before the previous one.
+    /// the windows before the previous one ([`opened_window`]).
     pub fn record(&self, now: UnixMillis, finished: bool, took: Duration, roll: u64) {
         if !self.config.enabled {
             return;
@@ -347,12 +347,11 @@ impl<'a, K: Counters> Admission<'a, K> {
             if !finished {
                 let _ = self.counters.add(&key("late"), counted);
             }
-            if first && epoch >= 2 {
-                let stale: Vec<String> = KINDS
-                    .iter()
-                    .map(|k| Self::key(prefix, epoch - 2, k))
-                    .collect();
-                let _ = self.counters.forget(&stale);
+            if first {
+                let marker = format!("{prefix}/last");
+                opened_window(self.counters, &marker, epoch, |e| {
+                    KINDS.iter().map(|k| Self::key(prefix, e, k)).collect()
+                });
             }
         }
     }
@@ -620,9 +619,37 @@ mod tests {
         assert_eq!(load.mean_cost(), Some(10 * MS));
         assert_eq!(
             counters.len(),
-            1,
-            "the admitted with their time in one counter; nothing was late"
+            2,
+            "the admitted with their time in one counter (and the marker of \
+             the window it opened); nothing was late"
         );
+    }
+
+    /// A tenant whose requests come further apart than two windows: each
+    /// opens a window and forgets the older ones, so the store keeps at
+    /// most two windows of the route's and the tenant's counts.
+    #[test]
+    fn requests_far_apart_leave_at_most_two_windows_in_the_store() {
+        let counters = LocalCounters::default();
+        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents").for_tenant("acme");
+        for i in 0..40 {
+            a.record(at(i * 1_000), i % 2 == 0, 10 * MS, 0);
+        }
+        let stored = counters.keys();
+        for prefix in [
+            "meridian/admit/GET /v1/{tenant}/residents/",
+            "meridian/admit/GET /v1/{tenant}/residents/tenant/acme/",
+        ] {
+            let windows: std::collections::BTreeSet<&str> = stored
+                .iter()
+                .filter_map(|k| k.strip_prefix(prefix)?.split('/').next())
+                .filter(|e| e.bytes().all(|b| b.is_ascii_digit()))
+                .collect();
+            assert!(
+                !windows.is_empty() && windows.len() <= 2,
+                "{prefix}: {stored:?}"
+            );
+        }
     }
 
     #[test]
@@ -633,10 +660,11 @@ mod tests {
             ..AdmissionConfig::default()
         };
         let a = Admission::new(&counters, config, "GET /v1/{tenant}/residents");
+        // The route's count and the marker of the window it opened.
         a.record(at(0), true, 10 * MS, 0);
-        assert_eq!(counters.len(), 1);
-        a.record(at(0), false, 90 * MS, 0);
         assert_eq!(counters.len(), 2);
+        a.record(at(0), false, 90 * MS, 0);
+        assert_eq!(counters.len(), 3);
         let (load, _) = a.load(at(0));
         assert_eq!((load.admitted, load.finished), (2.0, 1.0));
         assert_eq!((load.finished_ms, load.late_ms), (10.0, 90.0));

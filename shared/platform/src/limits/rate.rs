@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::http::memory::Counters;
+use crate::http::memory::{opened_window, Counters};
 use crate::limits::policy::{RatePolicy, RateSettings};
 use crate::time::UnixMillis;
 use crate::wire::problem::Problem;
@@ -129,7 +129,11 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
     /// read ahead with the request's other reads.
     pub fn read_keys(&self, now: UnixMillis) -> Vec<String> {
         match self.settings.enabled {
-            true => self.keys_for(&self.settings.default, now),
+            true => {
+                let mut keys = self.keys_for(&self.settings.default, now);
+                keys.push(self.marker_key(&self.settings.default));
+                keys
+            }
             false => Vec::new(),
         }
     }
@@ -186,14 +190,23 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
     }
 
     /// Counts one request at `now` under `policy` (the one [`Self::check`]
-    /// found). The first count of a window forgets the one before the
-    /// previous, so a tenant keeps at most three keys. Errors are ignored:
-    /// a lost count only makes the limit looser.
+    /// found). The first count of a window forgets the windows before the
+    /// previous ([`opened_window`]; its marker is read
+    /// ahead with the counts), so a tenant keeps at most two windows and
+    /// the marker. Errors are ignored: a lost count only makes the limit
+    /// looser.
     pub fn count(&self, policy: &RatePolicy, now: UnixMillis) {
         let epoch = now.as_millis() / Self::window_ms(policy);
-        if self.counters.add(&self.count_key(policy, epoch), 1) == Ok(1) && epoch >= 2 {
-            let _ = self.counters.forget(&[self.count_key(policy, epoch - 2)]);
+        if self.counters.add(&self.count_key(policy, epoch), 1) == Ok(1) {
+            opened_window(self.counters, &self.marker_key(policy), epoch, |e| {
+                vec![self.count_key(policy, e)]
+            });
         }
+    }
+
+    /// The key naming the last window of `policy`'s length opened.
+    fn marker_key(&self, policy: &RatePolicy) -> String {
+        format!("{}/{}/last", self.prefix, policy.window_s)
     }
 
     /// A platform admin's override (`None`: the default applies).
@@ -242,6 +255,32 @@ mod tests {
             l.count(&v.policy, at(ms));
         }
         v
+    }
+
+    /// A quiet tenant, one request every few windows: the store keeps its
+    /// last two windows and the marker, not one count per request; and
+    /// with the request's reads read ahead, opening a window reads nothing
+    /// more from the store.
+    #[test]
+    fn requests_far_apart_keep_two_windows_and_read_nothing_more() {
+        let counters = LocalCounters::default();
+        let l = RateLimiter::new(&counters, settings(10, 1), "acme", None);
+        for i in 0..30 {
+            let now = at(i * 3_500);
+            counters.read_ahead(&l.read_keys(now));
+            let reads = counters.reads();
+            assert!(request(&l, i * 3_500).allowed);
+            assert_eq!(counters.reads(), reads, "request {i}: all read ahead");
+        }
+        let windows = counters
+            .keys()
+            .into_iter()
+            .filter(|k| {
+                k.strip_prefix("meridian/rate/acme/1/")
+                    .is_some_and(|e| e != "last")
+            })
+            .count();
+        assert_eq!(windows, 1, "{:?}", counters.keys());
     }
 
     #[test]

@@ -132,7 +132,10 @@ impl<K: Counters> FailureMemory<'_, K> {
                 -now_ms
             }
             Outcome::Failed => {
-                let _ = self.counters.add(&self.key(self.epoch(now), "failures"), 1);
+                let epoch = self.epoch(now);
+                if self.counters.add(&self.key(epoch, "failures"), 1) == Ok(1) {
+                    self.opened(epoch);
+                }
                 if probe || self.trips(&self.recent(now)) {
                     now_ms.saturating_add(
                         i64::try_from(self.config.probe_interval.as_millis()).unwrap_or(i64::MAX),

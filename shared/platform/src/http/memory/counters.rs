@@ -26,6 +26,47 @@ pub trait Counters {
     fn read_ahead(&self, _keys: &[String]) {}
 }
 
+/// Keeps a family of windowed counts (keys naming their window's number)
+/// to its last two windows, however far apart its writes come. Called by
+/// the writer whose write opened window `epoch` (its increment returned
+/// its own delta): the family's `marker` names the last window opened
+/// before it; that one and the one before it are forgotten unless they
+/// are still `epoch`'s previous window, and `epoch` becomes the last
+/// opened. Every window is opened through here, so no other can be stored.
+/// (Forgetting only `epoch − 2` left a window behind every gap of more
+/// than two: a quiet tenant's each request grew the store by a key.)
+/// `keys_of` names a window's keys. A marker the store cannot give is
+/// taken as none: only `epoch − 2` is forgotten then, as before markers.
+pub fn opened_window<K: Counters + ?Sized>(
+    counters: &K,
+    marker: &str,
+    epoch: u64,
+    keys_of: impl Fn(u64) -> Vec<String>,
+) {
+    let last = counters
+        .read(&[marker.to_owned()])
+        .ok()
+        .and_then(|values| values.first().copied())
+        .and_then(|last| u64::try_from(last).ok())
+        .filter(|&last| last > 0);
+    let older = match last {
+        // A later window already opened (a writer whose clock is ahead).
+        Some(last) if last >= epoch => return,
+        Some(last) => [last, last.saturating_sub(1)],
+        None => [epoch.saturating_sub(2); 2],
+    };
+    let mut stale: Vec<u64> = older
+        .into_iter()
+        .filter(|e| e.saturating_add(1) < epoch)
+        .collect();
+    stale.dedup();
+    let stale: Vec<String> = stale.into_iter().flat_map(keys_of).collect();
+    if !stale.is_empty() {
+        let _ = counters.forget(&stale);
+    }
+    let _ = counters.set(marker, i64::try_from(epoch).unwrap_or(i64::MAX));
+}
+
 /// A stored number: Spin's SQLite store keeps an incremented value as 8
 /// little-endian bytes, Redis as decimal text (and [`Counters::set`]
 /// writes decimal text). Eight bytes that are all digits would be a number
@@ -205,6 +246,62 @@ impl Entries for LocalCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn family(counters: &LocalCounters) -> Vec<String> {
+        let mut windows: Vec<String> = counters
+            .keys()
+            .into_iter()
+            .filter(|k| k.starts_with("w/") && k != "w/last")
+            .collect();
+        windows.sort();
+        windows
+    }
+
+    /// Opens window `epoch` of the family `w/{epoch}` as a writer would.
+    fn open(counters: &LocalCounters, epoch: u64) {
+        if counters.add(&format!("w/{epoch}"), 1) == Ok(1) {
+            opened_window(counters, "w/last", epoch, |e| vec![format!("w/{e}")]);
+        }
+    }
+
+    #[test]
+    fn an_opened_window_keeps_the_previous_one_and_forgets_the_rest() {
+        let counters = LocalCounters::default();
+        open(&counters, 100);
+        open(&counters, 101);
+        assert_eq!(
+            family(&counters),
+            ["w/100", "w/101"],
+            "the previous is kept"
+        );
+        open(&counters, 102);
+        assert_eq!(family(&counters), ["w/101", "w/102"]);
+        // A gap of many windows: both the last and the one before it go.
+        open(&counters, 900);
+        assert_eq!(family(&counters), ["w/900"]);
+        open(&counters, 905);
+        assert_eq!(family(&counters), ["w/905"]);
+        assert_eq!(counters.read(&keys(&["w/last"])).unwrap(), [905]);
+    }
+
+    #[test]
+    fn a_marker_ahead_of_the_writer_is_left_alone() {
+        let counters = LocalCounters::default();
+        open(&counters, 200);
+        // A writer whose clock is behind opens an older window.
+        open(&counters, 150);
+        assert_eq!(family(&counters), ["w/150", "w/200"]);
+        assert_eq!(counters.read(&keys(&["w/last"])).unwrap(), [200]);
+    }
+
+    #[test]
+    fn an_unmarked_family_forgets_the_window_two_back_as_before() {
+        let counters = LocalCounters::default();
+        counters.add("w/48", 1).unwrap();
+        counters.add("w/49", 1).unwrap();
+        open(&counters, 50);
+        assert_eq!(family(&counters), ["w/49", "w/50"]);
+    }
 
     fn keys(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| (*n).to_owned()).collect()

@@ -19,10 +19,14 @@ impl<K: Counters> FailureMemory<'_, K> {
         let recent = current.plus(&previous);
         let allowed = (recent.calls * f64::from(self.config.retry_percent) / 100.0)
             .max(f64::from(self.config.min_retries));
-        let key = self.key(self.epoch(now), "retries");
+        let epoch = self.epoch(now);
+        let key = self.key(epoch, "retries");
         let Ok(claimed) = self.counters.add(&key, 1) else {
             return true; // the store failing is never a reason to refuse
         };
+        if claimed == 1 {
+            self.opened(epoch);
+        }
         if claimed as f64 + previous.retries <= allowed {
             return true;
         }

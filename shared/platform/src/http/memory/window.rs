@@ -5,6 +5,7 @@
 
 use crate::time::UnixMillis;
 
+use super::counters::opened_window;
 use super::{Counters, FailureMemory};
 
 /// What the window says about one caller → downstream pair.
@@ -45,6 +46,15 @@ impl<K: Counters> FailureMemory<'_, K> {
 
     pub(super) fn key(&self, epoch: u64, kind: &str) -> String {
         format!("{}/{epoch}/{kind}", self.prefix)
+    }
+
+    /// After a write that opened window `epoch` (the first of any kind
+    /// there): the pair keeps its last two windows ([`opened_window`]).
+    pub(super) fn opened(&self, epoch: u64) {
+        let marker = format!("{}/last", self.prefix);
+        opened_window(self.counters, &marker, epoch, |e| {
+            KINDS.iter().map(|k| self.key(e, k)).collect()
+        });
     }
 
     pub(super) fn ms(now: UnixMillis) -> i64 {
@@ -92,8 +102,8 @@ impl<K: Counters> FailureMemory<'_, K> {
     /// one in `sample`, and then counts `sample`; after a recent failure (as
     /// [`Self::admit`] read), every one is. (A retry is counted when
     /// [`Self::may_retry`] grants it.) The first write to a new window
-    /// forgets the window before the previous one, so the store holds at
-    /// most three windows per pair.
+    /// forgets the windows before the previous one, so the store holds at
+    /// most two windows per pair.
     pub fn first_attempt(&self, now: UnixMillis, roll: u64) {
         if !self.config.enabled {
             return;
@@ -108,9 +118,8 @@ impl<K: Counters> FailureMemory<'_, K> {
         }
         let epoch = self.epoch(now);
         let delta = i64::try_from(sample).unwrap_or(1);
-        if self.counters.add(&self.key(epoch, "calls"), delta) == Ok(delta) && epoch >= 2 {
-            let stale: Vec<String> = KINDS.iter().map(|k| self.key(epoch - 2, k)).collect();
-            let _ = self.counters.forget(&stale);
+        if self.counters.add(&self.key(epoch, "calls"), delta) == Ok(delta) {
+            self.opened(epoch);
         }
     }
 }
@@ -158,7 +167,46 @@ mod tests {
         // forgot it.
         m.first_attempt(at(25_000), 0);
         assert_eq!(m.recent(at(25_000)).calls, 1.0);
-        assert_eq!(counters.len(), 1, "only the current window's key is kept");
+        let mut stored = counters.keys();
+        stored.sort();
+        assert_eq!(
+            stored,
+            [
+                m.key(m.epoch(at(25_000)), "calls"),
+                "meridian/gateway/community/last".into()
+            ],
+            "only the current window's key is kept, and the marker naming it"
+        );
+    }
+
+    /// However far apart a pair's calls come, each opens a window and
+    /// forgets what is older than its previous one: the store keeps at
+    /// most two windows of each count, not one more per call.
+    #[test]
+    fn calls_far_apart_leave_at_most_two_windows_in_the_store() {
+        let counters = LocalCounters::default();
+        let m = memory(&counters);
+        for i in 0..50 {
+            // 35 s apart: three and a half windows between calls.
+            let ms = i * 35_000;
+            let admitted = m.admit(at(ms));
+            m.first_attempt(at(ms), 0);
+            assert!(m.may_retry(at(ms)));
+            m.outcome(admitted, at(ms), Outcome::Failed);
+        }
+        let stored = counters.keys();
+        let windows: std::collections::BTreeSet<&str> = stored
+            .iter()
+            .filter_map(|k| k.split('/').nth(3))
+            .filter(|e| e.bytes().all(|b| b.is_ascii_digit()))
+            .collect();
+        assert!(windows.len() <= 2, "{stored:?}");
+        // And what is kept still counts: the last call, its retry and its failure.
+        let recent = m.recent(at(49 * 35_000));
+        assert_eq!(
+            (recent.calls, recent.retries, recent.failures),
+            (1.0, 1.0, 1.0)
+        );
     }
 
     #[test]
@@ -175,7 +223,8 @@ mod tests {
     }
 
     /// The healthy path: one read per call, and no write but the sampled
-    /// count of first attempts.
+    /// count of first attempts (and, once per window, the marker naming
+    /// the window it opened).
     #[test]
     fn the_healthy_path_writes_only_the_sampled_count() {
         let counters = LocalCounters::default();
@@ -185,7 +234,7 @@ mod tests {
             m.first_attempt(at(i), i);
             m.outcome(admitted, at(i), Outcome::Succeeded);
         }
-        assert_eq!(counters.len(), 1);
+        assert_eq!(counters.len(), 2, "the count and the marker");
         assert_eq!(m.recent(at(100)).calls, 128.0, "2 samples of 64");
     }
 }
