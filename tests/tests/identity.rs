@@ -141,7 +141,18 @@ fn admins_manage_members_and_others_may_not() {
 
 #[test]
 fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
-    let app = SpinApp::start();
+    let app = SpinApp::start_with(SpinOptions::default().key_value_file());
+    // The remembered resolutions the store holds for acme.
+    let entries = || -> i64 {
+        rusqlite::Connection::open(app.key_value_store())
+            .expect("the key-value store")
+            .query_row(
+                "SELECT COUNT(*) FROM spin_key_value WHERE key LIKE 'resolution:acme:%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
     let client = app.client();
     let acme = app.tenant("acme");
     let (member, member_token) = acme.member("bo@acme.org", "manager");
@@ -157,6 +168,7 @@ fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
         r.json()["token"].as_str().unwrap().to_owned(),
     );
     assert_remembered(&acme, &second);
+    let before = entries();
     assert_eq!(
         acme.delete(&format!("/tokens/{id}"))
             .token(&member_token)
@@ -164,6 +176,8 @@ fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
             .status,
         204
     );
+    // Its entry is removed from the store, not only no longer served.
+    assert_eq!(entries(), before - 1, "the revoked token's entry");
     acme.get("")
         .token(&second)
         .send()
@@ -171,10 +185,12 @@ fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
 
     // Removal: every token of the membership stops.
     let path = acme.path(&format!("/members/{}", member["id"].as_str().unwrap()));
+    let before = entries();
     assert_eq!(
         call(&client, &acme.token, "DELETE", &path, None).status,
         204
     );
+    assert_eq!(entries(), before - 1, "the removed member's token's entry");
     acme.get("")
         .token(&member_token)
         .send()

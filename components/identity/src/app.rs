@@ -47,4 +47,22 @@ impl<D: Database, C: Clock> Identity<D, C> {
             });
         }
     }
+
+    /// After tokens of `slug` stopped resolving (revoked, or their member
+    /// removed) and the change committed: their remembered resolutions are
+    /// removed from the store, which would otherwise keep one for every
+    /// token ever used. Serving is already stopped by the generation
+    /// ([`Self::resolutions_changed`]); a store that refuses leaves entries
+    /// nobody will be served, and the operator is told.
+    pub fn tokens_stopped(&self, slug: &str, hashes: &[String]) {
+        let Ok(slug) = TenantSlug::parse(slug) else {
+            return;
+        };
+        if let Err(cause) = cache::forget_tokens(self.resolutions.as_ref(), &slug, hashes) {
+            journal::event(Event::Failure {
+                what: "removing revoked tokens' remembered resolutions",
+                cause,
+            });
+        }
+    }
 }

@@ -104,7 +104,8 @@ pub fn delete<D: Database, C: Clock>(
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
     let id = MembershipId::parse(call.id()).ok_or_else(|| Problem::not_found("member"))?;
-    app.scoped(call.ctx)?.write_once(call, |s| {
+    let stopped = std::cell::RefCell::new(Vec::new());
+    let answer = app.scoped(call.ctx)?.write_once(call, |s| {
         let member = repo::member(s, &id)?.ok_or_else(|| Problem::not_found("member"))?;
         if member.role == Role::Admin && repo::admin_count(s)? <= 1 {
             return Err(Problem::new(
@@ -112,7 +113,9 @@ pub fn delete<D: Database, C: Clock>(
                 "a tenant must keep at least one admin",
             ));
         }
-        repo::delete_membership(s, &id)?;
+        *stopped.borrow_mut() = repo::delete_membership(s, &id)?;
         Ok(Written::no_content())
-    })
+    })?;
+    app.tokens_stopped(call.param("tenant"), &stopped.into_inner());
+    Ok(answer)
 }

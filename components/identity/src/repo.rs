@@ -227,12 +227,23 @@ pub fn admin_count<D: Database, C: Clock>(s: &Scoped<'_, D, C>) -> Result<i64, D
     rows.first().map_or(Ok(0), |r| r.integer("admins"))
 }
 
-/// Removes a membership and every token it had.
+/// Removes a membership and every token it had; answers the tokens'
+/// stored hashes.
 pub fn delete_membership<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     membership_id: &MembershipId,
-) -> Result<(), DbError> {
+) -> Result<Vec<String>, DbError> {
     let params = [s.tenant(), membership_id.into()];
+    let hashes = s
+        .store
+        .query(
+            s.ctx,
+            "SELECT token_hash FROM api_tokens WHERE tenant_id = ? AND membership_id = ?",
+            &params,
+        )?
+        .iter()
+        .map(|r| r.text("token_hash").map(str::to_owned))
+        .collect::<Result<Vec<_>, _>>()?;
     s.store.execute(
         s.ctx,
         "DELETE FROM api_tokens WHERE tenant_id = ? AND membership_id = ?",
@@ -242,7 +253,8 @@ pub fn delete_membership<D: Database, C: Clock>(
         s.ctx,
         "DELETE FROM memberships WHERE tenant_id = ? AND id = ?",
         &params,
-    )
+    )?;
+    Ok(hashes)
 }
 
 /// A new token row.
@@ -337,19 +349,23 @@ pub fn touch_token<D: Database, C: Clock>(
     )
 }
 
-/// The person (tenant-scoped id) owning a token of the tenant, revoked or not.
+/// The person (tenant-scoped id) owning a token of the tenant, revoked or
+/// not, and the token's stored hash.
 pub fn token_owner_in_tenant<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     token_id: &TokenId,
-) -> Result<Option<ActorId>, DbError> {
+) -> Result<Option<(ActorId, String)>, DbError> {
     let rows = s.store.query(
         s.ctx,
-        "SELECT m.person_id FROM api_tokens t JOIN memberships m ON m.id = t.membership_id
+        "SELECT m.person_id, t.token_hash FROM api_tokens t JOIN memberships m ON m.id = t.membership_id
          WHERE t.tenant_id = ? AND t.id = ?",
         &[s.tenant(), token_id.into()],
     )?;
     rows.first()
-        .map(|r| r.parsed("person_id", str::parse::<ActorId>))
+        .map(|r| {
+            let owner = r.parsed("person_id", str::parse::<ActorId>)?;
+            Ok((owner, r.text("token_hash")?.to_owned()))
+        })
         .transpose()
 }
 

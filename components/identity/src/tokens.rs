@@ -59,12 +59,16 @@ pub fn revoke<D: Database, C: Clock>(
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
     let id = TokenId::parse(call.id()).ok_or_else(|| Problem::not_found("token"))?;
-    app.scoped(call.ctx)?.write_once(call, |s| {
+    let stopped = std::cell::RefCell::new(Vec::new());
+    let answer = app.scoped(call.ctx)?.write_once(call, |s| {
         let caller = s.scope;
-        repo::token_owner_in_tenant(s, &id)?
-            .filter(|owner| caller.role == Role::Admin || *owner == caller.actor_id)
+        let (_, hash) = repo::token_owner_in_tenant(s, &id)?
+            .filter(|(owner, _)| caller.role == Role::Admin || *owner == caller.actor_id)
             .ok_or_else(|| Problem::not_found("token"))?;
         repo::revoke_token(s, &id, &app.timestamp())?;
+        stopped.borrow_mut().push(hash);
         Ok(Written::no_content())
-    })
+    })?;
+    app.tokens_stopped(call.param("tenant"), &stopped.into_inner());
+    Ok(answer)
 }

@@ -8,7 +8,9 @@ use identity::app::Identity;
 use meridian_platform::http::prelude::*;
 use meridian_platform::store::db::Store;
 use meridian_platform::store::migrate::migrate;
-use meridian_platform::tenancy::cache::{generation_key, LocalEntries};
+use meridian_platform::tenancy::cache::{
+    generation_key, CacheConfig, LocalEntries, ResolutionCache,
+};
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::time::ManualClock;
 use meridian_platform::wire::request_id::RequestId;
@@ -56,6 +58,30 @@ impl Harness {
     fn generation(&self, slug: &str) -> Option<Vec<u8>> {
         self.resolutions
             .get(&generation_key(&TenantSlug::parse(slug).unwrap()))
+    }
+
+    /// Remembers `caller`'s resolution of `token` at `slug`, as the
+    /// gateway would after identity answered.
+    fn remember(&self, slug: &str, token: &str, caller: Caller) {
+        let cache = ResolutionCache::new(self.resolutions.as_ref(), CacheConfig::default());
+        let (slug, now) = (
+            TenantSlug::parse(slug).unwrap(),
+            self.app.store.clock().now(),
+        );
+        let scope = TenantScope {
+            tenant_id: caller.tenant_id.parse().unwrap(),
+            actor_id: caller.user_id.parse().unwrap(),
+            role: caller.role,
+        };
+        cache.remember(cache.look_up(&slug, token, now), &scope, now);
+        assert!(self.remembered(slug.as_str(), token));
+    }
+
+    /// Whether the store holds an entry for `token` at `slug`, current or not.
+    fn remembered(&self, slug: &str, token: &str) -> bool {
+        let cache = ResolutionCache::new(self.resolutions.as_ref(), CacheConfig::default());
+        let keys = cache.read_keys(&TenantSlug::parse(slug).unwrap(), token);
+        self.resolutions.get(&keys[0]).is_some()
     }
 
     fn ctx(&self, caller: Option<Caller>) -> RequestContext {
@@ -452,11 +478,19 @@ fn removing_a_member_stops_their_tokens_and_the_last_admin_stays() {
         role: Role::Manager,
     };
     let (_, token) = h.new_token(bo);
+    let first_token = member["token"].as_str().unwrap();
     assert_eq!(h.resolve("acme", &token).status(), 200);
     assert_eq!(h.generation("acme"), None);
+    for remembered in [&token, first_token, &admin_token] {
+        h.remember("acme", remembered, bo);
+    }
     let path = format!("/v1/acme/members/{}", member["id"].as_str().unwrap());
     assert_eq!(h.call(Some(admin), request("DELETE", &path)).status(), 204);
     assert_eq!(h.resolve("acme", &token).status(), 401);
+    // Both of the member's tokens' entries are gone from the store; the
+    // admin's stays (stale by its generation, and overwritten on its next miss).
+    assert!(!h.remembered("acme", &token) && !h.remembered("acme", first_token));
+    assert!(h.remembered("acme", &admin_token));
     // The gateway's remembered resolutions of acme stop being served.
     let moved = h.generation("acme");
     assert!(moved.is_some());
@@ -486,12 +520,15 @@ fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
     let h = Harness::new();
     let (admin, _) = h.create_tenant("acme");
     let (id, token) = h.new_token(admin);
+    let (_, other) = h.new_token(admin);
     assert_eq!(h.resolve("acme", &token).status(), 200);
     assert_eq!(
         h.generation("acme"),
         None,
         "a new token changes no resolution"
     );
+    h.remember("acme", &token, admin);
+    h.remember("acme", &other, admin);
     assert_eq!(
         h.call(
             Some(admin),
@@ -502,6 +539,9 @@ fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
     );
     assert_eq!(h.resolve("acme", &token).status(), 401);
     assert!(h.generation("acme").is_some());
+    // The revoked token's entry is removed from the store; the other stays.
+    assert!(!h.remembered("acme", &token));
+    assert!(h.remembered("acme", &other));
     let r = h.call(
         Some(admin),
         request("POST", "/v1/acme/tokens").with_body(r#"{"scope":"all"}"#),

@@ -127,4 +127,8 @@ impl Entries for SpinCounters {
         self.held.drop_key(key);
         self.bucket()?.set(key, value).map_err(|e| format!("{e:?}"))
     }
+
+    fn remove(&self, keys: &[String]) -> Result<(), String> {
+        Counters::forget(self, keys)
+    }
 }

@@ -31,6 +31,10 @@
 //! - a gateway whose `default` store is not identity's: every entry, up to
 //!   `ttl` — so turn the cache off there (`resolution_cache = "off"`).
 //!
+//! Entries are overwritten on a miss; identity removes a token's entry when
+//! it revokes the token or removes its member ([`forget_tokens`]), so the
+//! store holds at most one per live token that was used.
+//!
 //! A store that cannot be read is a miss: the gateway asks identity, as
 //! without a cache, and remembers nothing. Only answers that resolved are
 //! remembered; a refusal (401, 404) always asks identity again.
@@ -47,6 +51,8 @@ pub trait Entries {
     fn entries(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String>;
     /// Stores `value` under `key`.
     fn put(&self, key: &str, value: &[u8]) -> Result<(), String>;
+    /// Removes `keys` (absent ones are no error).
+    fn remove(&self, keys: &[String]) -> Result<(), String>;
 }
 
 /// A shared handle reads and writes what it points at (a test keeps one
@@ -58,6 +64,10 @@ impl<T: Entries + ?Sized> Entries for std::rc::Rc<T> {
 
     fn put(&self, key: &str, value: &[u8]) -> Result<(), String> {
         (**self).put(key, value)
+    }
+
+    fn remove(&self, keys: &[String]) -> Result<(), String> {
+        (**self).remove(keys)
     }
 }
 
@@ -97,7 +107,31 @@ pub fn generation_key(slug: &TenantSlug) -> String {
 
 /// The key of the entry for `token` at `slug`.
 fn entry_key(slug: &TenantSlug, token: &str) -> String {
-    format!("resolution:{}:{}", slug.as_str(), token_hash(token))
+    hashed_entry_key(slug, &token_hash(token))
+}
+
+/// The key of the entry for the token whose hash (identity's stored
+/// `token_hash`) is `hash`.
+fn hashed_entry_key(slug: &TenantSlug, hash: &str) -> String {
+    format!("resolution:{}:{hash}", slug.as_str())
+}
+
+/// Removes the entries of tokens that stopped resolving (revoked, or their
+/// member removed), by their stored hashes: entries are otherwise only
+/// overwritten, and a token that is never presented again would keep its
+/// entry for good. Not what keeps a stale answer from being served — the
+/// generation does that ([`invalidate`]); this keeps the store from
+/// growing with every token ever revoked.
+pub fn forget_tokens<S: Entries + ?Sized>(
+    store: &S,
+    slug: &TenantSlug,
+    hashes: &[String],
+) -> Result<(), String> {
+    if hashes.is_empty() {
+        return Ok(());
+    }
+    let keys: Vec<String> = hashes.iter().map(|h| hashed_entry_key(slug, h)).collect();
+    store.remove(&keys)
 }
 
 /// Moves `slug`'s generation on: every entry of the tenant stops being
@@ -258,6 +292,17 @@ impl Entries for LocalEntries {
             return Err("unreachable".into());
         }
         self.map.borrow_mut().insert(key.to_owned(), value.to_vec());
+        Ok(())
+    }
+
+    fn remove(&self, keys: &[String]) -> Result<(), String> {
+        if self.failing.get() {
+            return Err("unreachable".into());
+        }
+        let mut map = self.map.borrow_mut();
+        keys.iter().for_each(|key| {
+            map.remove(key);
+        });
         Ok(())
     }
 }

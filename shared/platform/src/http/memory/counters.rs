@@ -241,6 +241,11 @@ impl Entries for LocalCounters {
         self.held.drop_key(key);
         self.entries.put(key, value)
     }
+
+    fn remove(&self, keys: &[String]) -> Result<(), String> {
+        keys.iter().for_each(|key| self.held.drop_key(key));
+        self.entries.remove(keys)
+    }
 }
 
 #[cfg(test)]
