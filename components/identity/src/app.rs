@@ -1,5 +1,6 @@
 //! Identity's collaborators, and helpers its handlers share.
 
+use meridian_platform::limits::rate::refused_key;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::store::db::{Database, Store};
 use meridian_platform::store::scoped::Scoped;
@@ -49,18 +50,31 @@ impl<D: Database, C: Clock> Identity<D, C> {
     }
 
     /// After tokens of `slug` stopped resolving (revoked, or their member
-    /// removed) and the change committed: their remembered resolutions are
-    /// removed from the store, which would otherwise keep one for every
-    /// token ever used. Serving is already stopped by the generation
-    /// ([`Self::resolutions_changed`]); a store that refuses leaves entries
-    /// nobody will be served, and the operator is told.
+    /// removed) and the change committed: what the shared store keeps per
+    /// token (its remembered resolution, its rate-limit mark) is removed,
+    /// or the store would keep it for every token ever used. Serving is
+    /// already stopped by the generation ([`Self::resolutions_changed`]); a
+    /// store that refuses leaves keys nobody is served from, and the
+    /// operator is told.
     pub fn tokens_stopped(&self, slug: &str, hashes: &[String]) {
         let Ok(slug) = TenantSlug::parse(slug) else {
             return;
         };
-        if let Err(cause) = cache::forget_tokens(self.resolutions.as_ref(), &slug, hashes) {
+        let keys: Vec<String> = hashes
+            .iter()
+            .flat_map(|hash| {
+                [
+                    cache::hashed_entry_key(&slug, hash),
+                    refused_key(slug.as_str(), hash),
+                ]
+            })
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        if let Err(cause) = self.resolutions.remove(&keys) {
             journal::event(Event::Failure {
-                what: "removing revoked tokens' remembered resolutions",
+                what: "removing stopped tokens' keys from the shared store",
                 cause,
             });
         }

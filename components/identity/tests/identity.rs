@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use identity::app::Identity;
 use meridian_platform::http::prelude::*;
+use meridian_platform::limits::rate::refused_key;
+use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Store;
 use meridian_platform::store::migrate::migrate;
 use meridian_platform::tenancy::cache::{
-    generation_key, CacheConfig, LocalEntries, ResolutionCache,
+    generation_key, CacheConfig, Entries, LocalEntries, ResolutionCache,
 };
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::time::ManualClock;
@@ -529,6 +531,9 @@ fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
     );
     h.remember("acme", &token, admin);
     h.remember("acme", &other, admin);
+    // And the token was refused over its tenant's rate: the gateway's mark.
+    let mark = refused_key("acme", &token_hash(&token));
+    h.resolutions.put(&mark, b"1700000099000").unwrap();
     assert_eq!(
         h.call(
             Some(admin),
@@ -539,8 +544,10 @@ fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
     );
     assert_eq!(h.resolve("acme", &token).status(), 401);
     assert!(h.generation("acme").is_some());
-    // The revoked token's entry is removed from the store; the other stays.
+    // The revoked token's entry and mark are removed from the store; the
+    // other token's entry stays.
     assert!(!h.remembered("acme", &token));
+    assert_eq!(h.resolutions.get(&mark), None);
     assert!(h.remembered("acme", &other));
     let r = h.call(
         Some(admin),

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::http::memory::{opened_window, Counters};
 use crate::limits::policy::{RatePolicy, RateSettings};
+use crate::secrets::token_hash;
 use crate::time::UnixMillis;
 use crate::wire::problem::Problem;
 
@@ -58,21 +59,25 @@ pub struct RateLimiter<'a, K: Counters> {
     settings: RateSettings,
     prefix: String,
     override_key: String,
-    /// Where a refusal of the caller's credential is remembered (a hash of
-    /// slug and token: the store never holds a token), if it sent one.
+    /// Where a refusal of the caller's credential is remembered
+    /// ([`refused_key`]), if it sent one.
     marked_key: Option<String>,
+}
+
+/// Where a refusal of the token whose hash is `token_hash` (identity's
+/// stored `token_hash`: the store never holds a token) is remembered at
+/// `slug`. Identity removes it with the token's remembered resolution
+/// when the token stops resolving; an expired one is removed when next
+/// read.
+pub fn refused_key(slug: &str, token_hash: &str) -> String {
+    format!("meridian/rate/{slug}/refused/{token_hash}")
 }
 
 impl<'a, K: Counters> RateLimiter<'a, K> {
     /// The limiter of the tenant named `slug` in its path, for a caller
     /// presenting `token` (its bearer token, if any).
     pub fn new(counters: &'a K, settings: RateSettings, slug: &str, token: Option<&str>) -> Self {
-        use sha2::{Digest, Sha256};
-        let marked_key = token.map(|token| {
-            let digest = Sha256::digest(format!("{slug}\n{token}").as_bytes());
-            let short = hex::encode(digest.get(..16).unwrap_or_default());
-            format!("meridian/rate/{slug}/refused/{short}")
-        });
+        let marked_key = token.map(|token| refused_key(slug, &token_hash(token)));
         Self {
             counters,
             settings,
@@ -122,6 +127,15 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
         // Marked and still over: a raised override or a window that slid on
         // lets the credential through at once.
         verdict.marked = self.marked_key.is_some() && marked > now_ms && !verdict.allowed;
+        if let Some(key) = self
+            .marked_key
+            .as_ref()
+            .filter(|_| (1..=now_ms).contains(&marked))
+        {
+            // A mark that has run out is removed, so the store does not
+            // keep one for every credential ever refused.
+            let _ = self.counters.forget(std::slice::from_ref(key));
+        }
         Some(verdict)
     }
 
@@ -394,7 +408,14 @@ mod tests {
         assert!(!anonymous.check(at(3)).unwrap().marked);
         let elsewhere = RateLimiter::new(&counters, settings(2, 1), "other", Some("tok-1"));
         assert!(!elsewhere.check(at(3)).unwrap().marked);
+        let marks = |c: &LocalCounters| c.keys().iter().filter(|k| k.contains("/refused/")).count();
+        assert_eq!(marks(&counters), 1);
         assert!(!flood.check(at(1_003)).unwrap().marked, "the window reset");
+        assert_eq!(
+            marks(&counters),
+            0,
+            "a mark that ran out is removed when read"
+        );
         flood.mark_refused(&v, at(4), Duration::ZERO);
         flood.set_override(Some(policy(10, 1))).unwrap();
         assert!(

@@ -32,7 +32,7 @@
 //!   `ttl` — so turn the cache off there (`resolution_cache = "off"`).
 //!
 //! Entries are overwritten on a miss; identity removes a token's entry when
-//! it revokes the token or removes its member ([`forget_tokens`]), so the
+//! it revokes the token or removes its member ([`hashed_entry_key`]), so the
 //! store holds at most one per live token that was used.
 //!
 //! A store that cannot be read is a miss: the gateway asks identity, as
@@ -111,27 +111,13 @@ fn entry_key(slug: &TenantSlug, token: &str) -> String {
 }
 
 /// The key of the entry for the token whose hash (identity's stored
-/// `token_hash`) is `hash`.
-fn hashed_entry_key(slug: &TenantSlug, hash: &str) -> String {
-    format!("resolution:{}:{hash}", slug.as_str())
-}
-
-/// Removes the entries of tokens that stopped resolving (revoked, or their
-/// member removed), by their stored hashes: entries are otherwise only
-/// overwritten, and a token that is never presented again would keep its
+/// `token_hash`) is `hash`: what identity removes when the token stops
+/// resolving (revoked, or its member removed), since entries are otherwise
+/// only overwritten and a token never presented again would keep its
 /// entry for good. Not what keeps a stale answer from being served — the
-/// generation does that ([`invalidate`]); this keeps the store from
-/// growing with every token ever revoked.
-pub fn forget_tokens<S: Entries + ?Sized>(
-    store: &S,
-    slug: &TenantSlug,
-    hashes: &[String],
-) -> Result<(), String> {
-    if hashes.is_empty() {
-        return Ok(());
-    }
-    let keys: Vec<String> = hashes.iter().map(|h| hashed_entry_key(slug, h)).collect();
-    store.remove(&keys)
+/// generation does that ([`invalidate`]).
+pub fn hashed_entry_key(slug: &TenantSlug, hash: &str) -> String {
+    format!("resolution:{}:{hash}", slug.as_str())
 }
 
 /// Moves `slug`'s generation on: every entry of the tenant stops being
