@@ -32,12 +32,17 @@ impl<D: Database, C: Clock> Identity<D, C> {
         Scoped::of(&self.store, ctx)
     }
 
-    /// After a change that can change how `slug`'s tokens resolve has
-    /// committed, and before it is answered: the gateway's remembered
-    /// resolutions of the tenant stop being served. A store that refuses
-    /// leaves them for at most their time to live (30 s); the change
-    /// itself stands, and the operator is told.
-    pub fn resolutions_changed(&self, slug: &str) {
+    /// After a change that stopped tokens of `slug` resolving (a token
+    /// revoked, a member removed, or a replay of either: `hashes` is then
+    /// empty) committed, and before it is answered. First the gateway's
+    /// remembered resolutions of the tenant stop being served (its
+    /// generation moves on); a store that refuses leaves them for at most
+    /// their time to live (30 s). Then what the shared store keeps per
+    /// stopped token (its remembered resolution, its rate-limit mark) is
+    /// removed, or the store would keep it for every token ever used; a
+    /// store that refuses leaves keys nobody is served from. Either way the
+    /// change itself stands, and the operator is told.
+    pub fn tokens_stopped(&self, slug: &str, hashes: &[String]) {
         let Ok(slug) = TenantSlug::parse(slug) else {
             return; // names no tenant: nothing of it can be remembered
         };
@@ -47,19 +52,6 @@ impl<D: Database, C: Clock> Identity<D, C> {
                 cause,
             });
         }
-    }
-
-    /// After tokens of `slug` stopped resolving (revoked, or their member
-    /// removed) and the change committed: what the shared store keeps per
-    /// token (its remembered resolution, its rate-limit mark) is removed,
-    /// or the store would keep it for every token ever used. Serving is
-    /// already stopped by the generation ([`Self::resolutions_changed`]); a
-    /// store that refuses leaves keys nobody is served from, and the
-    /// operator is told.
-    pub fn tokens_stopped(&self, slug: &str, hashes: &[String]) {
-        let Ok(slug) = TenantSlug::parse(slug) else {
-            return;
-        };
         let keys: Vec<String> = hashes
             .iter()
             .flat_map(|hash| {

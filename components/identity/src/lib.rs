@@ -115,22 +115,18 @@ pub fn handle<D: Database, C: Clock>(
     ctx: &RequestContext,
     request: &Request,
 ) -> Response {
-    let served =
-        Call::dispatch(ENDPOINTS, ctx, request).and_then(|call| match call.op() {
-            Op::Resolve => resolve::resolve(app, &call),
-            Op::CreateTenant => tenants::create(app, &call),
-            Op::GetTenant => tenants::get(app, &call),
-            Op::ListMembers => members::list(app, &call),
-            Op::CreateMember => members::create(app, &call),
-            Op::CreateToken => tokens::create(app, &call),
-            // The two changes that can change a resolution: the gateway's
-            // remembered ones of the tenant stop being served before the
-            // answer.
-            Op::DeleteMember => members::delete(app, &call)
-                .inspect(|_| app.resolutions_changed(call.param("tenant"))),
-            Op::RevokeToken => tokens::revoke(app, &call)
-                .inspect(|_| app.resolutions_changed(call.param("tenant"))),
-        });
+    let served = Call::dispatch(ENDPOINTS, ctx, request).and_then(|call| match call.op() {
+        Op::Resolve => resolve::resolve(app, &call),
+        Op::CreateTenant => tenants::create(app, &call),
+        Op::GetTenant => tenants::get(app, &call),
+        Op::ListMembers => members::list(app, &call),
+        Op::CreateMember => members::create(app, &call),
+        Op::CreateToken => tokens::create(app, &call),
+        // The two changes that can change a resolution: each ends in
+        // `Identity::tokens_stopped` before its answer.
+        Op::DeleteMember => members::delete(app, &call),
+        Op::RevokeToken => tokens::revoke(app, &call),
+    });
     served.unwrap_or_else(|problem| message::problem(ctx, problem))
 }
 

@@ -104,7 +104,7 @@ pub fn delete<D: Database, C: Clock>(
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
     let id = MembershipId::parse(call.id()).ok_or_else(|| Problem::not_found("member"))?;
-    let stopped = std::cell::RefCell::new(Vec::new());
+    let stopped = std::cell::Cell::new(Vec::new());
     let answer = app.scoped(call.ctx)?.write_once(call, |s| {
         let member = repo::member(s, &id)?.ok_or_else(|| Problem::not_found("member"))?;
         if member.role == Role::Admin && repo::admin_count(s)? <= 1 {
@@ -113,9 +113,9 @@ pub fn delete<D: Database, C: Clock>(
                 "a tenant must keep at least one admin",
             ));
         }
-        *stopped.borrow_mut() = repo::delete_membership(s, &id)?;
+        stopped.set(repo::delete_membership(s, &id)?);
         Ok(Written::no_content())
     })?;
-    app.tokens_stopped(call.param("tenant"), &stopped.into_inner());
+    app.tokens_stopped(call.param("tenant"), &stopped.take());
     Ok(answer)
 }

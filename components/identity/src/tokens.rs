@@ -59,16 +59,16 @@ pub fn revoke<D: Database, C: Clock>(
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
     let id = TokenId::parse(call.id()).ok_or_else(|| Problem::not_found("token"))?;
-    let stopped = std::cell::RefCell::new(Vec::new());
+    let stopped = std::cell::Cell::new(Vec::new());
     let answer = app.scoped(call.ctx)?.write_once(call, |s| {
         let caller = s.scope;
         let (_, hash) = repo::token_owner_in_tenant(s, &id)?
             .filter(|(owner, _)| caller.role == Role::Admin || *owner == caller.actor_id)
             .ok_or_else(|| Problem::not_found("token"))?;
         repo::revoke_token(s, &id, &app.timestamp())?;
-        stopped.borrow_mut().push(hash);
+        stopped.set(vec![hash]);
         Ok(Written::no_content())
     })?;
-    app.tokens_stopped(call.param("tenant"), &stopped.into_inner());
+    app.tokens_stopped(call.param("tenant"), &stopped.take());
     Ok(answer)
 }

@@ -348,8 +348,7 @@ impl<'a, K: Counters> Admission<'a, K> {
                 let _ = self.counters.add(&key("late"), counted);
             }
             if first {
-                let marker = format!("{prefix}/last");
-                opened_window(self.counters, &marker, epoch, |e| {
+                opened_window(self.counters, prefix, epoch, |e| {
                     KINDS.iter().map(|k| Self::key(prefix, e, k)).collect()
                 });
             }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::http::memory::{opened_window, Counters};
+use crate::http::memory::{opened_window, window_marker, Counters};
 use crate::limits::policy::{RatePolicy, RateSettings};
 use crate::secrets::token_hash;
 use crate::time::UnixMillis;
@@ -91,7 +91,7 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
     fn count_key(&self, policy: &RatePolicy, epoch: u64) -> String {
         // The window is part of the key: an override that changes it starts
         // counting afresh instead of reading counts of another length.
-        format!("{}/{}/{epoch}", self.prefix, policy.window_s)
+        format!("{}/{epoch}", self.family(policy))
     }
 
     fn window_ms(policy: &RatePolicy) -> u64 {
@@ -145,7 +145,7 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
         match self.settings.enabled {
             true => {
                 let mut keys = self.keys_for(&self.settings.default, now);
-                keys.push(self.marker_key(&self.settings.default));
+                keys.push(window_marker(&self.family(&self.settings.default)));
                 keys
             }
             false => Vec::new(),
@@ -212,15 +212,15 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
     pub fn count(&self, policy: &RatePolicy, now: UnixMillis) {
         let epoch = now.as_millis() / Self::window_ms(policy);
         if self.counters.add(&self.count_key(policy, epoch), 1) == Ok(1) {
-            opened_window(self.counters, &self.marker_key(policy), epoch, |e| {
+            opened_window(self.counters, &self.family(policy), epoch, |e| {
                 vec![self.count_key(policy, e)]
             });
         }
     }
 
-    /// The key naming the last window of `policy`'s length opened.
-    fn marker_key(&self, policy: &RatePolicy) -> String {
-        format!("{}/{}/last", self.prefix, policy.window_s)
+    /// What the counts of windows of `policy`'s length start with.
+    fn family(&self, policy: &RatePolicy) -> String {
+        format!("{}/{}", self.prefix, policy.window_s)
     }
 
     /// A platform admin's override (`None`: the default applies).

@@ -29,7 +29,7 @@ pub trait Counters {
 /// Keeps a family of windowed counts (keys naming their window's number)
 /// to its last two windows, however far apart its writes come. Called by
 /// the writer whose write opened window `epoch` (its increment returned
-/// its own delta): the family's `marker` names the last window opened
+/// its own delta): the family's marker ([`window_marker`]) names the last window opened
 /// before it; that one and the one before it are forgotten unless they
 /// are still `epoch`'s previous window, and `epoch` becomes the last
 /// opened. Every window is opened through here, so no other can be stored.
@@ -39,12 +39,13 @@ pub trait Counters {
 /// taken as none: only `epoch − 2` is forgotten then, as before markers.
 pub fn opened_window<K: Counters + ?Sized>(
     counters: &K,
-    marker: &str,
+    family: &str,
     epoch: u64,
     keys_of: impl Fn(u64) -> Vec<String>,
 ) {
+    let marker = window_marker(family);
     let last = counters
-        .read(&[marker.to_owned()])
+        .read(std::slice::from_ref(&marker))
         .ok()
         .and_then(|values| values.first().copied())
         .and_then(|last| u64::try_from(last).ok())
@@ -64,7 +65,13 @@ pub fn opened_window<K: Counters + ?Sized>(
     if !stale.is_empty() {
         let _ = counters.forget(&stale);
     }
-    let _ = counters.set(marker, i64::try_from(epoch).unwrap_or(i64::MAX));
+    let _ = counters.set(&marker, i64::try_from(epoch).unwrap_or(i64::MAX));
+}
+
+/// The key naming the last window opened of the family whose keys start
+/// with `family` ([`opened_window`]).
+pub fn window_marker(family: &str) -> String {
+    format!("{family}/last")
 }
 
 /// A stored number: Spin's SQLite store keeps an incremented value as 8
@@ -265,7 +272,7 @@ mod tests {
     /// Opens window `epoch` of the family `w/{epoch}` as a writer would.
     fn open(counters: &LocalCounters, epoch: u64) {
         if counters.add(&format!("w/{epoch}"), 1) == Ok(1) {
-            opened_window(counters, "w/last", epoch, |e| vec![format!("w/{e}")]);
+            opened_window(counters, "w", epoch, |e| vec![format!("w/{e}")]);
         }
     }
 

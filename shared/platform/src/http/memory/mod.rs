@@ -65,7 +65,7 @@ mod window;
 
 pub use breaker::{Admit, Outcome};
 pub use config::MemoryConfig;
-pub use counters::{decode_number, opened_window, Counters, Held, LocalCounters};
+pub use counters::{decode_number, opened_window, window_marker, Counters, Held, LocalCounters};
 pub use window::Recent;
 
 /// The memory of one caller's calls to one downstream.

@@ -51,8 +51,7 @@ impl<K: Counters> FailureMemory<'_, K> {
     /// After a write that opened window `epoch` (the first of any kind
     /// there): the pair keeps its last two windows ([`opened_window`]).
     pub(super) fn opened(&self, epoch: u64) {
-        let marker = format!("{}/last", self.prefix);
-        opened_window(self.counters, &marker, epoch, |e| {
+        opened_window(self.counters, &self.prefix, epoch, |e| {
             KINDS.iter().map(|k| self.key(e, k)).collect()
         });
     }
