@@ -1,7 +1,8 @@
 //! Overload and tenant limits on a real `spin up`: a tenant over its rate
 //! is refused with 429 and the rate headers while another is served, the
-//! platform admin's override takes effect, and the failure memory never
-//! turns a partial failure into a worse one.
+//! platform admin's override takes effect, a tenant at its limit of
+//! requests in progress is refused while another is served, and the
+//! failure memory never turns a partial failure into a worse one.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -60,6 +61,67 @@ fn a_tenant_over_its_rate_gets_a_429_and_another_tenant_does_not() {
         None,
     );
     r.assert_problem(401, "unauthorized");
+}
+
+/// Stripe's concurrent-request limiter on real Spin: with two of a
+/// tenant's requests in progress (community answering slowly), the rest
+/// of its burst is refused with a 429 before any forward; another tenant
+/// is served meanwhile; once they end, the tenant is served again (its
+/// slots were left).
+#[test]
+fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_and_another_tenant_does_not() {
+    let app = SpinApp::start_with(SpinOptions::default().variable("tenant_concurrency_limit", "2"));
+    let flood = app.tenant("flood");
+    let quiet = app.tenant("quiet");
+    let community = StandIn::start(|_| StandInReply::Delayed {
+        delay: std::time::Duration::from_millis(1_500),
+        status: 200,
+        headers: Vec::new(),
+        body: r#"{"items":[],"next_cursor":null}"#.into(),
+    });
+    let app = app.restart_with(
+        SpinOptions::default()
+            .variable("tenant_concurrency_limit", "2")
+            .variable("community_url", community.url()),
+    );
+    let (burst, other) = std::thread::scope(|s| {
+        let burst: Vec<_> = (0..6)
+            .map(|_| s.spawn(|| flood.get("/residents").send()))
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let other = quiet.get("/residents").send();
+        let burst: Vec<_> = burst.into_iter().map(|t| t.join().unwrap()).collect();
+        (burst, other)
+    });
+    assert_eq!(other.status, 200, "the other tenant: {}", other.body);
+    let served = burst.iter().filter(|r| r.status == 200).count();
+    assert!((1..=2).contains(&served), "served {served} of the burst");
+    let refused: Vec<_> = burst.iter().filter(|r| r.status != 200).collect();
+    assert!(
+        refused.len() >= 4,
+        "{:?}",
+        burst.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    for r in refused {
+        let problem = r.assert_problem(429, "rate_limited");
+        assert!(
+            problem["detail"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("requests in progress"),
+            "{problem}"
+        );
+        assert_eq!(r.header("retry-after"), Some("1"));
+    }
+    let forwards = community
+        .received()
+        .iter()
+        .filter(|r| r.url.contains("/flood/"))
+        .count();
+    assert_eq!(forwards, served, "refused before any forward");
+    let r = flood.get("/residents").send();
+    assert_eq!(r.status, 200, "its slots were left: {}", r.body);
+    drop(app);
 }
 
 /// A community stand-in that answers 503 to a fixed 30 % of its calls, in

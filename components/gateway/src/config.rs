@@ -1,7 +1,7 @@
 //! The gateway's settings, read once per request from Spin variables.
 
 use meridian_platform::budget::BudgetConfig;
-use meridian_platform::limits::{AdmissionConfig, RateSettings};
+use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
 use meridian_platform::tenancy::cache::CacheConfig;
 
 use crate::routes::Service;
@@ -19,6 +19,8 @@ pub struct GatewayConfig {
     pub billing_url: String,
     /// Tenant rate limits: the default policy, or off.
     pub rates: RateSettings,
+    /// Tenant concurrency limits: the default limit, or off.
+    pub concurrency: ConcurrencySettings,
     /// Admission under overload.
     pub admission: AdmissionConfig,
     /// Resolutions remembered in the shared store, or not.

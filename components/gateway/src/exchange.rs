@@ -10,7 +10,8 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Call;
 use meridian_platform::http::upstream::{Calls, Upstream};
-use meridian_platform::limits::RateVerdict;
+use meridian_platform::limits::{RateVerdict, Slot};
+use meridian_platform::tenancy::cache::Lookup;
 use meridian_platform::{Problem, RequestContext};
 
 use crate::config::GatewayConfig;
@@ -36,6 +37,9 @@ pub struct Trace {
     /// The longest admission's refusal is held: what a served request of
     /// the route recently took.
     pub hold: Option<Duration>,
+    /// The slot the request holds among its tenant's requests in
+    /// progress, left once it is answered.
+    pub slot: Option<Slot>,
 }
 
 impl Trace {
@@ -75,6 +79,8 @@ pub struct Exchange<'g, E: Calls> {
     pub ctx: RequestContext,
     /// Timings and attempts, for the answer's headers.
     pub trace: Trace,
+    /// What the resolution cache said about the caller, once looked up.
+    pub lookup: Option<Lookup>,
 }
 
 impl<'g, E: Calls> Exchange<'g, E> {
@@ -85,6 +91,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
             config,
             ctx,
             trace: Trace::default(),
+            lookup: None,
         }
     }
 
@@ -119,9 +126,11 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 self.read_ahead(request, &route_key, &slug, service);
                 let authorization = request.header("authorization");
                 self.check_rate(&slug, authorization)?;
-                self.admit_route(route_key, &slug)?;
+                let vouched = self.look_up_cached(&slug, request);
+                self.admit_route(route_key, &slug, vouched)?;
                 let scope = self.resolve(&slug, request).await?;
                 self.enforce_rate(&slug, authorization)?;
+                self.enter(&slug)?;
                 self.ctx = self.ctx.clone().with_tenant(scope);
                 self.forward(service, request, policy, Credentials::Strip)
                     .await

@@ -57,6 +57,7 @@ mod entry {
                 community_url: vars::service_url("community_url", "http://community.spin.internal"),
                 billing_url: vars::service_url("billing_url", "http://billing.spin.internal"),
                 rates: vars::rate_settings(),
+                concurrency: vars::concurrency_settings(),
                 admission: vars::admission_config(),
                 resolution_cache: vars::resolution_cache(),
                 trust_request_start: vars::get("trust_request_start").as_deref() == Some("on"),

@@ -9,7 +9,9 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::{Jitter, Sleeper};
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::input::validate::JsonBody;
-use meridian_platform::limits::{Admission, Admitted, RateLimiter, RatePolicy, RateVerdict};
+use meridian_platform::limits::{
+    Admission, Admitted, ConcurrencyLimiter, RateLimiter, RatePolicy, RateVerdict,
+};
 use meridian_platform::secrets::constant_time_eq;
 use meridian_platform::tenancy::cache::ResolutionCache;
 use meridian_platform::tenancy::TenantSlug;
@@ -36,6 +38,17 @@ pub fn admission<'u, E: Calls>(
     key: &str,
 ) -> Admission<'u, E::Counters> {
     Admission::new(&upstream.counters, config.admission, key)
+}
+
+/// The concurrency limiter of the tenant `slug`. Its window outlasts the
+/// longest request: the largest budget, and the hold of a refusal.
+pub fn concurrency<'u, E: Calls>(
+    upstream: &'u Upstream<E>,
+    config: &GatewayConfig,
+    slug: &str,
+) -> ConcurrencyLimiter<'u, E::Counters> {
+    let longest = config.budget.max_budget() + MAX_HOLD;
+    ConcurrencyLimiter::new(&upstream.counters, config.concurrency, slug, longest)
 }
 
 /// The key a request's route is admitted under: its method and template.
@@ -89,7 +102,15 @@ impl<E: Calls> Exchange<'_, E> {
     pub fn read_ahead(&self, request: &Request, route: &str, slug: &str, service: Service) {
         let now = self.upstream.clock.now();
         let authorization = request.header("authorization");
-        let mut keys = self.limiter(slug, authorization).read_keys(now);
+        let limiter = self.limiter(slug, authorization);
+        let mut keys = limiter.read_keys(now);
+        let in_progress = concurrency(self.upstream, self.config, slug).read_keys(now);
+        if !in_progress.is_empty() && keys.is_empty() {
+            // The rate limiter off: the override is read for its
+            // concurrency alone ([`Self::enter`]).
+            keys.push(limiter.override_key().to_owned());
+        }
+        keys.extend(in_progress);
         keys.extend(
             admission(self.upstream, self.config, route)
                 .for_tenant(slug)
@@ -151,14 +172,44 @@ impl<E: Calls> Exchange<'_, E> {
         Ok(())
     }
 
+    /// After the rate: a request beyond the tenant's limit of requests in
+    /// progress (its override's, or the default) is refused, a 429 held
+    /// like the rate's; one within it takes a slot, left after its answer.
+    /// With the rate limiter off, an override is read for its limit alone.
+    pub fn enter(&mut self, slug: &str) -> Result<(), Refusal> {
+        if !self.config.concurrency.enabled {
+            return Ok(());
+        }
+        let policy = match &self.trace.rate {
+            Some(verdict) => Some(verdict.policy),
+            None => self.limiter(slug, None).stored_override().ok().flatten(),
+        };
+        let limit = policy
+            .and_then(|p| p.concurrency)
+            .unwrap_or(self.config.concurrency.default);
+        let now = self.upstream.clock.now();
+        match concurrency(self.upstream, self.config, slug).enter(now, limit) {
+            Ok(slot) => {
+                self.trace.slot = slot;
+                Ok(())
+            }
+            Err(busy) => Err(busy.problem().into()),
+        }
+    }
+
     /// Overload is refused here, before any call: in proportion to how
     /// many of the route's (and the tenant `slug`'s) recent requests ran
     /// out of budget, or at once when the budget left is below what the
-    /// route recently cost. `key` is the route's [`admission_key`].
-    pub fn admit_route(&mut self, key: String, slug: &str) -> Result<(), Refusal> {
+    /// route recently cost. `key` is the route's [`admission_key`];
+    /// `vouched`, whether identity's answer for the caller is remembered
+    /// (then a tenant new to the window is a tenant's caller, not a name
+    /// nobody resolves).
+    pub fn admit_route(&mut self, key: String, slug: &str, vouched: bool) -> Result<(), Refusal> {
         let now = self.upstream.clock.now();
         let roll = self.upstream.jitter.clone().next_u64();
-        let admission = admission(self.upstream, self.config, &key).for_tenant(slug);
+        let admission = admission(self.upstream, self.config, &key)
+            .for_tenant(slug)
+            .vouched(vouched);
         match admission.admit(now, self.ctx.remaining(now), roll) {
             Admitted::Yes => {
                 self.trace.admitted = Some((key, slug.to_owned()));
@@ -232,30 +283,32 @@ impl<E: Calls> Exchange<'_, E> {
                 "tenant": slug.as_str(),
                 "quota": policy.quota,
                 "window_s": policy.window_s,
+                "concurrency": policy.concurrency.unwrap_or(self.config.concurrency.default),
                 "source": source,
                 "enabled": self.config.rates.enabled,
+                "concurrency_enabled": self.config.concurrency.enabled,
             }),
         ))
     }
 }
 
-/// `{"quota": n, "window_s": s}`, validated field by field.
+/// `{"quota": n, "window_s": s}`, and optionally `"concurrency": c`,
+/// validated field by field.
 fn parse_policy(body: &[u8]) -> Result<RatePolicy, Problem> {
+    use meridian_platform::limits::{concurrency::MAX_CONCURRENCY, policy};
     let mut json = JsonBody::parse(body)?;
-    let quota = json.integer(
-        "quota",
-        1,
-        i64::from(meridian_platform::limits::policy::MAX_QUOTA),
-    );
-    let window = json.integer(
-        "window_s",
-        1,
-        i64::from(meridian_platform::limits::policy::MAX_WINDOW_S),
-    );
-    let (quota, window) = json.complete((quota, window))?;
-    let quota = u64::try_from(quota).unwrap_or(0);
-    let window = u64::try_from(window).unwrap_or(0);
-    RatePolicy::new(quota, window).map_err(Problem::validation)
+    let quota = json.integer("quota", 1, i64::from(policy::MAX_QUOTA));
+    let window = json.integer("window_s", 1, i64::from(policy::MAX_WINDOW_S));
+    let concurrency = json.optional_integer("concurrency", 1, i64::from(MAX_CONCURRENCY));
+    let (quota, window, concurrency) = json.complete((quota, window, concurrency))?;
+    let number = |n: i64| u64::try_from(n).unwrap_or(0);
+    let policy = RatePolicy::new(number(quota), number(window)).map_err(Problem::validation)?;
+    match concurrency {
+        Some(c) => policy
+            .with_concurrency(number(c))
+            .map_err(Problem::validation),
+        None => Ok(policy),
+    }
 }
 
 /// Sets the rate headers of a tenant answer.

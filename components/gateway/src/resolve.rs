@@ -17,6 +17,36 @@ use crate::proxy::{call_failed, pass_on};
 use crate::routes::Service;
 
 impl<E: Calls> Exchange<'_, E> {
+    /// Looks the caller's resolution up in the resolution cache, before
+    /// admission: whether identity vouched for the credential (a current
+    /// entry), so admission can tell a tenant's caller from a name nobody
+    /// resolves. What it found is kept for [`Self::resolve`]: the store is
+    /// read once.
+    pub fn look_up_cached(&mut self, slug: &str, request: &Request) -> bool {
+        let token = request
+            .header("authorization")
+            .and_then(headers::bearer_token);
+        let (Some(token), Ok(slug)) = (token, TenantSlug::parse(slug)) else {
+            return false;
+        };
+        let lookup = self.look_up(&slug, token);
+        let vouched = matches!(lookup, Lookup::Hit(_));
+        self.lookup = Some(lookup);
+        vouched
+    }
+
+    /// The cache's look-up, timed when it found a current entry.
+    fn look_up(&mut self, slug: &TenantSlug, token: &str) -> Lookup {
+        let cache = ResolutionCache::new(&self.upstream.counters, self.config.resolution_cache);
+        let started = self.upstream.clock.now();
+        let lookup = cache.look_up(slug, token, started);
+        if let Lookup::Hit(_) = lookup {
+            let took = self.upstream.clock.now().since(started);
+            self.trace.timing.record("resolve-cached", took);
+        }
+        lookup
+    }
+
     /// Resolves `slug` and the bearer token of `request` once for the
     /// whole request.
     pub async fn resolve(&mut self, slug: &str, request: &Request) -> Result<TenantScope, Refusal> {
@@ -28,16 +58,16 @@ impl<E: Calls> Exchange<'_, E> {
         let slug = TenantSlug::parse(slug)
             .map_err(|_| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
         // Remembered and still current (its tenant's generation unmoved):
-        // no call. Otherwise the generation read now is what the answer is
-        // remembered under.
-        let cache = ResolutionCache::new(&self.upstream.counters, self.config.resolution_cache);
-        let started = self.upstream.clock.now();
-        let lookup = cache.look_up(&slug, token, started);
+        // no call. Otherwise the generation read then is what the answer
+        // is remembered under.
+        let lookup = match self.lookup.take() {
+            Some(lookup) => lookup,
+            None => self.look_up(&slug, token),
+        };
         if let Lookup::Hit(scope) = lookup {
-            let took = self.upstream.clock.now().since(started);
-            self.trace.timing.record("resolve-cached", took);
             return Ok(scope);
         }
+        let cache = ResolutionCache::new(&self.upstream.counters, self.config.resolution_cache);
 
         let url = format!(
             "{}/internal/resolve?slug={}",

@@ -13,7 +13,7 @@ use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::body::BodyError;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::{internal_headers, HttpClient, SendError};
-use meridian_platform::limits::{AdmissionConfig, RateSettings};
+use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
 use meridian_platform::tenancy::cache::{invalidate, CacheConfig};
 use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::time::ManualClock;
@@ -186,6 +186,7 @@ impl Harness {
                 community_url: "http://community.test".into(),
                 billing_url: "http://billing.test".into(),
                 rates: RateSettings::default(),
+                concurrency: ConcurrencySettings::default(),
                 admission: AdmissionConfig::default(),
                 resolution_cache: CacheConfig::default(),
                 trust_request_start: false,
@@ -900,6 +901,87 @@ fn a_tenant_over_its_rate_gets_a_429_and_its_credential_no_further_call() {
     assert_eq!(h.send("GET", "/v1/other/residents", &[AUTH]).status(), 200);
 }
 
+/// Stripe's second limiter: past the tenant's limit of requests in
+/// progress (here two, held by other instances), a request is refused
+/// before its forward, held like a rate 429; one ending lets the next in,
+/// and another tenant is not touched.
+#[test]
+fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_before_any_forward() {
+    let mut h = limited(1_000, vec![ok("{}")]);
+    h.gateway.config.concurrency = ConcurrencySettings::parse(Some("2")).unwrap();
+    let in_progress =
+        || gateway::limits::concurrency(&h.gateway.upstream, &h.gateway.config, "acme");
+    let now = || h.gateway.upstream.clock.now();
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
+    // Its slot was left after the answer: two more fit, and no third.
+    let mut elsewhere: Vec<_> = (0..2)
+        .map(|_| in_progress().enter(now(), 2).unwrap().unwrap())
+        .collect();
+    assert!(in_progress().enter(now(), 2).is_err());
+    let forwards = h.received_by("http://community.test/");
+    let before = h.elapsed();
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_eq!(
+        (r.status().as_u16(), body(&r)["code"].as_str()),
+        (429, Some("rate_limited"))
+    );
+    assert_eq!(body(&r)["retryable"], true);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    let detail = body(&r)["detail"].as_str().unwrap_or_default().to_owned();
+    assert!(detail.contains("2 requests in progress"), "{detail}");
+    assert_eq!(
+        h.received_by("http://community.test/"),
+        forwards,
+        "no forward"
+    );
+    assert!(h.elapsed() - before >= Duration::from_secs(1), "held");
+    assert_eq!(h.send("GET", "/v1/other/residents", &[AUTH]).status(), 200);
+    // One ended: the next is let in.
+    in_progress().leave(elsewhere.pop().unwrap(), now());
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
+}
+
+/// An override's concurrency is in force on the tenant's next request,
+/// read in the request's one batch read even with the rate limiter off.
+#[test]
+fn an_overrides_concurrency_applies_and_is_read_ahead_with_the_rate_limiter_off() {
+    let mut h = limited(1_000, vec![ok("{}")]);
+    h.gateway.config.rates = RateSettings::parse(Some("off")).unwrap();
+    // (Admission off: its windows opened after a held answer read their
+    // markers, which is not what is counted here.)
+    h.gateway.config.admission = AdmissionConfig::parse(Some("off")).unwrap();
+    let admin = ("authorization", "Bearer admin-secret");
+    let put = |body: &str| {
+        let request =
+            edge_request("PUT", "/ops/tenants/acme/limits", &[admin]).with_body(body.as_bytes());
+        block_on(h.gateway.handle(request))
+    };
+    let r = put(r#"{"quota":5,"window_s":1,"concurrency":0}"#);
+    assert_eq!(r.status(), 422);
+    assert_eq!(body(&r)["errors"][0]["field"], "concurrency");
+    let r = put(r#"{"quota":5,"window_s":1,"concurrency":1}"#);
+    assert_eq!(
+        (r.status().as_u16(), body(&r)["concurrency"].as_u64()),
+        (200, Some(1))
+    );
+    assert_eq!(body(&r)["concurrency_enabled"], true);
+    // Warm: the resolution remembered, the windows open.
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
+    let in_progress =
+        || gateway::limits::concurrency(&h.gateway.upstream, &h.gateway.config, "acme");
+    let now = || h.gateway.upstream.clock.now();
+    let elsewhere = in_progress().enter(now(), 5).unwrap().unwrap();
+    let reads = h.gateway.upstream.counters.reads();
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 429);
+    assert_eq!(
+        h.gateway.upstream.counters.reads(),
+        reads + 1,
+        "one batch read"
+    );
+    in_progress().leave(elsewhere, now());
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
+}
+
 #[test]
 fn a_caller_without_a_valid_token_is_a_401_whatever_the_tenants_rate() {
     let h = limited(1, vec![ok("{}")]);
@@ -1224,11 +1306,12 @@ fn the_resolution_carries_the_clients_trace_as_the_forward_does() {
 fn a_tenant_request_reads_the_shared_store_once_remembered_or_not() {
     let h = Harness::tenant("http://community.test/", vec![ok("{}")]);
     let counters = &h.gateway.upstream.counters;
-    // Asked of identity: its rate, admission's windows, the cache and both
-    // breakers in one batch read; the answer then remembered. A count that
-    // opens a window reads the marker of the last one opened (once per
-    // window, most after the answer): the rate's was read ahead, the
-    // others' cost a read each.
+    // Asked of identity: its rate, its requests in progress, admission's
+    // windows, the cache and both breakers in one batch read; the answer
+    // then remembered. A count that opens a window reads the marker of the
+    // last one opened (once per window, most after the answer): the
+    // rate's and the concurrency's were read ahead, the others' cost a
+    // read each.
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     assert_eq!(h.received_by(RESOLVE), 1);
     let markers = counters
@@ -1237,11 +1320,11 @@ fn a_tenant_request_reads_the_shared_store_once_remembered_or_not() {
         .filter(|k| k.ends_with("/last"))
         .count();
     assert!(
-        markers >= 2,
-        "the rate's and the tenant's: {:?}",
+        markers >= 3,
+        "the rate's, the concurrency's and the tenant's: {:?}",
         counters.keys()
     );
-    assert_eq!(counters.reads(), 1 + (markers - 1));
+    assert_eq!(counters.reads(), 1 + (markers - 2));
     // Remembered, in the same windows: one batch read, no call to identity.
     let before = counters.reads();
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
@@ -1266,6 +1349,7 @@ fn with_every_stateful_feature_off_a_request_never_touches_the_shared_store() {
     let mut h = Harness::tenant("http://community.test/", vec![ok("{}")]);
     let config = &mut h.gateway.config;
     config.rates = RateSettings::parse(Some("off")).unwrap();
+    config.concurrency = ConcurrencySettings::parse(Some("off")).unwrap();
     config.admission = AdmissionConfig::parse(Some("off")).unwrap();
     config.resolution_cache = CacheConfig::parse(Some("off")).unwrap();
     h.gateway.upstream.memory =

@@ -10,7 +10,7 @@ use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::{HttpClient, SendError};
-use meridian_platform::limits::{AdmissionConfig, RateSettings};
+use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
 use meridian_platform::tenancy::cache::CacheConfig;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{RequestContext, UnixMillis};
@@ -64,6 +64,7 @@ pub fn gateway() -> Gateway<Env> {
             community_url: "http://community.test".into(),
             billing_url: "http://billing.test".into(),
             rates: RateSettings::default(),
+            concurrency: ConcurrencySettings::default(),
             admission: AdmissionConfig::default(),
             resolution_cache: CacheConfig::default(),
             trust_request_start: false,

@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
-use meridian_platform::limits::{AdmissionConfig, RateSettings};
+use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::settings::Settings;
 use meridian_platform::tenancy::cache::CacheConfig;
@@ -84,6 +84,14 @@ pub fn rate_settings() -> RateSettings {
     or_default(
         "reading the tenant rate limit (default used)",
         RateSettings::parse(get("tenant_rate_limit").as_deref()),
+    )
+}
+
+/// Tenant concurrency limits (`tenant_concurrency_limit`, one variable).
+pub fn concurrency_settings() -> ConcurrencySettings {
+    or_default(
+        "reading the tenant concurrency limit (default used)",
+        ConcurrencySettings::parse(get("tenant_concurrency_limit").as_deref()),
     )
 }
 

@@ -446,9 +446,13 @@ fn main() -> Result<()> {
     };
     let mut report = json!({"seconds": secs, "stamped": stamp});
     // Tenant limits off for the one-tenant curves (they would be the
-    // measure); on, at their default, for the two-tenant run.
+    // measure); on, at their defaults, for the two-tenant run.
     let (app, tenants) = meridian(
-        trusting(SpinOptions::default().variable("tenant_rate_limit", "off")),
+        trusting(
+            SpinOptions::default()
+                .variable("tenant_rate_limit", "off")
+                .variable("tenant_concurrency_limit", "off"),
+        ),
         &["bench"],
     );
     let tenant = &tenants[0];

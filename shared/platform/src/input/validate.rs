@@ -249,13 +249,22 @@ impl JsonBody {
 
     /// A required integer in `min..=max`.
     pub fn integer(&mut self, field: &str, min: i64, max: i64) -> Option<i64> {
-        match self.take(field) {
-            None => {
+        match self.optional_integer(field, min, max) {
+            Some(None) => {
                 self.error(field, "is required");
                 None
             }
+            read => read.flatten(),
+        }
+    }
+
+    /// An optional integer in `min..=max`: `Some(None)` when absent (or
+    /// null), `None` when present and not one.
+    pub fn optional_integer(&mut self, field: &str, min: i64, max: i64) -> Option<Option<i64>> {
+        match self.take(field) {
+            None => Some(None),
             Some(Value::Number(n)) => match n.as_i64() {
-                Some(v) if (min..=max).contains(&v) => Some(v),
+                Some(v) if (min..=max).contains(&v) => Some(Some(v)),
                 _ => {
                     self.error(field, format!("must be a whole number from {min} to {max}"));
                     None

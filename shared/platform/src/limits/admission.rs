@@ -218,6 +218,10 @@ pub struct Admission<'a, K: Counters> {
     prefix: String,
     /// The tenant's own window of the route, beside the route's.
     tenant: Option<String>,
+    /// Whether identity vouched for the caller (its resolution is
+    /// remembered): a tenant new to the window is then not a name nobody
+    /// resolves.
+    vouched: bool,
 }
 
 impl<'a, K: Counters> Admission<'a, K> {
@@ -228,6 +232,7 @@ impl<'a, K: Counters> Admission<'a, K> {
             config,
             prefix: format!("meridian/admit/{route}"),
             tenant: None,
+            vouched: false,
         }
     }
 
@@ -236,6 +241,11 @@ impl<'a, K: Counters> Admission<'a, K> {
     pub fn for_tenant(self, slug: &str) -> Self {
         let tenant = Some(format!("{}/tenant/{slug}", self.prefix));
         Self { tenant, ..self }
+    }
+
+    /// The same, for a caller identity vouched for (or not).
+    pub fn vouched(self, vouched: bool) -> Self {
+        Self { vouched, ..self }
     }
 
     fn window_ms(&self) -> u64 {
@@ -361,11 +371,13 @@ impl<'a, K: Counters> Admission<'a, K> {
     /// says more, its own lateness or the route's; a quiet tenant (some
     /// requests, fewer than that) is not refused for the route's lateness
     /// — its rate limit is what bounds it; and a slug with no request in
-    /// the window (a new caller, or one whose requests never resolve)
-    /// meets the route's throttle.
+    /// the window meets the route's throttle unless identity vouched for
+    /// the caller: a name nobody resolves writes no window of its own, so
+    /// an unresolved flood is shed by the route's, while a tenant's first
+    /// request after a pause is not refused for another tenant's flood.
     fn chance(&self, route: &RouteLoad, tenant: &RouteLoad, remaining: Duration) -> f64 {
         let route_chance = route.refusal_chance(remaining, &self.config);
-        if self.tenant.is_none() || tenant.admitted <= 0.0 {
+        if self.tenant.is_none() || (tenant.admitted <= 0.0 && !self.vouched) {
             return route_chance;
         }
         if tenant.admitted < f64::from(self.config.min_volume) {
@@ -562,9 +574,14 @@ mod tests {
         };
         assert_eq!(refused(quiet()), 0, "the quiet tenant is not shed");
         assert!(refused(flood()) >= 850, "the flood is shed up to the cap");
-        // A slug with nothing in the window meets the route's throttle.
-        let stranger = Admission::new(&counters, exact(), route).for_tenant("stranger");
-        assert!(refused(stranger) >= 850);
+        // A slug with nothing in the window meets the route's throttle...
+        let stranger = || Admission::new(&counters, exact(), route).for_tenant("stranger");
+        assert!(refused(stranger()) >= 850);
+        // ...unless identity vouched for its caller: a tenant's first
+        // request in a while is not shed for another tenant's flood.
+        assert_eq!(refused(stranger().vouched(true)), 0);
+        // Vouched or not, a flooding tenant is judged by its volume.
+        assert!(refused(flood().vouched(true)) >= 850);
         // And the route alone (a request that names no tenant) as before.
         assert!(refused(Admission::new(&counters, exact(), route)) >= 850);
     }

@@ -1,6 +1,7 @@
 //! Admission under overload ([`admission`]) and per-tenant limits, so that
 //! no tenant can take the others' capacity:
-//! a request rate with a burst, kept in the shared key-value store beside
+//! a request rate with a burst ([`rate`]) and a number of requests in
+//! progress at once ([`concurrency`]), kept in the shared key-value store beside
 //! the failure memory (each invocation is a fresh instance, so a limiter in
 //! memory would start empty on every request).
 //!
@@ -19,9 +20,11 @@
 //! most the number of its requests in flight at once.
 
 pub mod admission;
+pub mod concurrency;
 pub mod policy;
 pub mod rate;
 
 pub use admission::{Admission, AdmissionConfig, Admitted};
+pub use concurrency::{Busy, ConcurrencyLimiter, ConcurrencySettings, Slot};
 pub use policy::{RatePolicy, RateSettings};
 pub use rate::{RateLimiter, RateVerdict};

@@ -1,17 +1,23 @@
-//! A tenant's rate policy: the defaults (Spin variables) and the platform
-//! admin's per-tenant overrides (kept in the key-value store).
+//! A tenant's limits: the defaults (Spin variables) and the platform
+//! admin's per-tenant overrides (kept in the key-value store, one value
+//! for both limits).
 
 use std::time::Duration;
 
+use crate::limits::concurrency::MAX_CONCURRENCY;
 use crate::wire::problem::FieldError;
 
-/// At most `quota` requests in any `window`.
+/// At most `quota` requests in any `window`; and, when an override sets
+/// it, at most `concurrency` in progress at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RatePolicy {
     /// Requests allowed in one window (the burst).
     pub quota: u32,
     /// The window, whole seconds.
     pub window_s: u32,
+    /// The tenant's limit of requests in progress (`None`: the
+    /// deployment's default, `tenant_concurrency_limit`).
+    pub concurrency: Option<u32>,
 }
 
 /// The largest quota a policy may set.
@@ -28,6 +34,7 @@ impl Default for RatePolicy {
         Self {
             quota: 200,
             window_s: 2,
+            concurrency: None,
         }
     }
 }
@@ -56,8 +63,26 @@ impl RatePolicy {
             ));
         }
         match (quota, window_s) {
-            (Some(quota), Some(window_s)) => Ok(Self { quota, window_s }),
+            (Some(quota), Some(window_s)) => Ok(Self {
+                quota,
+                window_s,
+                concurrency: None,
+            }),
             _ => Err(errors),
+        }
+    }
+
+    /// The same, with its own limit of requests in progress (1–10,000).
+    pub fn with_concurrency(self, concurrency: u64) -> Result<Self, Vec<FieldError>> {
+        match u32::try_from(concurrency) {
+            Ok(c) if (1..=MAX_CONCURRENCY).contains(&c) => Ok(Self {
+                concurrency: Some(c),
+                ..self
+            }),
+            _ => Err(vec![FieldError::new(
+                "concurrency",
+                format!("must be a whole number from 1 to {MAX_CONCURRENCY}"),
+            )]),
         }
     }
 
@@ -66,17 +91,27 @@ impl RatePolicy {
         Duration::from_secs(u64::from(self.window_s))
     }
 
-    /// Both numbers in one stored value (quota × 2¹⁶ + window), so an
-    /// override is one key, read with the window's counts in one batch.
+    /// The numbers in one stored value (concurrency × 2⁴⁰, plus quota ×
+    /// 2¹⁶, plus the window; concurrency 0 when the default applies), so
+    /// an override is one key, read with the window's counts in one
+    /// batch. A value stored before overrides had a concurrency reads the
+    /// same.
     pub fn encode(&self) -> i64 {
-        (i64::from(self.quota) << 16) | i64::from(self.window_s)
+        (i64::from(self.concurrency.unwrap_or(0)) << 40)
+            | (i64::from(self.quota) << 16)
+            | i64::from(self.window_s)
     }
 
     /// A stored override; `None` for an absent (0) or damaged value.
     pub fn decode(stored: i64) -> Option<Self> {
-        let quota = u64::try_from(stored >> 16).ok()?;
+        let concurrency = u64::try_from(stored >> 40).ok()?;
+        let quota = u64::try_from((stored >> 16) & 0xff_ffff).ok()?;
         let window_s = u64::try_from(stored & 0xffff).ok()?;
-        Self::new(quota, window_s).ok()
+        let policy = Self::new(quota, window_s).ok()?;
+        match concurrency {
+            0 => Some(policy),
+            c => policy.with_concurrency(c).ok(),
+        }
     }
 }
 
@@ -145,11 +180,31 @@ mod tests {
             RatePolicy::default(),
             RatePolicy::new(1, 1).unwrap(),
             RatePolicy::new(1_000_000, 3_600).unwrap(),
+            RatePolicy::new(1_000_000, 3_600)
+                .unwrap()
+                .with_concurrency(10_000)
+                .unwrap(),
+            RatePolicy::new(5, 1).unwrap().with_concurrency(1).unwrap(),
         ] {
             assert_eq!(RatePolicy::decode(policy.encode()), Some(policy));
         }
         assert_eq!(RatePolicy::decode(0), None, "absent");
         assert_eq!(RatePolicy::decode(-5), None, "damaged");
+        let too_many = (20_000_i64 << 40) | RatePolicy::default().encode();
+        assert_eq!(RatePolicy::decode(too_many), None, "damaged");
+        // A value stored before overrides carried a concurrency.
+        assert_eq!(
+            RatePolicy::decode((200 << 16) | 2),
+            Some(RatePolicy::default())
+        );
+    }
+
+    #[test]
+    fn a_concurrency_out_of_range_is_named() {
+        for bad in [0, 10_001, u64::MAX] {
+            let errors = RatePolicy::default().with_concurrency(bad).unwrap_err();
+            assert_eq!(errors[0].field, "concurrency", "{bad}");
+        }
     }
 
     #[test]

@@ -114,7 +114,9 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
             return None;
         };
         let policy = RatePolicy::decode(stored).unwrap_or(default);
-        let (current, previous) = if policy == default {
+        // The counts read are the default window's: the same when an
+        // override changes only the quota or the concurrency.
+        let (current, previous) = if policy.window_s == default.window_s {
             (current, previous)
         } else {
             match self.counters.read(&self.keys_for(&policy, now)).ok()?[..] {
@@ -221,6 +223,12 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
     /// What the counts of windows of `policy`'s length start with.
     fn family(&self, policy: &RatePolicy) -> String {
         format!("{}/{}", self.prefix, policy.window_s)
+    }
+
+    /// The key of the tenant's override, for a caller that reads it ahead
+    /// while the limiter is off ([`Self::stored_override`]).
+    pub fn override_key(&self) -> &str {
+        &self.override_key
     }
 
     /// A platform admin's override (`None`: the default applies).
