@@ -17,6 +17,7 @@ fn spin_up_accepts_the_libsql_runtime_configuration_and_degrades_cleanly() {
             .runtime_config("deploy/runtime-config/libsql.toml")
             .variable("failure_memory", "off")
             .variable("tenant_rate_limit", "off")
+            .variable("tenant_concurrency_limit", "off")
             .variable("admission", "off")
             .variable("resolution_cache", "off"),
     );
