@@ -124,6 +124,33 @@ fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_and_another_tenant_d
     drop(app);
 }
 
+/// A client with as many connections as its tenant's limit, each sending
+/// again as soon as it is answered, is never refused: a request leaves
+/// its slot before its answer is sent, not after.
+#[test]
+fn a_client_with_as_many_connections_as_the_limit_is_never_refused() {
+    let app = SpinApp::start_with(SpinOptions::default().variable("tenant_concurrency_limit", "2"));
+    let acme = app.tenant("acme");
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let clients: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    (0..40)
+                        .map(|_| acme.get("/residents").send().status)
+                        .collect::<Vec<u16>>()
+                })
+            })
+            .collect();
+        clients
+            .into_iter()
+            .flat_map(|c| c.join().unwrap_or_default())
+            .collect()
+    });
+    assert_eq!(statuses.len(), 80);
+    let refused: Vec<&u16> = statuses.iter().filter(|&&s| s != 200).collect();
+    assert!(refused.is_empty(), "{refused:?}");
+}
+
 /// A community stand-in that answers 503 to a fixed 30 % of its calls, in
 /// an order drawn from `seed` (a run's calls see the same order whether
 /// the memory is on or off).

@@ -8,7 +8,6 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::Jitter;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::{Calls, Upstream};
-use meridian_platform::limits::Slot;
 use meridian_platform::log::journal;
 use meridian_platform::log::{RequestLine, Served};
 use meridian_platform::service::Answer;
@@ -100,8 +99,6 @@ pub struct Ended {
     tenant_counts: bool,
     /// The sampling draw for the route's window.
     roll: u64,
-    /// The slot it held among its tenant's requests in progress.
-    slot: Option<Slot>,
 }
 
 /// What admission decided about a request.
@@ -184,6 +181,9 @@ impl<E: Calls> Gateway<E> {
             Ok(Admission::Admitted { route, ctx, policy }) => {
                 let mut exchange = Exchange::new(&self.upstream, &self.config, ctx);
                 let outcome = exchange.serve(route, &request, &policy).await;
+                // Its work is done: a client that sends again as soon as
+                // it is answered finds the slot free.
+                exchange.leave();
                 if matches!(&outcome, Err(Refusal::Problem(p)) if crate::limits::is_shed(p)) {
                     exchange.hold().await;
                 }
@@ -242,21 +242,14 @@ impl<E: Calls> Gateway<E> {
                 finished,
                 tenant_counts: resolved || !refused,
                 roll: self.upstream.jitter.clone().next_u64(),
-                slot: trace.slot.take(),
             }
         });
         request_line(&request, served_ctx.as_ref(), &response, now).emit();
         (response, ended)
     }
 
-    /// After an admitted request's answer: leaves its slot among its
-    /// tenant's requests in progress, and records in admission's windows
-    /// how it ended.
+    /// Records in admission's windows how an admitted request ended.
     pub fn learn(&self, ended: Ended) {
-        if let Some(slot) = ended.slot {
-            crate::limits::concurrency(&self.upstream, &self.config, &ended.slug)
-                .leave(slot, self.upstream.clock.now());
-        }
         let admission = crate::limits::admission(&self.upstream, &self.config, &ended.route);
         match ended.tenant_counts {
             true => admission.for_tenant(&ended.slug),

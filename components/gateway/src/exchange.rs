@@ -37,9 +37,9 @@ pub struct Trace {
     /// The longest admission's refusal is held: what a served request of
     /// the route recently took.
     pub hold: Option<Duration>,
-    /// The slot the request holds among its tenant's requests in
-    /// progress, left once it is answered.
-    pub slot: Option<Slot>,
+    /// The slot the request holds among its tenant's (the slug's)
+    /// requests in progress, left before it is answered.
+    pub slot: Option<(String, Slot)>,
 }
 
 impl Trace {

@@ -174,7 +174,7 @@ impl<E: Calls> Exchange<'_, E> {
 
     /// After the rate: a request beyond the tenant's limit of requests in
     /// progress (its override's, or the default) is refused, a 429 held
-    /// like the rate's; one within it takes a slot, left after its answer.
+    /// like the rate's; one within it takes a slot ([`Self::leave`]).
     /// With the rate limiter off, an override is read for its limit alone.
     pub fn enter(&mut self, slug: &str) -> Result<(), Refusal> {
         if !self.config.concurrency.enabled {
@@ -190,10 +190,20 @@ impl<E: Calls> Exchange<'_, E> {
         let now = self.upstream.clock.now();
         match concurrency(self.upstream, self.config, slug).enter(now, limit) {
             Ok(slot) => {
-                self.trace.slot = slot;
+                self.trace.slot = slot.map(|slot| (slug.to_owned(), slot));
                 Ok(())
             }
             Err(busy) => Err(busy.problem().into()),
+        }
+    }
+
+    /// Leaves the request's slot among its tenant's requests in progress,
+    /// if it took one: before its answer is sent, so that a client with
+    /// as many connections as its limit, sending again as soon as it is
+    /// answered, is never refused.
+    pub fn leave(&mut self) {
+        if let Some((slug, slot)) = self.trace.slot.take() {
+            concurrency(self.upstream, self.config, &slug).leave(slot, self.upstream.clock.now());
         }
     }
 

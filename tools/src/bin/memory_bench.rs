@@ -93,8 +93,10 @@ fn start(percent: u64, memory: bool) -> Run {
         SpinOptions::default()
             .variable("community_url", downstream.stand_in.url())
             .variable("failure_memory", on_off_str(memory))
-            // One tenant at full speed: its rate limit would be the measure.
-            .variable("tenant_rate_limit", "off"),
+            // One tenant at full speed: its limits would be the measure
+            // (the concurrency limiter counts, at a limit no run reaches).
+            .variable("tenant_rate_limit", "off")
+            .variable("tenant_concurrency_limit", "10000"),
     );
     let acme = app.tenant("bench");
     Run {

@@ -578,8 +578,12 @@ fn main() -> Result<()> {
     }
     let sizes = sizes()?;
     let floor = SpinApp::start_floor();
-    // One tenant at full speed: its rate limit would be the measure.
-    let unlimited = SpinOptions::default().variable("tenant_rate_limit", "off");
+    // One tenant at full speed: its limits would be the measure. The
+    // concurrency limiter still counts (a limit no run reaches: P3 has 64
+    // connections), so what it costs a request is measured.
+    let unlimited = SpinOptions::default()
+        .variable("tenant_rate_limit", "off")
+        .variable("tenant_concurrency_limit", "10000");
     let (app, tenant, resident) = bench_app(unlimited.clone())?;
     // The same app and rows with every request asking identity.
     let uncached = args

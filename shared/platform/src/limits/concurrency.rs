@@ -24,7 +24,7 @@ use crate::wire::problem::Problem;
 pub const MAX_CONCURRENCY: u32 = 10_000;
 
 /// The limiter's setting: the Spin variable `tenant_concurrency_limit`,
-/// a number of requests (the default, 20: Stripe's) or `off`.
+/// a number of requests (the default, 8) or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConcurrencySettings {
     /// Off: nothing is counted, read or written.
@@ -34,14 +34,19 @@ pub struct ConcurrencySettings {
 }
 
 impl Default for ConcurrencySettings {
-    /// Twenty requests in progress per tenant, Stripe's default. A tenant
-    /// within its rate (100 a second on average) with answers in tens of
-    /// milliseconds has one or two in progress; twenty is a burst's share
-    /// of a 2-core node, not a whole node.
+    /// Eight requests in progress per tenant: about what a 2-core node
+    /// serves at once at its peak (Meridian's goodput peaks at 8
+    /// connections there, BENCHMARKS.md). A tenant within its rate (100 a
+    /// second on average) answered in milliseconds has one or two in
+    /// progress; the limit binds when its requests queue, which is when
+    /// they would take the others' share. Measured beside a 64-connection
+    /// flood, a quiet tenant's p99 was lower at 8 than at 10 or 20
+    /// (BENCHMARKS.md, "Goodput under overload"); raise it per tenant,
+    /// or for a larger deployment, as it grows.
     fn default() -> Self {
         Self {
             enabled: true,
-            default: 20,
+            default: 8,
         }
     }
 }
