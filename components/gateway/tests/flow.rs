@@ -1121,6 +1121,63 @@ fn past_the_concurrency_that_finishes_in_time_the_excess_is_refused_before_any_c
     }
 }
 
+/// Another tenant's flood made the route late, so a slug with nothing in
+/// its own window meets the route's throttle — unless identity's answer
+/// for its caller is remembered (here by another replica): a tenant's
+/// first request after a pause is a tenant's caller, not a name nobody
+/// resolves, and is not shed for the flood.
+#[test]
+fn a_vouched_callers_first_request_is_not_shed_for_another_tenants_flood() {
+    use meridian_platform::tenancy::cache::ResolutionCache;
+    use meridian_platform::tenancy::{Role, TenantScope};
+    let late = Reply::Answer {
+        after_ms: 80,
+        status: 200,
+        body: "{}",
+        problem: false,
+    };
+    let mut h = Harness::tenant("http://community.test/", vec![late]);
+    h.gateway.config.admission = AdmissionConfig {
+        window: Duration::from_secs(60),
+        sample: 1,
+        ..AdmissionConfig::default()
+    };
+    h.gateway.config.rates = RateSettings::parse(Some("off")).unwrap();
+    let budget = |token: &'static str| [("authorization", token), ("x-meridian-timeout-ms", "100")];
+    // The flood: every request late (80 ms of a 100 ms budget, in time
+    // within 50).
+    for _ in 0..30 {
+        let _ = h.send("GET", "/v1/flood/residents", &budget("Bearer tok"));
+    }
+    let calls = h.seen().len();
+    let r = h.send("GET", "/v1/stranger/residents", &budget("Bearer tok"));
+    assert_eq!(
+        (r.status().as_u16(), body(&r)["code"].as_str()),
+        (503, Some("overloaded")),
+        "a slug nobody vouched for meets the route's throttle"
+    );
+    assert_eq!(h.seen().len(), calls, "refused before any call");
+    // Another replica resolved the quiet tenant's caller a moment ago.
+    let counters = &h.gateway.upstream.counters;
+    let cache = ResolutionCache::new(counters, h.gateway.config.resolution_cache);
+    let quiet = TenantSlug::parse("quiet").unwrap();
+    let now = h.gateway.upstream.clock.now();
+    let scope = TenantScope {
+        tenant_id: TENANT.parse().unwrap(),
+        actor_id: ACTOR.parse().unwrap(),
+        role: Role::Manager,
+    };
+    cache.remember(cache.look_up(&quiet, "quiet-token", now), &scope, now);
+    let r = h.send("GET", "/v1/quiet/residents", &budget("Bearer quiet-token"));
+    assert_eq!(r.status(), 200, "{:?}", body(&r));
+    assert!(
+        r.header("server-timing")
+            .unwrap_or_default()
+            .contains("resolve-cached"),
+        "resolved from the cache, read once before admission"
+    );
+}
+
 /// What admission learns from a served request (its tenant's and its
 /// route's windows) is written after the answer: the answer is ready with
 /// no admission write made, and the write happens once the work left for
