@@ -850,6 +850,17 @@ fn a_body_declared_as_a_non_ascii_media_type_is_a_415() {
     assert!(h.seen().is_empty(), "refused before any call");
 }
 
+/// A tenant's 429: `rate_limited`, retryable, try again in a second.
+#[track_caller]
+fn assert_rate_limited(r: &Response) {
+    assert_eq!(
+        (r.status().as_u16(), body(r)["code"].as_str()),
+        (429, Some("rate_limited"))
+    );
+    assert_eq!(body(r)["retryable"], true);
+    assert_eq!(r.header("retry-after"), Some("1"));
+}
+
 /// A harness whose tenants may make `quota` requests in any second.
 fn limited(quota: u64, replies: Vec<Reply>) -> Harness {
     let mut h = Harness::new(vec![
@@ -881,12 +892,7 @@ fn a_tenant_over_its_rate_gets_a_429_and_its_credential_no_further_call() {
     let calls = h.seen().len();
     let before = h.elapsed();
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
-    assert_eq!(
-        (r.status().as_u16(), body(&r)["code"].as_str()),
-        (429, Some("rate_limited"))
-    );
-    assert_eq!(body(&r)["retryable"], true);
-    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_rate_limited(&r);
     assert_eq!(r.header("ratelimit"), Some("\"tenant\";r=0;t=1"));
     assert_eq!(h.seen().len(), calls, "its resolution remembered: no call");
     let held = h.elapsed() - before;
@@ -921,12 +927,7 @@ fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_before_any_forward()
     let forwards = h.received_by("http://community.test/");
     let before = h.elapsed();
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
-    assert_eq!(
-        (r.status().as_u16(), body(&r)["code"].as_str()),
-        (429, Some("rate_limited"))
-    );
-    assert_eq!(body(&r)["retryable"], true);
-    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_rate_limited(&r);
     let detail = body(&r)["detail"].as_str().unwrap_or_default().to_owned();
     assert!(detail.contains("2 requests in progress"), "{detail}");
     assert_eq!(
@@ -1078,6 +1079,25 @@ fn a_trusted_front_proxys_arrival_stamp_starts_the_budget() {
     assert_eq!(h.seen().len(), calls, "refused before any call");
 }
 
+/// A tenant harness whose community answers after `ms`, admission over
+/// one long window with every request written: the sequential harness's
+/// requests all count, as a flood's concurrent ones would.
+fn answered_after(ms: u64) -> Harness {
+    let reply = Reply::Answer {
+        after_ms: ms,
+        status: 200,
+        body: "{}",
+        problem: false,
+    };
+    let mut h = Harness::tenant("http://community.test/", vec![reply]);
+    h.gateway.config.admission = AdmissionConfig {
+        window: Duration::from_secs(60),
+        sample: 1,
+        ..AdmissionConfig::default()
+    };
+    h
+}
+
 /// Every read in time, but each near half its budget: a request with less
 /// budget left cannot finish within half of it at this concurrency (Little's
 /// law), so it meets a refusal chance before any call, although nothing ran
@@ -1085,20 +1105,7 @@ fn a_trusted_front_proxys_arrival_stamp_starts_the_budget() {
 /// harness draws zero, so any chance above zero refuses).
 #[test]
 fn past_the_concurrency_that_finishes_in_time_the_excess_is_refused_before_any_call() {
-    let slow = Reply::Answer {
-        after_ms: 45,
-        status: 200,
-        body: "{}",
-        problem: false,
-    };
-    let mut h = Harness::tenant("http://community.test/", vec![slow]);
-    // One long window, every request written: the sequential harness's
-    // requests all count, as a flood's concurrent ones would.
-    h.gateway.config.admission = AdmissionConfig {
-        window: Duration::from_secs(60),
-        sample: 1,
-        ..AdmissionConfig::default()
-    };
+    let h = answered_after(45);
     let within = |ms: &'static str| [AUTH, ("x-meridian-timeout-ms", ms)];
     // 46 ms each (the resolution and the read), in time within 50 ms.
     for _ in 0..31 {
@@ -1130,18 +1137,7 @@ fn past_the_concurrency_that_finishes_in_time_the_excess_is_refused_before_any_c
 fn a_vouched_callers_first_request_is_not_shed_for_another_tenants_flood() {
     use meridian_platform::tenancy::cache::ResolutionCache;
     use meridian_platform::tenancy::{Role, TenantScope};
-    let late = Reply::Answer {
-        after_ms: 80,
-        status: 200,
-        body: "{}",
-        problem: false,
-    };
-    let mut h = Harness::tenant("http://community.test/", vec![late]);
-    h.gateway.config.admission = AdmissionConfig {
-        window: Duration::from_secs(60),
-        sample: 1,
-        ..AdmissionConfig::default()
-    };
+    let mut h = answered_after(80);
     h.gateway.config.rates = RateSettings::parse(Some("off")).unwrap();
     let budget = |token: &'static str| [("authorization", token), ("x-meridian-timeout-ms", "100")];
     // The flood: every request late (80 ms of a 100 ms budget, in time

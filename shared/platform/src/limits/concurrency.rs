@@ -17,6 +17,7 @@
 use std::time::Duration;
 
 use crate::http::memory::{opened_window, window_marker, Counters};
+use crate::limits::policy::LimitSetting;
 use crate::time::UnixMillis;
 use crate::wire::problem::Problem;
 
@@ -25,13 +26,7 @@ pub const MAX_CONCURRENCY: u32 = 10_000;
 
 /// The limiter's setting: the Spin variable `tenant_concurrency_limit`,
 /// a number of requests (the default, 8) or `off`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConcurrencySettings {
-    /// Off: nothing is counted, read or written.
-    pub enabled: bool,
-    /// The limit of a tenant without an override.
-    pub default: u32,
-}
+pub type ConcurrencySettings = LimitSetting<u32>;
 
 impl Default for ConcurrencySettings {
     /// Eight requests in progress per tenant: about what a 2-core node
@@ -54,24 +49,14 @@ impl Default for ConcurrencySettings {
 impl ConcurrencySettings {
     /// The setting from the variable's value (`None`: unset, the default).
     pub fn parse(raw: Option<&str>) -> Result<Self, String> {
-        let Some(raw) = raw.map(str::trim) else {
-            return Ok(Self::default());
-        };
-        if raw == "off" {
-            return Ok(Self {
-                enabled: false,
-                ..Self::default()
-            });
-        }
-        match raw.parse::<u32>() {
-            Ok(limit) if (1..=MAX_CONCURRENCY).contains(&limit) => Ok(Self {
-                enabled: true,
-                default: limit,
-            }),
+        Self::parse_with(raw, |raw| {
+            match raw.parse::<u32>() {
+            Ok(limit) if (1..=MAX_CONCURRENCY).contains(&limit) => Ok(limit),
             _ => Err(format!(
                 "tenant_concurrency_limit must be a whole number from 1 to {MAX_CONCURRENCY} or off, not {raw:?}"
             )),
         }
+        })
     }
 }
 

@@ -115,16 +115,44 @@ impl RatePolicy {
     }
 }
 
-/// The limiter's settings: the Spin variable `tenant_rate_limit`, one
-/// value so the gateway reads one variable: `<quota>/<seconds>s` (the
-/// default, `200/2s`) or `off`.
+/// A tenant limit's setting, one Spin variable each: off, or on with the
+/// value a tenant without an override gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateSettings {
+pub struct LimitSetting<T> {
     /// Off: no tenant is limited (and nothing is read or written).
     pub enabled: bool,
-    /// The policy of a tenant without an override.
-    pub default: RatePolicy,
+    /// What a tenant without an override gets.
+    pub default: T,
 }
+
+impl<T> LimitSetting<T>
+where
+    Self: Default,
+{
+    /// The setting from its variable's value: unset (`None`) is the
+    /// default, `off` turns it off, anything else is read by `on`.
+    pub fn parse_with(
+        raw: Option<&str>,
+        on: fn(&str) -> Result<T, String>,
+    ) -> Result<Self, String> {
+        match raw.map(str::trim) {
+            None => Ok(Self::default()),
+            Some("off") => Ok(Self {
+                enabled: false,
+                ..Self::default()
+            }),
+            Some(raw) => Ok(Self {
+                enabled: true,
+                default: on(raw)?,
+            }),
+        }
+    }
+}
+
+/// The rate limiter's settings: the Spin variable `tenant_rate_limit`,
+/// one value so the gateway reads one variable: `<quota>/<seconds>s` (the
+/// default, `200/2s`) or `off`.
+pub type RateSettings = LimitSetting<RatePolicy>;
 
 impl Default for RateSettings {
     fn default() -> Self {
@@ -138,15 +166,10 @@ impl Default for RateSettings {
 impl RateSettings {
     /// The settings from the variable's value (`None`: unset, the default).
     pub fn parse(raw: Option<&str>) -> Result<Self, String> {
-        let Some(raw) = raw.map(str::trim) else {
-            return Ok(Self::default());
-        };
-        if raw == "off" {
-            return Ok(Self {
-                enabled: false,
-                ..Self::default()
-            });
-        }
+        Self::parse_with(raw, Self::policy)
+    }
+
+    fn policy(raw: &str) -> Result<RatePolicy, String> {
         let malformed = || {
             format!(
                 "tenant_rate_limit must be <quota>/<seconds>s (such as 200/2s) or off, not {raw:?}"
@@ -156,16 +179,12 @@ impl RateSettings {
         let window = window.strip_suffix('s').ok_or_else(malformed)?;
         let quota = quota.trim().parse::<u64>().map_err(|_| malformed())?;
         let window_s = window.trim().parse::<u64>().map_err(|_| malformed())?;
-        let default = RatePolicy::new(quota, window_s).map_err(|errors| {
+        RatePolicy::new(quota, window_s).map_err(|errors| {
             let why: Vec<String> = errors
                 .iter()
                 .map(|e| format!("{} {}", e.field, e.message))
                 .collect();
             format!("tenant_rate_limit {raw:?}: {}", why.join("; "))
-        })?;
-        Ok(Self {
-            enabled: true,
-            default,
         })
     }
 }
