@@ -960,7 +960,13 @@ fn an_overrides_concurrency_applies_and_is_read_ahead_with_the_rate_limiter_off(
     let r = put(r#"{"quota":5,"window_s":1,"concurrency":0}"#);
     assert_eq!(r.status(), 422);
     assert_eq!(body(&r)["errors"][0]["field"], "concurrency");
-    let r = put(r#"{"quota":5,"window_s":1,"concurrency":1}"#);
+    let r = put(r#"{"quota":5,"window_s":1,"concurrency":null}"#);
+    assert_eq!(
+        (r.status().as_u16(), body(&r)["concurrency"].as_u64()),
+        (200, Some(8)),
+        "null: the default"
+    );
+    let r = put(r#"{"quota":5,"window_s":1,"concurrency":1.0}"#);
     assert_eq!(
         (r.status().as_u16(), body(&r)["concurrency"].as_u64()),
         (200, Some(1))

@@ -263,7 +263,7 @@ impl JsonBody {
     pub fn optional_integer(&mut self, field: &str, min: i64, max: i64) -> Option<Option<i64>> {
         match self.take(field) {
             None => Some(None),
-            Some(Value::Number(n)) => match n.as_i64() {
+            Some(Value::Number(n)) => match whole_number(&n) {
                 Some(v) if (min..=max).contains(&v) => Some(Some(v)),
                 _ => {
                     self.error(field, format!("must be a whole number from {min} to {max}"));
@@ -303,6 +303,18 @@ impl JsonBody {
             Err(Problem::validation(self.errors))
         }
     }
+}
+
+/// A JSON number's whole value: `200` and `200.0` alike (JSON Schema
+/// counts both as integers), `None` for a fraction or beyond ±2⁵³.
+fn whole_number(n: &serde_json::Number) -> Option<i64> {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() <= EXACT)
+            // In range and whole: the conversion is exact.
+            .map(|f| f as i64)
+    })
 }
 
 /// The fields read from one body, as a tuple of `Option`s: each is `Some`
@@ -462,6 +474,23 @@ mod tests {
             let mut b = JsonBody::parse(body.as_bytes()).unwrap();
             assert_eq!(b.integer("n", 1, 100), None, "{body}");
         }
+    }
+
+    /// JSON Schema counts `100.0` an integer, as Schemathesis sent for
+    /// `concurrency`: a whole number written with a fraction is one.
+    #[test]
+    fn a_whole_number_written_with_a_fraction_is_an_integer() {
+        for (body, want) in [
+            (r#"{"n":100.0}"#, Some(100)),
+            (r#"{"n":1e2}"#, Some(100)),
+            (r#"{"n":100}"#, Some(100)),
+            (r#"{"n":100.5}"#, None),
+        ] {
+            let mut b = JsonBody::parse(body.as_bytes()).unwrap();
+            assert_eq!(b.integer("n", 1, 100), want, "{body}");
+        }
+        let mut b = JsonBody::parse(br#"{"n":null}"#).unwrap();
+        assert_eq!(b.optional_integer("n", 1, 100), Some(None), "null: absent");
     }
 
     #[test]
