@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use meridian_e2e::api::Tenant;
-use meridian_e2e::{Reply, SpinApp, SpinOptions};
+use meridian_e2e::{settled, Reply, SpinApp, SpinOptions};
 use serde_json::json;
 
 const SERVICES: [&str; 3] = ["identity", "community", "billing"];
@@ -117,6 +117,16 @@ impl Fault {
                 injected.filler = Some(filler);
             }
             Fault::ReadOnly => {
+                if sqlite_files() {
+                    // Not in the middle of a write (billing delivers an
+                    // invoice's event to community after its answer): a
+                    // file made immutable beside a hot rollback journal
+                    // cannot be read at all, since every reader must roll
+                    // the journal back first — another fault than the one
+                    // this injects (seen once, in the split layout).
+                    let journal = dir.join(format!("{service}.db-journal"));
+                    settled("no write in progress", 1, || usize::from(!journal.exists()));
+                }
                 for file in data_files(&db) {
                     chattr("+i", &file);
                     injected.locked.push(file);
