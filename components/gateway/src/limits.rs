@@ -104,13 +104,11 @@ impl<E: Calls> Exchange<'_, E> {
         let authorization = request.header("authorization");
         let limiter = self.limiter(slug, authorization);
         let mut keys = limiter.read_keys(now);
-        let in_progress = concurrency(self.upstream, self.config, slug).read_keys(now);
-        if !in_progress.is_empty() && keys.is_empty() {
-            // The rate limiter off: the override is read for its
-            // concurrency alone ([`Self::enter`]).
+        if self.config.concurrency.enabled && !self.config.rates.enabled {
+            // The override is read for its concurrency alone ([`Self::enter`]).
             keys.push(limiter.override_key().to_owned());
         }
-        keys.extend(in_progress);
+        keys.extend(concurrency(self.upstream, self.config, slug).read_keys(now));
         keys.extend(
             admission(self.upstream, self.config, route)
                 .for_tenant(slug)

@@ -24,6 +24,14 @@ use crate::wire::problem::Problem;
 /// The largest limit a setting or an override may give.
 pub const MAX_CONCURRENCY: u32 = 10_000;
 
+/// `n` as a limit of requests in progress, if it is one (1–10,000): the
+/// one range the variable and an override are both held to.
+pub fn limit_in_range(n: u64) -> Option<u32> {
+    u32::try_from(n)
+        .ok()
+        .filter(|limit| (1..=MAX_CONCURRENCY).contains(limit))
+}
+
 /// The limiter's setting: the Spin variable `tenant_concurrency_limit`,
 /// a number of requests (the default, 8) or `off`.
 pub type ConcurrencySettings = LimitSetting<u32>;
@@ -50,12 +58,11 @@ impl ConcurrencySettings {
     /// The setting from the variable's value (`None`: unset, the default).
     pub fn parse(raw: Option<&str>) -> Result<Self, String> {
         Self::parse_with(raw, |raw| {
-            match raw.parse::<u32>() {
-            Ok(limit) if (1..=MAX_CONCURRENCY).contains(&limit) => Ok(limit),
-            _ => Err(format!(
-                "tenant_concurrency_limit must be a whole number from 1 to {MAX_CONCURRENCY} or off, not {raw:?}"
-            )),
-        }
+            raw.parse::<u64>().ok().and_then(limit_in_range).ok_or_else(|| {
+                format!(
+                    "tenant_concurrency_limit must be a whole number from 1 to {MAX_CONCURRENCY} or off, not {raw:?}"
+                )
+            })
         })
     }
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::limits::concurrency::MAX_CONCURRENCY;
+use crate::limits::concurrency::{limit_in_range, MAX_CONCURRENCY};
 use crate::wire::problem::FieldError;
 
 /// At most `quota` requests in any `window`; and, when an override sets
@@ -74,12 +74,12 @@ impl RatePolicy {
 
     /// The same, with its own limit of requests in progress (1–10,000).
     pub fn with_concurrency(self, concurrency: u64) -> Result<Self, Vec<FieldError>> {
-        match u32::try_from(concurrency) {
-            Ok(c) if (1..=MAX_CONCURRENCY).contains(&c) => Ok(Self {
+        match limit_in_range(concurrency) {
+            Some(c) => Ok(Self {
                 concurrency: Some(c),
                 ..self
             }),
-            _ => Err(vec![FieldError::new(
+            None => Err(vec![FieldError::new(
                 "concurrency",
                 format!("must be a whole number from 1 to {MAX_CONCURRENCY}"),
             )]),
