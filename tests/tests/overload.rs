@@ -124,6 +124,68 @@ fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_and_another_tenant_d
     drop(app);
 }
 
+/// A caller identity vouched for (its resolution remembered) whose tenant
+/// has no slot free is refused before anything is spent on it: its 429s
+/// while the tenant's two slots are held take nothing of the tenant's
+/// rate (the `RateLimit` header's remaining count is the same for all:
+/// none of them counted).
+#[test]
+fn a_vouched_callers_429s_at_the_limit_spend_none_of_its_rate() {
+    let options = || {
+        SpinOptions::default()
+            .variable("tenant_concurrency_limit", "2")
+            .variable("tenant_rate_limit", "1000/60s")
+    };
+    let app = SpinApp::start_with(options());
+    let acme = app.tenant("acme");
+    let community = StandIn::start(|_| StandInReply::Delayed {
+        delay: std::time::Duration::from_millis(1_500),
+        status: 200,
+        headers: Vec::new(),
+        body: r#"{"items":[],"next_cursor":null}"#.into(),
+    });
+    let app = app.restart_with(options().variable("community_url", community.url()));
+    let refused = std::thread::scope(|s| {
+        let held: Vec<_> = (0..2)
+            .map(|_| s.spawn(|| acme.get("/residents").send()))
+            .collect();
+        // Both forwarded (their resolutions remembered), then three more.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        let forwarded = || {
+            let received = community.received();
+            received.iter().filter(|r| r.url.contains("/acme/")).count()
+        };
+        while forwarded() < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // At once: each refusal is held a second, longer than a slot.
+        let refused: Vec<_> = (0..3)
+            .map(|_| s.spawn(|| acme.get("/residents").send()))
+            .collect();
+        let refused: Vec<_> = refused.into_iter().map(|t| t.join().unwrap()).collect();
+        for t in held {
+            assert_eq!(t.join().unwrap().status, 200);
+        }
+        refused
+    });
+    let remaining: Vec<Option<String>> = refused
+        .iter()
+        .map(|r| {
+            r.assert_problem(429, "rate_limited");
+            // `"tenant";r=<remaining>;t=<seconds>`: the count alone.
+            r.header("ratelimit")
+                .and_then(|h| h.split(';').find(|p| p.starts_with("r=")))
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(remaining[0].is_some(), "{remaining:?}");
+    assert!(
+        remaining.windows(2).all(|w| w[0] == w[1]),
+        "a refusal at the limit spends no count: {remaining:?}"
+    );
+    drop(app);
+}
+
 /// A client with as many connections as its tenant's limit, each sending
 /// again as soon as it is answered, is never refused: a request leaves
 /// its slot before its answer is sent, not after.

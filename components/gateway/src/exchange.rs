@@ -10,7 +10,7 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Call;
 use meridian_platform::http::upstream::{Calls, Upstream};
-use meridian_platform::limits::{RateVerdict, Slot};
+use meridian_platform::limits::{RateVerdict, Seen, Slot};
 use meridian_platform::tenancy::cache::Lookup;
 use meridian_platform::{Problem, RequestContext};
 
@@ -40,6 +40,11 @@ pub struct Trace {
     /// The slot the request holds among its tenant's (the slug's)
     /// requests in progress, left before it is answered.
     pub slot: Option<(String, Slot)>,
+    /// The tenant's limit of requests in progress, once decided.
+    pub concurrency_limit: Option<u32>,
+    /// What the tenant had in progress when the request looked, before
+    /// admission.
+    pub seen: Option<Seen>,
 }
 
 impl Trace {
@@ -127,6 +132,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 let authorization = request.header("authorization");
                 self.check_rate(&slug, authorization)?;
                 let vouched = self.look_up_cached(&slug, request);
+                self.check_concurrency(&slug, vouched)?;
                 self.admit_route(route_key, &slug, vouched)?;
                 let scope = self.resolve(&slug, request).await?;
                 self.enforce_rate(&slug, authorization)?;

@@ -170,13 +170,12 @@ impl<E: Calls> Exchange<'_, E> {
         Ok(())
     }
 
-    /// After the rate: a request beyond the tenant's limit of requests in
-    /// progress (its override's, or the default) is refused, a 429 held
-    /// like the rate's; one within it takes a slot ([`Self::leave`]).
-    /// With the rate limiter off, an override is read for its limit alone.
-    pub fn enter(&mut self, slug: &str) -> Result<(), Refusal> {
-        if !self.config.concurrency.enabled {
-            return Ok(());
+    /// The tenant's limit of requests in progress: its override's, or the
+    /// default. Decided once per request: with the rate limiter off, an
+    /// override is read for its limit alone.
+    fn concurrency_limit(&mut self, slug: &str) -> u32 {
+        if let Some(limit) = self.trace.concurrency_limit {
+            return limit;
         }
         let policy = match &self.trace.rate {
             Some(verdict) => Some(verdict.policy),
@@ -185,8 +184,41 @@ impl<E: Calls> Exchange<'_, E> {
         let limit = policy
             .and_then(|p| p.concurrency)
             .unwrap_or(self.config.concurrency.default);
+        self.trace.concurrency_limit = Some(limit);
+        limit
+    }
+
+    /// Before admission, for a caller identity vouched for: a tenant
+    /// with no slot free is refused at once — the 429 [`Self::enter`]
+    /// would give after resolution, with nothing spent on it (no call,
+    /// no count, no draw against the route's overload). A flood's excess
+    /// is then cheap, and its refusals are the tenant's 429s rather than
+    /// the route's 503s. Anyone else is judged after resolution, so a
+    /// slug reveals nothing about its tenant's load.
+    pub fn check_concurrency(&mut self, slug: &str, vouched: bool) -> Result<(), Refusal> {
+        if !vouched || !self.config.concurrency.enabled {
+            return Ok(());
+        }
+        let limit = self.concurrency_limit(slug);
         let now = self.upstream.clock.now();
-        match concurrency(self.upstream, self.config, slug).enter(now, limit) {
+        let Some(seen) = concurrency(self.upstream, self.config, slug).look(now) else {
+            return Ok(());
+        };
+        self.trace.seen = Some(seen);
+        seen.check(limit).map_err(|busy| busy.problem().into())
+    }
+
+    /// After the rate: a request beyond the tenant's limit of requests in
+    /// progress is refused, a 429 held like the rate's; one within it
+    /// takes a slot ([`Self::leave`]).
+    pub fn enter(&mut self, slug: &str) -> Result<(), Refusal> {
+        if !self.config.concurrency.enabled {
+            return Ok(());
+        }
+        let limit = self.concurrency_limit(slug);
+        let now = self.upstream.clock.now();
+        let seen = self.trace.seen.take();
+        match concurrency(self.upstream, self.config, slug).enter(now, limit, seen) {
             Ok(slot) => {
                 self.trace.slot = slot.map(|slot| (slug.to_owned(), slot));
                 Ok(())

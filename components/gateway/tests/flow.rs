@@ -921,9 +921,9 @@ fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_before_any_forward()
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     // Its slot was left after the answer: two more fit, and no third.
     let mut elsewhere: Vec<_> = (0..2)
-        .map(|_| in_progress().enter(now(), 2).unwrap().unwrap())
+        .map(|_| in_progress().enter(now(), 2, None).unwrap().unwrap())
         .collect();
-    assert!(in_progress().enter(now(), 2).is_err());
+    assert!(in_progress().enter(now(), 2, None).is_err());
     let forwards = h.received_by("http://community.test/");
     let before = h.elapsed();
     let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
@@ -939,6 +939,49 @@ fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_before_any_forward()
     assert_eq!(h.send("GET", "/v1/other/residents", &[AUTH]).status(), 200);
     // One ended: the next is let in.
     in_progress().leave(elsewhere.pop().unwrap(), now());
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
+}
+
+/// A caller identity vouched for (its resolution remembered) whose tenant
+/// has no slot free is refused before admission with nothing written: no
+/// count of its rate spent, no slot taken and given back. A caller nobody
+/// vouched for is judged after its resolution, as before, so a slug says
+/// nothing about its tenant's load.
+#[test]
+fn a_vouched_caller_whose_tenant_has_no_slot_free_is_refused_with_nothing_written() {
+    use meridian_platform::http::memory::Counters;
+    let mut h = limited(1_000, vec![ok("{}")]);
+    h.gateway.config.concurrency = ConcurrencySettings::parse(Some("1")).unwrap();
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
+    let (upstream, now) = (&h.gateway.upstream, h.gateway.upstream.clock.now());
+    let elsewhere = gateway::limits::concurrency(upstream, &h.gateway.config, "acme")
+        .enter(now, 1, None)
+        .unwrap()
+        .unwrap();
+    let values = |h: &Harness| {
+        let counters = &h.gateway.upstream.counters;
+        let keys = counters.keys();
+        (keys.clone(), counters.read(&keys).unwrap())
+    };
+    let before = values(&h);
+    let calls = h.seen().len();
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_rate_limited(&r);
+    assert_eq!(h.seen().len(), calls, "no call: resolved from the cache");
+    assert_eq!(values(&h), before, "nothing written");
+    assert_eq!(
+        r.header("ratelimit").map(str::to_owned),
+        Some("\"tenant\";r=999;t=1".to_owned()),
+        "the rate's count is not spent"
+    );
+    // Not vouched for (nothing remembered): resolved, then refused.
+    h.gateway.config.resolution_cache = CacheConfig::parse(Some("off")).unwrap();
+    let resolutions = h.received_by(RESOLVE);
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_rate_limited(&r);
+    assert_eq!(h.received_by(RESOLVE), resolutions + 1);
+    let (upstream, now) = (&h.gateway.upstream, h.gateway.upstream.clock.now());
+    gateway::limits::concurrency(upstream, &h.gateway.config, "acme").leave(elsewhere, now);
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
 }
 
@@ -977,7 +1020,7 @@ fn an_overrides_concurrency_applies_and_is_read_ahead_with_the_rate_limiter_off(
     let in_progress =
         || gateway::limits::concurrency(&h.gateway.upstream, &h.gateway.config, "acme");
     let now = || h.gateway.upstream.clock.now();
-    let elsewhere = in_progress().enter(now(), 5).unwrap().unwrap();
+    let elsewhere = in_progress().enter(now(), 5, None).unwrap().unwrap();
     let reads = h.gateway.upstream.counters.reads();
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 429);
     assert_eq!(

@@ -73,6 +73,32 @@ pub struct Slot {
     epoch: u64,
 }
 
+/// What a request saw in progress before it was let in: the counts of
+/// the window it looked in and of the one before ([`ConcurrencyLimiter::look`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    epoch: u64,
+    current: i64,
+    previous: i64,
+}
+
+impl Seen {
+    /// The tenant's requests in progress.
+    pub fn in_progress(&self) -> i64 {
+        self.current.max(0).saturating_add(self.previous.max(0))
+    }
+
+    /// Whether one more request would be over `limit`: refused without
+    /// being counted ([`ConcurrencyLimiter::enter`] judges it exactly).
+    pub fn check(&self, limit: u32) -> Result<(), Busy> {
+        let in_progress = self.in_progress().saturating_add(1);
+        match in_progress > i64::from(limit) {
+            true => Err(Busy { in_progress, limit }),
+            false => Ok(()),
+        }
+    }
+}
+
 /// A request refused: how many were in progress, and the limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Busy {
@@ -135,16 +161,41 @@ impl<'a, K: Counters> ConcurrencyLimiter<'a, K> {
         format!("{}/{epoch}", self.family)
     }
 
-    /// The keys [`Self::enter`] reads at `now` (none when off), to be read
-    /// ahead with the request's other reads: the previous window's count
-    /// and the marker of the last window opened.
+    /// The keys [`Self::look`] and [`Self::enter`] read at `now` (none
+    /// when off), to be read ahead with the request's other reads: the
+    /// current and the previous window's counts and the marker of the
+    /// last window opened.
     pub fn read_keys(&self, now: UnixMillis) -> Vec<String> {
+        let epoch = self.epoch(now);
         match self.enabled {
             true => vec![
-                self.count_key(self.epoch(now).saturating_sub(1)),
+                self.count_key(epoch),
+                self.count_key(epoch.saturating_sub(1)),
                 window_marker(&self.family),
             ],
             false => Vec::new(),
+        }
+    }
+
+    /// What is in progress at `now`, read and not written (`None`: off,
+    /// or the store failed). A request that sees its tenant at the limit
+    /// can be refused before anything is spent on it ([`Seen::check`]).
+    pub fn look(&self, now: UnixMillis) -> Option<Seen> {
+        if !self.enabled {
+            return None;
+        }
+        let epoch = self.epoch(now);
+        let keys = [
+            self.count_key(epoch),
+            self.count_key(epoch.saturating_sub(1)),
+        ];
+        match self.counters.read(&keys).ok()?[..] {
+            [current, previous] => Some(Seen {
+                epoch,
+                current,
+                previous,
+            }),
+            _ => None,
         }
     }
 
@@ -152,7 +203,15 @@ impl<'a, K: Counters> ConcurrencyLimiter<'a, K> {
     /// or the default), or refuses it. Counted first, then judged, so two
     /// racing requests cannot both take the last slot. `Ok(None)`: not
     /// counted (off, or the store failed — never a reason to refuse).
-    pub fn enter(&self, now: UnixMillis, limit: u32) -> Result<Option<Slot>, Busy> {
+    /// `seen`, what the request looked at in the same window: its previous
+    /// count is not read again (it only ever goes down, so an older value
+    /// can only refuse, never let one in too many).
+    pub fn enter(
+        &self,
+        now: UnixMillis,
+        limit: u32,
+        seen: Option<Seen>,
+    ) -> Result<Option<Slot>, Busy> {
         if !self.enabled {
             return Ok(None);
         }
@@ -167,12 +226,15 @@ impl<'a, K: Counters> ConcurrencyLimiter<'a, K> {
                 vec![self.count_key(e)]
             });
         }
-        let previous = self
-            .counters
-            .read(&[self.count_key(epoch.saturating_sub(1))])
-            .ok()
-            .and_then(|values| values.first().copied())
-            .unwrap_or(0);
+        let previous = match seen.filter(|seen| seen.epoch == epoch) {
+            Some(seen) => seen.previous,
+            None => self
+                .counters
+                .read(&[self.count_key(epoch.saturating_sub(1))])
+                .ok()
+                .and_then(|values| values.first().copied())
+                .unwrap_or(0),
+        };
         let in_progress = current.saturating_add(previous.max(0));
         let slot = Slot { epoch };
         if in_progress > i64::from(limit) {
@@ -238,9 +300,9 @@ mod tests {
         let counters = LocalCounters::default();
         let l = limiter(&counters, "acme");
         let slots: Vec<Slot> = (0..3)
-            .map(|i| l.enter(at(i), 3).unwrap().unwrap())
+            .map(|i| l.enter(at(i), 3, None).unwrap().unwrap())
             .collect();
-        let busy = l.enter(at(3), 3).unwrap_err();
+        let busy = l.enter(at(3), 3, None).unwrap_err();
         assert_eq!(
             busy,
             Busy {
@@ -256,16 +318,16 @@ mod tests {
             "{problem:?}"
         );
         assert!(
-            l.enter(at(4), 3).is_err(),
+            l.enter(at(4), 3, None).is_err(),
             "a refusal takes no slot, but frees none"
         );
         let mut slots = slots.into_iter();
         l.leave(slots.next().unwrap(), at(5));
         assert!(
-            l.enter(at(6), 3).unwrap().is_some(),
+            l.enter(at(6), 3, None).unwrap().is_some(),
             "one ended, one more in"
         );
-        assert!(l.enter(at(7), 3).is_err());
+        assert!(l.enter(at(7), 3, None).is_err());
     }
 
     /// A request that started in the previous window is still in
@@ -274,11 +336,14 @@ mod tests {
     fn requests_from_the_previous_window_still_count_and_leave_their_own_count() {
         let counters = LocalCounters::default();
         let l = limiter(&counters, "acme");
-        let early = l.enter(at(WINDOW_MS - 1), 2).unwrap().unwrap();
-        let _late = l.enter(at(WINDOW_MS + 1), 2).unwrap().unwrap();
-        assert!(l.enter(at(WINDOW_MS + 2), 2).is_err(), "both windows count");
+        let early = l.enter(at(WINDOW_MS - 1), 2, None).unwrap().unwrap();
+        let _late = l.enter(at(WINDOW_MS + 1), 2, None).unwrap().unwrap();
+        assert!(
+            l.enter(at(WINDOW_MS + 2), 2, None).is_err(),
+            "both windows count"
+        );
         l.leave(early, at(WINDOW_MS + 3));
-        assert!(l.enter(at(WINDOW_MS + 4), 2).unwrap().is_some());
+        assert!(l.enter(at(WINDOW_MS + 4), 2, None).unwrap().is_some());
     }
 
     /// An instance that never left (it died) holds its slot only until its
@@ -288,14 +353,17 @@ mod tests {
     fn a_slot_never_left_is_freed_two_windows_later_and_keys_stay_bounded() {
         let counters = LocalCounters::default();
         let l = limiter(&counters, "acme");
-        let lost = l.enter(at(0), 1).unwrap().unwrap();
-        assert!(l.enter(at(WINDOW_MS), 1).is_err(), "still held next window");
-        let later = l.enter(at(2 * WINDOW_MS), 1).unwrap().unwrap();
+        let lost = l.enter(at(0), 1, None).unwrap().unwrap();
+        assert!(
+            l.enter(at(WINDOW_MS), 1, None).is_err(),
+            "still held next window"
+        );
+        let later = l.enter(at(2 * WINDOW_MS), 1, None).unwrap().unwrap();
         l.leave(lost, at(2 * WINDOW_MS + 1));
         l.leave(later, at(2 * WINDOW_MS + 2));
-        assert!(l.enter(at(2 * WINDOW_MS + 3), 1).unwrap().is_some());
+        assert!(l.enter(at(2 * WINDOW_MS + 3), 1, None).unwrap().is_some());
         for w in 3..30 {
-            let s = l.enter(at(w * 3 * WINDOW_MS), 1).unwrap().unwrap();
+            let s = l.enter(at(w * 3 * WINDOW_MS), 1, None).unwrap().unwrap();
             l.leave(s, at(w * 3 * WINDOW_MS + 5));
         }
         let counts = counters
@@ -312,10 +380,10 @@ mod tests {
         let flood = limiter(&counters, "flood");
         let quiet = limiter(&counters, "quiet");
         for i in 0..5 {
-            let _ = flood.enter(at(i), 5);
+            let _ = flood.enter(at(i), 5, None);
         }
-        assert!(flood.enter(at(6), 5).is_err());
-        assert!(quiet.enter(at(7), 5).unwrap().is_some());
+        assert!(flood.enter(at(6), 5, None).is_err());
+        assert!(quiet.enter(at(7), 5, None).unwrap().is_some());
     }
 
     /// With its keys read ahead, letting a request in is one increment (a
@@ -328,10 +396,64 @@ mod tests {
             let now = at(i * 5_000);
             counters.read_ahead(&l.read_keys(now));
             let reads = counters.reads();
-            let slot = l.enter(now, 3).unwrap().unwrap();
+            let slot = l.enter(now, 3, None).unwrap().unwrap();
             assert_eq!(counters.reads(), reads, "request {i}");
             l.leave(slot, now);
         }
+    }
+
+    /// A look is a read: at the limit it refuses with nothing written,
+    /// below it the request still enters (and is judged) as before.
+    #[test]
+    fn a_look_refuses_at_the_limit_without_writing_anything() {
+        let counters = LocalCounters::default();
+        let l = limiter(&counters, "acme");
+        let early = l.enter(at(WINDOW_MS - 1), 2, None).unwrap().unwrap();
+        let _late = l.enter(at(WINDOW_MS + 1), 2, None).unwrap().unwrap();
+        let before = counters.keys();
+        let seen = l.look(at(WINDOW_MS + 2)).unwrap();
+        assert_eq!(seen.in_progress(), 2, "both windows count");
+        assert_eq!(
+            seen.check(2),
+            Err(Busy {
+                in_progress: 3,
+                limit: 2
+            })
+        );
+        assert!(seen.check(3).is_ok());
+        assert_eq!(counters.keys(), before, "nothing written");
+        l.leave(early, at(WINDOW_MS + 3));
+        let seen = l.look(at(WINDOW_MS + 4)).unwrap();
+        assert!(seen.check(2).is_ok());
+        assert!(l.enter(at(WINDOW_MS + 4), 2, Some(seen)).unwrap().is_some());
+        assert!(l.enter(at(WINDOW_MS + 5), 2, None).is_err(), "full again");
+    }
+
+    /// With its keys read ahead, a look and the entry after it read
+    /// nothing more; a look from another window is not trusted.
+    #[test]
+    fn a_look_and_an_entry_read_ahead_read_nothing_more() {
+        let counters = LocalCounters::default();
+        let l = limiter(&counters, "acme");
+        for i in 0..5 {
+            let now = at(i * 5_000);
+            counters.read_ahead(&l.read_keys(now));
+            let reads = counters.reads();
+            let seen = l.look(now).unwrap();
+            let slot = l.enter(now, 3, Some(seen)).unwrap().unwrap();
+            assert_eq!(counters.reads(), reads, "request {i}");
+            l.leave(slot, now);
+        }
+        let stale = l.look(at(0)).unwrap();
+        let _held = l.enter(at(WINDOW_MS * 9), 3, None).unwrap();
+        let reads = counters.reads();
+        let slot = l.enter(at(WINDOW_MS * 9 + 1), 3, Some(stale)).unwrap();
+        assert!(slot.is_some());
+        assert_eq!(
+            counters.reads(),
+            reads + 1,
+            "the previous count read afresh"
+        );
     }
 
     #[test]
@@ -343,7 +465,8 @@ mod tests {
         };
         let l = ConcurrencyLimiter::new(&counters, settings, "acme", LONGEST);
         assert!(l.read_keys(at(0)).is_empty());
-        assert_eq!(l.enter(at(0), 1), Ok(None));
+        assert_eq!(l.look(at(0)), None);
+        assert_eq!(l.enter(at(0), 1, None), Ok(None));
         assert!(counters.is_empty());
     }
 }

@@ -25,6 +25,6 @@ pub mod policy;
 pub mod rate;
 
 pub use admission::{Admission, AdmissionConfig, Admitted};
-pub use concurrency::{Busy, ConcurrencyLimiter, ConcurrencySettings, Slot};
+pub use concurrency::{Busy, ConcurrencyLimiter, ConcurrencySettings, Seen, Slot};
 pub use policy::{RatePolicy, RateSettings};
 pub use rate::{RateLimiter, RateVerdict};
