@@ -571,8 +571,15 @@ fn main() -> Result<()> {
             .iter()
             .filter(|s| s.status == 200 && s.latency <= budget)
             .count();
+        // When the quiet requests slower than half the budget (its p99
+        // target) were sent, in seconds from the flood's start.
+        let slow: Vec<String> = quieted
+            .iter()
+            .filter(|s| s.latency > budget / 2)
+            .map(|s| format!("{:.2}", (s.ended - s.latency).as_secs_f64()))
+            .collect();
         eprintln!(
-            "budget {budget_ms} ms: quiet {ok} of {} 200 within budget ({:.2} %), p99 {:.1} ms, {:?}; flood {:?}",
+            "budget {budget_ms} ms: quiet {ok} of {} 200 within budget ({:.2} %), p99 {:.1} ms, {:?}; flood {:?}; over half the budget, sent at s {slow:?}",
             quieted.len(),
             100.0 * ok as f64 / quieted.len().max(1) as f64,
             p99(&quieted),
