@@ -63,6 +63,17 @@ fn a_tenant_over_its_rate_gets_a_429_and_another_tenant_does_not() {
     r.assert_problem(401, "unauthorized");
 }
 
+/// A community stand-in that answers every list after 1.5 s: requests
+/// that hold their tenant's slots.
+fn slow_community() -> StandIn {
+    StandIn::start(|_| StandInReply::Delayed {
+        delay: std::time::Duration::from_millis(1_500),
+        status: 200,
+        headers: Vec::new(),
+        body: r#"{"items":[],"next_cursor":null}"#.into(),
+    })
+}
+
 /// Stripe's concurrent-request limiter on real Spin: with two of a
 /// tenant's requests in progress (community answering slowly), the rest
 /// of its burst is refused with a 429 before any forward; another tenant
@@ -73,12 +84,7 @@ fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_and_another_tenant_d
     let app = SpinApp::start_with(SpinOptions::default().variable("tenant_concurrency_limit", "2"));
     let flood = app.tenant("flood");
     let quiet = app.tenant("quiet");
-    let community = StandIn::start(|_| StandInReply::Delayed {
-        delay: std::time::Duration::from_millis(1_500),
-        status: 200,
-        headers: Vec::new(),
-        body: r#"{"items":[],"next_cursor":null}"#.into(),
-    });
+    let community = slow_community();
     let app = app.restart_with(
         SpinOptions::default()
             .variable("tenant_concurrency_limit", "2")
@@ -138,12 +144,7 @@ fn a_vouched_callers_429s_at_the_limit_spend_none_of_its_rate() {
     };
     let app = SpinApp::start_with(options());
     let acme = app.tenant("acme");
-    let community = StandIn::start(|_| StandInReply::Delayed {
-        delay: std::time::Duration::from_millis(1_500),
-        status: 200,
-        headers: Vec::new(),
-        body: r#"{"items":[],"next_cursor":null}"#.into(),
-    });
+    let community = slow_community();
     let app = app.restart_with(options().variable("community_url", community.url()));
     let refused = std::thread::scope(|s| {
         let held: Vec<_> = (0..2)
