@@ -3,12 +3,16 @@
 //! against load, Meridian beside the floor app in the same run.
 //!
 //! Run: `cargo run -p meridian-tools --release --bin goodput -- [--seconds S]
-//! [--stamp] [--only closed,open,recovery,quiet] [--slice]` after building
+//! [--stamp] [--concurrency] [--only closed,open,recovery,quiet] [--slice]` after building
 //! the release components (scripts/bench.sh does both). `--stamp` runs
 //! Meridian as behind a front proxy: `trust_request_start` on, and every
 //! request stamped with `X-Request-Start` when it arrived (in a closed
 //! loop as it is sent; in the open loop when it was due, as a proxy with
-//! a pool of connections stamps it before it waits for one). Writes
+//! a pool of connections stamps it before it waits for one). `--concurrency`
+//! runs the one-tenant curves with the tenant's concurrency limit at its
+//! default of 8 and its rate limit off (without it both are off, and what
+//! holds goodput is admission alone; at the default 100 a second, the
+//! rate limit would be all a one-tenant curve measured). Writes
 //! `target/bench/goodput.json`.
 //!
 //! - closed loop: 1 to 256 connections, each sending its next request as
@@ -341,6 +345,10 @@ struct Args {
     /// Meridian trusts `X-Request-Start` and the load stamps it, as a
     /// front proxy would (the floor app ignores it).
     stamp: bool,
+    /// The one-tenant curves run with the tenant's concurrency limit at
+    /// its default (its rate limit off: at its default 100 a second, the
+    /// rate would be all the curves measured), not with both off.
+    concurrency: bool,
     /// The parts to run (`closed`, `open`, `recovery`, `quiet`; all by
     /// default).
     only: Vec<String>,
@@ -357,6 +365,7 @@ fn args() -> Result<Args> {
         seconds: 5.0,
         slice: false,
         stamp: false,
+        concurrency: false,
         only: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -365,6 +374,7 @@ fn args() -> Result<Args> {
             "--seconds" => args.seconds = it.next().context("--seconds S")?.parse()?,
             "--slice" => args.slice = true,
             "--stamp" => args.stamp = true,
+            "--concurrency" => args.concurrency = true,
             "--only" => {
                 let parts = it.next().context("--only closed,open,recovery,quiet")?;
                 args.only = parts.split(',').map(str::to_owned).collect();
@@ -448,19 +458,20 @@ fn main() -> Result<()> {
         true => options.variable("trust_request_start", "on"),
         false => options,
     };
-    let mut report = json!({"seconds": secs, "stamped": stamp});
+    let mut report =
+        json!({"seconds": secs, "stamped": stamp, "concurrency_limited": args.concurrency});
     // Tenant limits off for the one-tenant curves (they would be the
     // measure; the concurrency limiter counts, at a limit no run reaches,
-    // so its cost is in the curves); on, at their defaults, for the
-    // two-tenant run.
-    let (app, tenants) = meridian(
-        trusting(
-            SpinOptions::default()
-                .variable("tenant_rate_limit", "off")
-                .variable("tenant_concurrency_limit", "10000"),
-        ),
-        &["bench"],
-    );
+    // so its cost is in the curves; what holds goodput is admission) unless
+    // `--concurrency` asks for the tenant's share of concurrent work at its
+    // default; on, at their defaults, for the two-tenant run.
+    let one_tenant = match args.concurrency {
+        true => SpinOptions::default().variable("tenant_rate_limit", "off"),
+        false => SpinOptions::default()
+            .variable("tenant_rate_limit", "off")
+            .variable("tenant_concurrency_limit", "10000"),
+    };
+    let (app, tenants) = meridian(trusting(one_tenant), &["bench"]);
     let tenant = &tenants[0];
     let ours_at = |budget_ms| {
         Target::new(
