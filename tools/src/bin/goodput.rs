@@ -84,6 +84,18 @@ struct Sample {
     ended: Duration,
 }
 
+impl Sample {
+    /// Whether it counts as goodput: a 200 within `budget`.
+    fn in_time(&self, budget: Duration) -> bool {
+        self.status == 200 && self.latency <= budget
+    }
+
+    /// When (since the run started) it was sent, or due.
+    fn sent(&self) -> Duration {
+        self.ended.saturating_sub(self.latency)
+    }
+}
+
 /// A keep-alive HTTP/1.1 connection that sends `GET`s and reads whole
 /// answers (content-length bodies, as Spin sends buffered ones).
 struct Conn {
@@ -250,9 +262,7 @@ fn windows(samples: &[Sample], budget: Duration) -> Vec<f64> {
             let (from, to) = (Duration::from_secs(w * 2), Duration::from_secs(w * 2 + 2));
             samples
                 .iter()
-                .filter(|s| {
-                    s.ended >= from && s.ended < to && s.status == 200 && s.latency <= budget
-                })
+                .filter(|s| s.ended >= from && s.ended < to && s.in_time(budget))
                 .count() as f64
                 / 2.0
         })
@@ -261,11 +271,7 @@ fn windows(samples: &[Sample], budget: Duration) -> Vec<f64> {
 
 /// 200s within `budget`, per second of `seconds`.
 fn goodput(samples: &[Sample], budget: Duration, seconds: f64) -> f64 {
-    samples
-        .iter()
-        .filter(|s| s.status == 200 && s.latency <= budget)
-        .count() as f64
-        / seconds
+    samples.iter().filter(|s| s.in_time(budget)).count() as f64 / seconds
 }
 
 fn statuses(samples: &[Sample]) -> BTreeMap<u16, usize> {
@@ -419,10 +425,7 @@ fn slice() -> Result<()> {
         (f.join().unwrap_or_default(), q.join().unwrap_or_default())
     });
     let flood_statuses = statuses(&flooded);
-    let quiet_ok = quieted
-        .iter()
-        .filter(|s| s.status == 200 && s.latency <= budget)
-        .count();
+    let quiet_ok = quieted.iter().filter(|s| s.in_time(budget)).count();
     let breaker = events(&app, "circuit_open");
     println!(
         "goodput slice: flood {flood_statuses:?}; quiet {quiet_ok} of {} 200 within 1 s; circuit_open events {breaker}",
@@ -465,11 +468,10 @@ fn main() -> Result<()> {
     // so its cost is in the curves; what holds goodput is admission) unless
     // `--concurrency` asks for the tenant's share of concurrent work at its
     // default; on, at their defaults, for the two-tenant run.
+    let rate_off = SpinOptions::default().variable("tenant_rate_limit", "off");
     let one_tenant = match args.concurrency {
-        true => SpinOptions::default().variable("tenant_rate_limit", "off"),
-        false => SpinOptions::default()
-            .variable("tenant_rate_limit", "off")
-            .variable("tenant_concurrency_limit", "10000"),
+        true => rate_off,
+        false => rate_off.variable("tenant_concurrency_limit", "10000"),
     };
     let (app, tenants) = meridian(trusting(one_tenant), &["bench"]);
     let tenant = &tenants[0];
@@ -590,22 +592,18 @@ fn main() -> Result<()> {
             let qu = s.spawn(|| open(&q, 20.0, QUIET_LEAD.as_secs_f64() + secs * 2.0, 8));
             (fl.join().unwrap_or_default(), qu.join().unwrap_or_default())
         });
-        let sent = |s: &Sample| s.ended.saturating_sub(s.latency);
         let (alone, beside): (Vec<Sample>, Vec<Sample>) =
-            quieted.into_iter().partition(|s| sent(s) < QUIET_LEAD);
+            quieted.into_iter().partition(|s| s.sent() < QUIET_LEAD);
         let onset_ends = QUIET_LEAD + Duration::from_secs(1);
         let (onset, later): (Vec<Sample>, Vec<Sample>) =
-            beside.iter().partition(|s| sent(s) < onset_ends);
-        let ok = beside
-            .iter()
-            .filter(|s| s.status == 200 && s.latency <= budget)
-            .count();
+            beside.iter().partition(|s| s.sent() < onset_ends);
+        let ok = beside.iter().filter(|s| s.in_time(budget)).count();
         // When the quiet requests slower than half the budget (its p99
         // target) were sent, in seconds from the flood's start.
         let slow: Vec<String> = beside
             .iter()
             .filter(|s| s.latency > budget / 2)
-            .map(|s| format!("{:.2}", sent(s).saturating_sub(QUIET_LEAD).as_secs_f64()))
+            .map(|s| format!("{:.2}", s.sent().saturating_sub(QUIET_LEAD).as_secs_f64()))
             .collect();
         eprintln!(
             "budget {budget_ms} ms: quiet alone p99 {:.1} ms ({} sent); beside the flood {ok} of {} 200 within budget ({:.2} %), p99 {:.1} ms, {:?} (its first second: p99 {:.1} ms of {}; after: p99 {:.1} ms of {}); flood {:?}; over half the budget, sent at s {slow:?}",
