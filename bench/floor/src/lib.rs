@@ -14,12 +14,13 @@
 //!   full read or write cannot do without.
 //! - **same-work write** (`POST /samework/invoices`, with an
 //!   `Idempotency-Key`): the hops and statements of Meridian's keyed
-//!   invoice. `mid` resolves; `back` (billing) claims the key in its own
-//!   transaction (look-up, insert), asks `side` (community) whether the
-//!   resident exists (one indexed read), writes the invoice, its outbox
-//!   row and the key's stored answer in one transaction, delivers the event
-//!   to `side` (one insert), marks it delivered, and answers 201. A replayed
-//!   key answers the stored response. So the write ratio measures
+//!   invoice. `mid` resolves; `back` (billing) claims the key in one
+//!   statement of its own (an upsert; a key already there is read), asks
+//!   `side` (community) whether the resident exists (one indexed read),
+//!   writes the invoice, its outbox row and the key's stored answer in one
+//!   transaction, delivers the event to `side` (one insert), marks it
+//!   delivered, and answers 201. A replayed key answers the stored
+//!   response. So the write ratio measures
 //!   Meridian's overhead (budget, retries, validation, logs), not its
 //!   features.
 //!
@@ -236,24 +237,27 @@ async fn same_work_invoice(req: &Request) -> Response {
     let Ok(db) = Connection::open("back") else {
         return status(500);
     };
-    // The claim: a replay answers what was stored.
+    // The claim, one statement as Meridian's: a key already there is read
+    // to answer what was stored.
     let claimed = (|| {
-        db.execute("BEGIN IMMEDIATE", &[])?;
-        let found = db.execute(
-            "SELECT state, response FROM idempotency WHERE tenant_id = ? AND key = ?",
+        let taken = db.execute(
+            "INSERT INTO idempotency (tenant_id, key, state) VALUES (?, ?, 'claimed')
+             ON CONFLICT (tenant_id, key) DO NOTHING RETURNING state",
             &[Value::Text(tenant.clone()), Value::Text(key.clone())],
         )?;
-        if let Some(row) = found.rows().next() {
-            let stored = row.get::<&str>("response").unwrap_or_default().to_owned();
-            db.execute("COMMIT", &[])?;
-            return Ok(Some(stored));
+        if taken.rows().next().is_some() {
+            return Ok(None);
         }
-        db.execute(
-            "INSERT INTO idempotency (tenant_id, key, state) VALUES (?, ?, 'claimed')",
+        let found = db.execute(
+            "SELECT response FROM idempotency WHERE tenant_id = ? AND key = ?",
             &[Value::Text(tenant.clone()), Value::Text(key.clone())],
         )?;
-        db.execute("COMMIT", &[])?;
-        Ok::<_, spin_sdk::sqlite::Error>(None)
+        let stored = found
+            .rows()
+            .next()
+            .and_then(|row| row.get::<&str>("response").map(str::to_owned))
+            .unwrap_or_default();
+        Ok::<_, spin_sdk::sqlite::Error>(Some(stored))
     })();
     match claimed {
         Ok(Some(stored)) => return json(201, stored),

@@ -262,7 +262,7 @@ fn records_expire_after_the_retention_period() {
 }
 
 #[test]
-fn expired_records_are_purged_when_new_keys_arrive() {
+fn expired_records_are_purged_when_new_writes_complete() {
     let s = store();
     let ctx = ctx_of(&s, 1_000);
     for i in 0..3 {
@@ -272,7 +272,13 @@ fn expired_records_are_purged_when_new_keys_arrive() {
     }
     s.clock().advance(Duration::from_secs(24 * 3600 + 1));
     let k = key("new");
-    claim(&s, &ctx_of(&s, 1_000), &scope(&k, "u1"), "fp").unwrap();
+    let ctx = ctx_of(&s, 1_000);
+    claim(&s, &ctx, &scope(&k, "u1"), "fp").unwrap();
+    let claimed = s
+        .query(&ctx, "SELECT idem_key FROM idempotency_records", &[])
+        .unwrap();
+    assert_eq!(claimed.len(), 4, "a claim is one statement: nothing purged");
+    complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
     let left = s
         .query(
             &ctx_of(&s, 1_000),
@@ -282,4 +288,91 @@ fn expired_records_are_purged_when_new_keys_arrive() {
         .unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].text("idem_key").unwrap(), "new");
+}
+
+/// A connection that counts the statements run on it (the lock-wait
+/// pragma aside).
+struct Counting {
+    db: HostSqlite,
+    statements: std::cell::Cell<usize>,
+}
+
+impl meridian_platform::store::db::Database for Counting {
+    fn run(
+        &self,
+        sql: &str,
+        params: &[meridian_platform::store::db::Value],
+    ) -> Result<Vec<meridian_platform::store::db::Row>, meridian_platform::store::db::DbError> {
+        if !sql.starts_with("PRAGMA") {
+            self.statements.set(self.statements.get() + 1);
+        }
+        self.db.run(sql, params)
+    }
+}
+
+#[test]
+fn a_fresh_claim_takes_the_write_lock_for_one_statement_and_a_busy_key_reads_once() {
+    let seeded = store();
+    let s = Store::new(
+        Counting {
+            db: seeded.db().copy(),
+            statements: std::cell::Cell::new(0),
+        },
+        seeded.clock(),
+    );
+    let ctx = context_at(
+        meridian_platform::Clock::now(&s.clock()),
+        Duration::from_millis(1_000),
+        "test",
+    );
+    let k = key("k1");
+    let fp = fingerprint(b"{}");
+    assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
+    assert_eq!(
+        s.db().statements.get(),
+        1,
+        "no transaction around the claim"
+    );
+    assert_eq!(
+        claim(&s, &ctx, &scope(&k, "u1"), &fp),
+        Err(IdempotencyError::InProgress)
+    );
+    assert_eq!(
+        s.db().statements.get(),
+        3,
+        "the upsert that took nothing, one read"
+    );
+}
+
+#[test]
+fn a_dead_owners_claim_is_not_taken_over_with_another_body() {
+    let s = store();
+    let k = key("k1");
+    claim(
+        &s,
+        &ctx_of(&s, 500),
+        &scope(&k, "u1"),
+        &fingerprint(b"{\"a\":1}"),
+    )
+    .unwrap();
+    s.clock().advance(Duration::from_millis(501));
+    assert_eq!(
+        claim(
+            &s,
+            &ctx_of(&s, 500),
+            &scope(&k, "u1"),
+            &fingerprint(b"{\"a\":2}")
+        ),
+        Err(IdempotencyError::Reused)
+    );
+    assert_eq!(
+        claim(
+            &s,
+            &ctx_of(&s, 500),
+            &scope(&k, "u1"),
+            &fingerprint(b"{\"a\":1}")
+        ),
+        Ok(Claimed::Fresh),
+        "the same body takes it over"
+    );
 }

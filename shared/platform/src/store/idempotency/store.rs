@@ -1,8 +1,8 @@
 //! The idempotency record store, shared by every service.
 //!
 //! A write with a key goes through three steps. `claim` records the key as
-//! `in_progress` (or finds it done, reused, or busy) in a short transaction
-//! of its own, so a concurrent duplicate sees it at once. The business write
+//! `in_progress` (or finds it done, reused, or busy) in one statement of
+//! its own, so a concurrent duplicate sees it at once. The business write
 //! then calls `complete` inside its own transaction, so the record, the
 //! write and any outbox rows commit together. If the write fails, `release`
 //! drops the claim so the client can try again; a claim whose owner died is
@@ -110,15 +110,27 @@ fn ms(v: u64) -> Value {
 }
 
 /// Claims `scope` for a request whose body has `fingerprint`.
+///
+/// The claim is one statement, an upsert that takes a free key (new,
+/// expired, or left by an owner whose deadline has passed) and writes
+/// nothing otherwise: the write lock is held for that statement alone,
+/// not across round trips from the instance, so writers queued on it
+/// (SQLite has one) wait less. A key it did not take is read without the
+/// lock to say why: replayed, reused, or still in progress. A record that
+/// changed between the two (its owner released it, or it expired) is
+/// tried once more; if it changed again the key is busy.
 pub fn claim<D: Database, C: Clock>(
     store: &Store<D, C>,
     ctx: &RequestContext,
     scope: &Scope<'_>,
     fingerprint: &str,
 ) -> Result<Claimed, IdempotencyError> {
-    store.transaction(ctx, |tx| {
-        let now = tx.clock().now().as_millis();
-        let rows = tx.query(
+    for _ in 0..2 {
+        let now = store.clock().now().as_millis();
+        if take(store, ctx, scope, fingerprint, now)? {
+            return Ok(Claimed::Fresh);
+        }
+        let rows = store.query(
             ctx,
             &format!(
                 "SELECT request_hash, state, response_status, response_body, locked_until_ms, expires_at_ms
@@ -126,45 +138,59 @@ pub fn claim<D: Database, C: Clock>(
             ),
             &scope_params(scope),
         )?;
-        let existing = rows.first().filter(|r| r.integer("expires_at_ms").is_ok_and(|exp| exp > now as i64));
-        match existing {
-            None => {
-                // Housekeeping on the write path, bounded: expired records go.
-                tx.execute(
-                    ctx,
-                    "DELETE FROM idempotency_records WHERE rowid IN
-                     (SELECT rowid FROM idempotency_records WHERE expires_at_ms <= ? LIMIT 50)",
-                    &[ms(now)],
-                )?;
-                let mut params = scope_params(scope);
-                params.extend([
-                    fingerprint.into(),
-                    ms(ctx.deadline().instant().as_millis()),
-                    ms(now),
-                    ms(now.saturating_add(RETENTION.as_millis() as u64)),
-                ]);
-                tx.execute(
-                    ctx,
-                    "INSERT OR REPLACE INTO idempotency_records
-                     (tenant_id, actor_id, operation, idem_key, request_hash, state, locked_until_ms, created_at_ms, expires_at_ms)
-                     VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)",
-                    &params,
-                )?;
-                Ok(Claimed::Fresh)
+        if let Some(row) = rows.first() {
+            if let Some(decided) = decide(row, fingerprint, now)? {
+                return Ok(decided);
             }
-            Some(row) => decide(tx, ctx, scope, fingerprint, row, now),
         }
-    })
+    }
+    Err(IdempotencyError::InProgress)
 }
 
-fn decide<D: Database, C: Clock>(
-    tx: &Store<D, C>,
+/// Takes `scope` at `now` if it is free: no record, an expired one, or an
+/// unfinished one with the same body whose owner's deadline has passed
+/// (it can no longer complete). Whether it was taken.
+fn take<D: Database, C: Clock>(
+    store: &Store<D, C>,
     ctx: &RequestContext,
     scope: &Scope<'_>,
     fingerprint: &str,
-    row: &Row,
     now: u64,
-) -> Result<Claimed, IdempotencyError> {
+) -> Result<bool, DbError> {
+    let mut params = scope_params(scope);
+    params.extend([
+        fingerprint.into(),
+        ms(ctx.deadline().instant().as_millis()),
+        ms(now),
+        ms(now.saturating_add(RETENTION.as_millis() as u64)),
+    ]);
+    let taken = store.query(
+        ctx,
+        "INSERT INTO idempotency_records AS r
+         (tenant_id, actor_id, operation, idem_key, request_hash, state, locked_until_ms, created_at_ms, expires_at_ms)
+         VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)
+         ON CONFLICT (tenant_id, actor_id, operation, idem_key) DO UPDATE SET
+           request_hash = excluded.request_hash, state = 'in_progress',
+           response_status = NULL, response_body = NULL,
+           locked_until_ms = excluded.locked_until_ms,
+           created_at_ms = excluded.created_at_ms, expires_at_ms = excluded.expires_at_ms
+         WHERE r.expires_at_ms <= excluded.created_at_ms
+            OR (r.state = 'in_progress' AND r.locked_until_ms <= excluded.created_at_ms
+                AND r.request_hash = excluded.request_hash)
+         RETURNING state",
+        &params,
+    )?;
+    Ok(!taken.is_empty())
+}
+
+/// Why a key [`take`] did not take at `now` is not free, from its record:
+/// `None` when the record no longer stands in the way (expired, or its
+/// owner's deadline passed since), to be tried again.
+fn decide(row: &Row, fingerprint: &str, now: u64) -> Result<Option<Claimed>, IdempotencyError> {
+    let now = i64::try_from(now).unwrap_or(i64::MAX);
+    if row.integer("expires_at_ms")? <= now {
+        return Ok(None);
+    }
     if row.text("request_hash")? != fingerprint {
         return Err(IdempotencyError::Reused);
     }
@@ -177,20 +203,12 @@ fn decide<D: Database, C: Clock>(
             .opt_text("response_body")?
             .unwrap_or_default()
             .to_owned();
-        return Ok(Claimed::Replay(StoredResponse { status, body }));
+        return Ok(Some(Claimed::Replay(StoredResponse { status, body })));
     }
-    if row.integer("locked_until_ms")? > now as i64 {
-        return Err(IdempotencyError::InProgress);
+    match row.integer("locked_until_ms")? > now {
+        true => Err(IdempotencyError::InProgress),
+        false => Ok(None),
     }
-    // The previous owner's deadline has passed: it can no longer complete.
-    let mut params = vec![ms(ctx.deadline().instant().as_millis())];
-    params.extend(scope_params(scope));
-    tx.execute(
-        ctx,
-        &format!("UPDATE idempotency_records SET locked_until_ms = ? WHERE {WHERE_SCOPE}"),
-        &params,
-    )?;
-    Ok(Claimed::Fresh)
 }
 
 /// Marks the claim completed with `response`. Call it inside the business
@@ -213,7 +231,19 @@ pub fn complete<D: Database, C: Clock>(
              WHERE {WHERE_SCOPE}"
         ),
         &params,
-    )
+    )?;
+    // Housekeeping, bounded, in a transaction that holds the write lock
+    // already: expired records go as new ones complete. A budget too
+    // short for it leaves them to the next write, not this one failed.
+    match tx.execute(
+        ctx,
+        "DELETE FROM idempotency_records WHERE rowid IN
+         (SELECT rowid FROM idempotency_records WHERE expires_at_ms <= ? LIMIT 50)",
+        &[ms(tx.clock().now().as_millis())],
+    ) {
+        Err(DbError::Budget(_)) => Ok(()),
+        other => other,
+    }
 }
 
 /// Drops an unfinished claim after the write failed, so a retry runs again.
