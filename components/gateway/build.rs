@@ -17,7 +17,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         .map_err(|e| format!("{} is not valid YAML: {e}", source.display()))?;
     let json = serde_json::to_string(&document)?;
     let digest = Sha256::digest(json.as_bytes());
-    let etag = format!("\"{}\"", hex::encode(&digest[..12]));
+    let etag = format!("\"{}\"", hex::encode(digest.get(..12).unwrap_or_default()));
     let out = env::var("OUT_DIR")?;
     fs::write(Path::new(&out).join("openapi.json"), json)?;
     fs::write(Path::new(&out).join("openapi.etag"), etag)?;

@@ -1,4 +1,7 @@
 //! Community's handlers over a real (host) SQLite with the real migrations.
+// A test's helpers may unwrap and index: the production lints are for
+// code that reads client bytes (Cargo.toml, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use community::app::Community;
 use meridian_platform::http::prelude::*;

@@ -1,5 +1,8 @@
 //! Identity's handlers over a real (host) SQLite with the real migrations:
 //! tenants, members, tokens, resolution, idempotency and bad input.
+// A test's helpers may unwrap and index: the production lints are for
+// code that reads client bytes (Cargo.toml, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::rc::Rc;
 use std::time::Duration;
