@@ -1,7 +1,7 @@
 //! Billing over a real (host) SQLite, with community running in-process
 //! behind the real internal gate: invoices, payments, idempotency, the
 //! outbox, inline delivery and the relay.
-// A test's helpers may unwrap and index: the production lints are for
+// Test helpers may do what the production lints forbid: those are for
 // code that reads client bytes (Cargo.toml, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 

@@ -1,5 +1,5 @@
 //! Community's handlers over a real (host) SQLite with the real migrations.
-// A test's helpers may unwrap and index: the production lints are for
+// Test helpers may do what the production lints forbid: those are for
 // code that reads client bytes (Cargo.toml, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 

@@ -3,7 +3,7 @@
 //! and the owning service serves; every route the gateway and the services
 //! declare is in the document; and each service's handler takes exactly the
 //! methods its table declares, answering 405 with that `Allow` otherwise.
-// A test's helpers may unwrap and index: the production lints are for
+// Test helpers may do what the production lints forbid: those are for
 // code that reads client bytes (Cargo.toml, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 

@@ -1,7 +1,7 @@
 //! The gateway's flow over in-memory fakes: a scripted upstream, a manual
 //! clock and a sleeper that moves it. Exact and fast; the same rules are
 //! checked against a real `spin up` in the end-to-end suite.
-// A test's helpers may unwrap and index: the production lints are for
+// Test helpers may do what the production lints forbid: those are for
 // code that reads client bytes (Cargo.toml, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 

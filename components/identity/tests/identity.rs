@@ -1,6 +1,6 @@
 //! Identity's handlers over a real (host) SQLite with the real migrations:
 //! tenants, members, tokens, resolution, idempotency and bad input.
-// A test's helpers may unwrap and index: the production lints are for
+// Test helpers may do what the production lints forbid: those are for
 // code that reads client bytes (Cargo.toml, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
