@@ -239,7 +239,7 @@ impl SpinApp {
     pub fn start_floor() -> Self {
         let floor = Self::start_manifest(
             &repo_root().join("bench/floor.toml"),
-            &["mid", "back", "side"],
+            &["mid", "back", "side", "ledger"],
             "/healthz",
         );
         let setup = floor.client().send("POST", "/setup", &[], None);

@@ -20,7 +20,10 @@
 //!   writes the invoice, its outbox row and the key's stored answer in one
 //!   transaction, delivers the event to `side` (one insert), marks it
 //!   delivered, and answers 201. A replayed key answers the stored
-//!   response. So the write ratio measures
+//!   response. Its key, invoice and outbox rows are on `ledger`, a database
+//!   in write-ahead mode as billing's is (migration 0004); the reads stay on
+//!   rollback-journal files, as identity's and community's do. So the write
+//!   ratio measures
 //!   Meridian's overhead (budget, retries, validation, logs), not its
 //!   features.
 //!
@@ -234,7 +237,7 @@ async fn same_work_invoice(req: &Request) -> Response {
             .and_then(|v| v.as_i64())
             .unwrap_or_default(),
     );
-    let Ok(db) = Connection::open("back") else {
+    let Ok(db) = Connection::open("ledger") else {
         return status(500);
     };
     // The claim, one statement as Meridian's: a key already there is read
@@ -334,8 +337,6 @@ fn back_setup() -> Response {
         "CREATE TABLE IF NOT EXISTS residents (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL, unit TEXT NOT NULL, email TEXT, created_at TEXT NOT NULL)".to_owned(),
         "CREATE INDEX IF NOT EXISTS residents_by_tenant ON residents (tenant_id, id)".to_owned(),
         "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, amount_cents INTEGER NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL)".to_owned(),
-        "CREATE TABLE IF NOT EXISTS idempotency (tenant_id TEXT NOT NULL, key TEXT NOT NULL, state TEXT NOT NULL, response TEXT, PRIMARY KEY (tenant_id, key))".to_owned(),
-        "CREATE TABLE IF NOT EXISTS outbox (event_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, body TEXT NOT NULL, delivered INTEGER NOT NULL)".to_owned(),
     ];
     for n in 0..RESIDENTS {
         statements.push(format!(
@@ -343,7 +344,18 @@ fn back_setup() -> Response {
         ));
     }
     let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
-    sql("back", &statements)
+    if *sql("back", &statements).status() != 200 {
+        return status(500);
+    }
+    sql(
+        "ledger",
+        &[
+            "PRAGMA journal_mode = WAL",
+            "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, amount_cents INTEGER NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS idempotency (tenant_id TEXT NOT NULL, key TEXT NOT NULL, state TEXT NOT NULL, response TEXT, PRIMARY KEY (tenant_id, key))",
+            "CREATE TABLE IF NOT EXISTS outbox (event_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, body TEXT NOT NULL, delivered INTEGER NOT NULL)",
+        ],
+    )
 }
 
 /// Runs `statements` on the `label` database: 200, or 500 at the first

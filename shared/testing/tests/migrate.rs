@@ -122,3 +122,58 @@ fn no_statement_runs_for_an_expired_request() {
     ));
     assert!(tables(&s).is_empty(), "not even the ledger was created");
 }
+
+const WAL: Migration = Migration {
+    version: 2,
+    name: "0002_write_ahead_log.sql",
+    sql: "-- a settings migration\nPRAGMA journal_mode = WAL;\n",
+};
+
+fn journal_mode(store: &Store<HostSqlite, ManualClock>) -> String {
+    store.query(&ctx(), "PRAGMA journal_mode", &[]).unwrap()[0]
+        .text("journal_mode")
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_settings_migration_runs_outside_a_transaction_on_a_file_and_is_recorded_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("billing.db");
+    let s = Store::new(HostSqlite::open(&path), ManualClock::new(NOW));
+    assert_eq!(journal_mode(&s), "delete");
+    // Inside a transaction SQLite would refuse the change; the runner
+    // applies it on its own and records it.
+    assert_eq!(migrate(&s, &ctx(), &[FIRST, WAL]), Ok(vec![1, 2]));
+    assert_eq!(journal_mode(&s), "wal");
+    assert_eq!(migrate(&s, &ctx(), &[FIRST, WAL]), Ok(vec![]));
+    // The mode is the file's: a new connection finds it.
+    let again = Store::new(HostSqlite::open(&path), ManualClock::new(NOW));
+    assert_eq!(journal_mode(&again), "wal");
+    let recorded = again
+        .query(
+            &ctx(),
+            "SELECT version FROM schema_migrations WHERE version = 2",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(recorded.len(), 1);
+}
+
+#[test]
+fn an_existing_database_is_switched_when_the_settings_migration_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("billing.db");
+    let s = Store::new(HostSqlite::open(&path), ManualClock::new(NOW));
+    assert_eq!(migrate(&s, &ctx(), &[FIRST]), Ok(vec![1]));
+    s.execute(
+        &ctx(),
+        "INSERT INTO notes (id, body) VALUES ('a', 'kept')",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(migrate(&s, &ctx(), &[FIRST, WAL]), Ok(vec![2]));
+    assert_eq!(journal_mode(&s), "wal");
+    let kept = s.query(&ctx(), "SELECT body FROM notes", &[]).unwrap();
+    assert_eq!(kept[0].text("body").unwrap(), "kept");
+}

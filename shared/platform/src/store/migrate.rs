@@ -110,6 +110,13 @@ pub fn migrate<D: Database, C: Clock>(
             }
             continue;
         }
+        let statements = split_statements(m.sql);
+        if is_settings(&statements) {
+            if apply_settings(store, ctx, m, &statements, &sum)? {
+                applied.push(m.version);
+            }
+            continue;
+        }
         let ran = store.transaction(ctx, |tx| -> Result<bool, MigrationError> {
             // Another instance may have applied it while we waited for the lock.
             let done = tx.query(
@@ -120,7 +127,7 @@ pub fn migrate<D: Database, C: Clock>(
             if !done.is_empty() {
                 return Ok(false);
             }
-            for statement in split_statements(m.sql) {
+            for statement in &statements {
                 tx.execute(ctx, statement, &[])?;
             }
             tx.execute(
@@ -139,6 +146,57 @@ pub fn migrate<D: Database, C: Clock>(
         }
     }
     Ok(applied)
+}
+
+/// Whether a migration is made of `PRAGMA`s alone: settings of the
+/// database file (its journal mode), which SQLite refuses to change inside
+/// a transaction.
+fn is_settings(statements: &[&str]) -> bool {
+    !statements.is_empty()
+        && statements.iter().all(|s| {
+            // The first line with code on it, past any comment lines.
+            let first = s
+                .lines()
+                .map(|l| l.split("--").next().unwrap_or("").trim())
+                .find(|l| !l.is_empty())
+                .unwrap_or("");
+            first
+                .get(..6)
+                .is_some_and(|head| head.eq_ignore_ascii_case("PRAGMA"))
+        })
+}
+
+/// Applies a migration of settings outside a transaction and records it;
+/// whether this call recorded it (another instance may have first). A
+/// setting is idempotent, so two instances racing both apply it and one
+/// record stands. A database that refuses a setting (a remote libSQL
+/// server, which keeps its own journal and answers a `PRAGMA` "unsupported
+/// statement") still records it: the setting is the local file's, and the
+/// server's own is what it has.
+fn apply_settings<D: Database, C: Clock>(
+    store: &Store<D, C>,
+    ctx: &RequestContext,
+    m: &Migration,
+    statements: &[&str],
+    sum: &str,
+) -> Result<bool, MigrationError> {
+    for statement in statements {
+        match store.query(ctx, statement, &[]) {
+            Ok(_) | Err(DbError::Sqlite(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let recorded = store.query(
+        ctx,
+        "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)
+         ON CONFLICT (version) DO NOTHING RETURNING version",
+        &[
+            Value::Integer(i64::from(m.version)),
+            m.name.into(),
+            sum.into(),
+        ],
+    )?;
+    Ok(!recorded.is_empty())
 }
 
 fn checksum(sql: &str) -> String {
@@ -223,6 +281,22 @@ fn has_code(fragment: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_migration_of_pragmas_alone_is_one_of_settings() {
+        let settings = split_statements("-- why\n-- more\nPRAGMA journal_mode = WAL;\n");
+        assert!(is_settings(&settings));
+        assert!(is_settings(&split_statements(
+            "pragma a = 1; PRAGMA b = 2;"
+        )));
+        assert!(!is_settings(&split_statements(
+            "PRAGMA a = 1; CREATE TABLE t (x);"
+        )));
+        assert!(!is_settings(&split_statements(
+            "-- PRAGMA only in a comment\nCREATE TABLE t (x);"
+        )));
+        assert!(!is_settings(&[]));
+    }
 
     #[test]
     fn statements_split_at_semicolons_outside_quotes_and_comments() {
