@@ -185,12 +185,25 @@ fn a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline() {
     let app = SpinApp::start();
     let acme = app.tenant("acme");
     assert!(acme.list("/invoices").is_empty()); // billing migrated
+    let resident = acme.resident("Ada");
     let holder = rusqlite::Connection::open(app.database("billing")).expect("billing.db");
     holder.execute_batch("BEGIN EXCLUSIVE").expect("lock");
-    let r = acme
+    // Billing's file writes ahead (migration 0004): a read does not wait
+    // for the writer, a write does.
+    let read = acme
         .get("/invoices")
         .header("x-meridian-timeout-ms", "600")
         .send();
+    assert_eq!(
+        read.status, 200,
+        "a read beside a held write lock: {}",
+        read.body
+    );
+    let r = acme
+        .post("/invoices")
+        .key("behind-the-lock")
+        .header("x-meridian-timeout-ms", "600")
+        .json(&invoice(&resident, 1_000));
     holder.execute_batch("ROLLBACK").expect("unlock");
     let body = r.assert_problem(504, "deadline_exceeded");
     // Billing stopped waiting with its answer reserve left, so the 504 is
