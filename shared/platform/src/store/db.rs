@@ -109,7 +109,9 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// which answers a held lock at once with "database is locked"), a
     /// statement that meets a lock another connection holds is tried again
     /// here, in pauses of 2 ms doubling to 50 ms, until the work deadline
-    /// less the slack, as a local SQLite's `busy_timeout` waits. That is
+    /// less the slack, as a local SQLite's `busy_timeout` waits. On a local
+    /// file SQLite waits itself, in slices of [`LOCK_SLICE`], and the
+    /// statement is tried again after each until the same bound. That is
     /// safe for every statement: SQLite answers "locked" only for one that
     /// did nothing (an autocommit write, `BEGIN IMMEDIATE`, a `COMMIT` that
     /// leaves the transaction open to be committed again). An interrupted
