@@ -14,7 +14,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use meridian_e2e::api::Tenant;
 use meridian_e2e::{settled, Reply, SpinApp, SpinOptions};
@@ -117,11 +116,7 @@ impl Fault {
                 // Once the last connection closes, SQLite removes it and the
                 // next request needs new room for its index.
                 let wal = db.with_extension("db-wal");
-                let until = Instant::now() + Duration::from_secs(5);
-                while wal.exists() && Instant::now() < until {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                assert!(!wal.exists(), "{} still open after 5 s", wal.display());
+                settled("no write-ahead log open", 1, || usize::from(!wal.exists()));
                 let filler = dir.join("filler");
                 let mut file = std::fs::File::create(&filler).expect("filler");
                 let chunk = vec![0u8; 64 * 1024];

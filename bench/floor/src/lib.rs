@@ -332,11 +332,15 @@ fn side_setup() -> Response {
     sql("side", &statements)
 }
 
+/// The invoices table: `back`'s for the one-insert write, `ledger`'s for
+/// the same-work write.
+const INVOICES: &str = "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, amount_cents INTEGER NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL)";
+
 fn back_setup() -> Response {
     let mut statements = vec![
         "CREATE TABLE IF NOT EXISTS residents (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL, unit TEXT NOT NULL, email TEXT, created_at TEXT NOT NULL)".to_owned(),
         "CREATE INDEX IF NOT EXISTS residents_by_tenant ON residents (tenant_id, id)".to_owned(),
-        "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, amount_cents INTEGER NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL)".to_owned(),
+        INVOICES.to_owned(),
     ];
     for n in 0..RESIDENTS {
         statements.push(format!(
@@ -351,7 +355,7 @@ fn back_setup() -> Response {
         "ledger",
         &[
             "PRAGMA journal_mode = WAL",
-            "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, amount_cents INTEGER NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL)",
+            INVOICES,
             "CREATE TABLE IF NOT EXISTS idempotency (tenant_id TEXT NOT NULL, key TEXT NOT NULL, state TEXT NOT NULL, response TEXT, PRIMARY KEY (tenant_id, key))",
             "CREATE TABLE IF NOT EXISTS outbox (event_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, body TEXT NOT NULL, delivered INTEGER NOT NULL)",
         ],

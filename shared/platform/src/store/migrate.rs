@@ -155,11 +155,7 @@ fn is_settings(statements: &[&str]) -> bool {
     !statements.is_empty()
         && statements.iter().all(|s| {
             // The first line with code on it, past any comment lines.
-            let first = s
-                .lines()
-                .map(|l| l.split("--").next().unwrap_or("").trim())
-                .find(|l| !l.is_empty())
-                .unwrap_or("");
+            let first = code_lines(s).next().unwrap_or("");
             first
                 .get(..6)
                 .is_some_and(|head| head.eq_ignore_ascii_case("PRAGMA"))
@@ -272,10 +268,16 @@ fn is_open_trigger(statement: &str) -> bool {
 
 /// Whether a fragment holds anything but whitespace and comments.
 fn has_code(fragment: &str) -> bool {
+    code_lines(fragment).next().is_some()
+}
+
+/// The code of each line of `fragment` that has any, trimmed, without
+/// its `--` comment.
+fn code_lines(fragment: &str) -> impl Iterator<Item = &str> {
     fragment
         .lines()
-        .map(|l| l.split("--").next().unwrap_or(""))
-        .any(|l| !l.trim().is_empty())
+        .map(|l| l.split("--").next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
 }
 
 #[cfg(test)]
