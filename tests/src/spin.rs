@@ -446,6 +446,31 @@ impl SpinApp {
         crate::api::create_tenant(&self.client(), slug)
     }
 
+    /// The threads of the processes that run the app's components (`spin
+    /// trigger http`, the children of each `spin up`), from Linux's
+    /// `/proc`; `None` where it cannot be read. The benchmarks show the
+    /// runtime's thread pool with it: a blocking host call (a key-value
+    /// operation, a variable) hands its worker to another thread, and the
+    /// pool grows under a flood.
+    pub fn runtime_threads(&self) -> Option<usize> {
+        let read = |path: String| std::fs::read_to_string(path).ok();
+        let mut threads = 0;
+        for child in &self.children {
+            let id = child.id();
+            let runners = read(format!("/proc/{id}/task/{id}/children"))?;
+            for pid in runners.split_whitespace() {
+                let status = read(format!("/proc/{pid}/status"))?;
+                threads += status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Threads:"))?
+                    .trim()
+                    .parse::<usize>()
+                    .ok()?;
+            }
+        }
+        Some(threads)
+    }
+
     /// A client for the app.
     pub fn client(&self) -> Client {
         Client::following(self.followed.clone())
