@@ -14,8 +14,9 @@
 #                                    -- --only p2 --per-budget 30
 #   scripts/bench.sh --goodput [S]   goodput under overload beside the floor
 #                                    (tools/src/bin/goodput.rs, S s per point,
-#                                    default 5; ~6 min): closed and open loop,
+#                                    default 5; ~13 min at 4): closed and open loop,
 #                                    a quiet tenant beside a flood, recovery
+#                                    (Meridian's, then the floor's)
 #
 # Needs `spin` on PATH or at $SPIN_BIN.
 set -euo pipefail
