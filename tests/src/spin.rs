@@ -48,6 +48,11 @@ pub struct SpinOptions {
     /// SQLite labels whose file is kept in another directory than the
     /// state directory (a small filesystem a test fills, say).
     pub database_dirs: Vec<(&'static str, PathBuf)>,
+    /// Every application variable with a default pinned in a static
+    /// variables provider of the runtime configuration (README
+    /// "Configuration"): the manifest's defaults, the test's variables
+    /// over them; the tokens stay with the environment.
+    pub pinned_variables: bool,
 }
 
 impl SpinOptions {
@@ -118,6 +123,48 @@ impl SpinOptions {
         self.variables.push((name, value.into()));
         self
     }
+
+    /// Pins the variables in a static provider ([`Self::pinned_variables`]).
+    pub fn pin_variables(mut self) -> Self {
+        self.pinned_variables = true;
+        self
+    }
+
+    /// The runtime configuration's static variables provider that pins
+    /// every variable `spin.toml` gives a default, with this test's
+    /// values over the defaults.
+    fn static_provider(&self) -> String {
+        let manifest = std::fs::read_to_string(repo_root().join("spin.toml")).expect("spin.toml");
+        let mut values: Vec<(String, String)> = manifest_defaults(&manifest);
+        for (name, value) in &self.variables {
+            match values.iter_mut().find(|(n, _)| n == name) {
+                Some(pinned) => pinned.1.clone_from(value),
+                None => values.push(((*name).to_owned(), value.clone())),
+            }
+        }
+        let values: Vec<String> = values.iter().map(|(n, v)| format!("{n} = {v:?}")).collect();
+        format!(
+            "[[variables_provider]]\ntype = \"static\"\nvalues = {{ {} }}\n\n",
+            values.join(", ")
+        )
+    }
+}
+
+/// The application variables of a manifest's `[variables]` table that
+/// have a default (`name = { default = "value" }`), with it.
+fn manifest_defaults(manifest: &str) -> Vec<(String, String)> {
+    manifest
+        .lines()
+        .skip_while(|l| l.trim() != "[variables]")
+        .skip(1)
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| {
+            let (name, rest) = l.split_once('=')?;
+            let (_, value) = rest.split_once("default = \"")?;
+            let (value, _) = value.split_once('"')?;
+            Some((name.trim().to_owned(), value.to_owned()))
+        })
+        .collect()
 }
 
 /// How the app runs: one `spin up` with the private services reached by
@@ -221,6 +268,14 @@ impl SpinApp {
                 &options.database_dirs,
             ),
         };
+        if options.pinned_variables && options.runtime_config.is_none() {
+            let generated = std::fs::read_to_string(&runtime_config).expect("runtime config");
+            std::fs::write(
+                &runtime_config,
+                format!("{}\n{generated}", options.static_provider()),
+            )
+            .expect("runtime config");
+        }
         let mut app = match Layout::from_env() {
             Layout::AllInOne => {
                 let manifest = manifest_for(state.path(), &options);
@@ -1080,4 +1135,26 @@ fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("free port")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pinned_variables_are_every_default_of_the_manifest_and_the_tests_values_win() {
+        let manifest = std::fs::read_to_string(repo_root().join("spin.toml")).unwrap();
+        let defaults = manifest_defaults(&manifest);
+        let names: Vec<&str> = defaults.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(names.contains(&"request_budget_ms") && names.contains(&"resolution_cache"));
+        // The tokens have no default: they stay with the environment.
+        assert!(!names.contains(&"internal_token") && !names.contains(&"admin_token"));
+        assert!(defaults.contains(&("tenant_rate_limit".to_owned(), "200/2s".to_owned())));
+        let provider = SpinOptions::default()
+            .variable("tenant_rate_limit", "off")
+            .static_provider();
+        assert!(provider.starts_with("[[variables_provider]]\ntype = \"static\"\n"));
+        assert!(provider.contains("tenant_rate_limit = \"off\""));
+        assert!(!provider.contains("200/2s"));
+    }
 }

@@ -3,7 +3,8 @@
 //! against load, Meridian beside the floor app in the same run.
 //!
 //! Run: `cargo run -p meridian-tools --release --bin goodput -- [--seconds S]
-//! [--stamp] [--concurrency] [--only closed,open,recovery,quiet] [--slice]` after building
+//! [--stamp] [--concurrency] [--pinned-variables] [--only closed,open,recovery,quiet]
+//! [--slice]` after building
 //! the release components (scripts/bench.sh does both). `--stamp` runs
 //! Meridian as behind a front proxy: `trust_request_start` on, and every
 //! request stamped with `X-Request-Start` when it arrived (in a closed
@@ -12,7 +13,10 @@
 //! runs the one-tenant curves with the tenant's concurrency limit at its
 //! default of 8 and its rate limit off (without it both are off, and what
 //! holds goodput is admission alone; at the default 100 a second, the
-//! rate limit would be all a one-tenant curve measured). Writes
+//! rate limit would be all a one-tenant curve measured).
+//! `--pinned-variables` runs Meridian with its variables pinned in a static
+//! provider (README "Configuration"), which spares the runtime's blocking
+//! pool the environment lookups. Writes
 //! `target/bench/goodput.json`.
 //!
 //! - closed loop: 1 to 256 connections, each sending its next request as
@@ -356,6 +360,10 @@ struct Args {
     /// its default (its rate limit off: at its default 100 a second, the
     /// rate would be all the curves measured), not with both off.
     concurrency: bool,
+    /// Meridian's variables pinned in a static provider of its runtime
+    /// configuration (README "Configuration"), not looked up in the
+    /// environment by every instance.
+    pinned_variables: bool,
     /// The parts to run (`closed`, `open`, `recovery`, `quiet`; all by
     /// default).
     only: Vec<String>,
@@ -373,6 +381,7 @@ fn args() -> Result<Args> {
         slice: false,
         stamp: false,
         concurrency: false,
+        pinned_variables: false,
         only: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -382,6 +391,7 @@ fn args() -> Result<Args> {
             "--slice" => args.slice = true,
             "--stamp" => args.stamp = true,
             "--concurrency" => args.concurrency = true,
+            "--pinned-variables" => args.pinned_variables = true,
             "--only" => {
                 let parts = it.next().context("--only closed,open,recovery,quiet")?;
                 args.only = parts.split(',').map(str::to_owned).collect();
@@ -500,12 +510,21 @@ fn main() -> Result<()> {
     }
     let secs = args.seconds;
     let stamp = args.stamp;
-    let trusting = |options: SpinOptions| match stamp {
-        true => options.variable("trust_request_start", "on"),
-        false => options,
+    let pinned = args.pinned_variables;
+    // Meridian as configured for the run: trusting the stamp, and its
+    // variables pinned in a static provider, when asked.
+    let configured = |options: SpinOptions| {
+        let options = match stamp {
+            true => options.variable("trust_request_start", "on"),
+            false => options,
+        };
+        match pinned {
+            true => options.pin_variables(),
+            false => options,
+        }
     };
-    let mut report =
-        json!({"seconds": secs, "stamped": stamp, "concurrency_limited": args.concurrency});
+    let mut report = json!({"seconds": secs, "stamped": stamp,
+        "concurrency_limited": args.concurrency, "pinned_variables": pinned});
     // Tenant limits off for the one-tenant curves (they would be the
     // measure; the concurrency limiter counts, at a limit no run reaches,
     // so its cost is in the curves; what holds goodput is admission) unless
@@ -516,7 +535,7 @@ fn main() -> Result<()> {
         true => rate_off,
         false => rate_off.variable("tenant_concurrency_limit", "10000"),
     };
-    let (app, tenants) = meridian(trusting(one_tenant), &["bench"]);
+    let (app, tenants) = meridian(configured(one_tenant), &["bench"]);
     let tenant = &tenants[0];
     let ours_at = |budget_ms| {
         Target::new(
@@ -617,7 +636,7 @@ fn main() -> Result<()> {
         if !args.runs("quiet") {
             break;
         }
-        let (app, tenants) = meridian(trusting(SpinOptions::default()), &["flood", "quiet"]);
+        let (app, tenants) = meridian(configured(SpinOptions::default()), &["flood", "quiet"]);
         let budget = Duration::from_millis(budget_ms);
         let [flood, quiet] = &tenants[..] else {
             anyhow::bail!("two tenants");
