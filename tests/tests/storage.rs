@@ -298,15 +298,15 @@ fn each_service_under(fault: Fault, dirs: &[(&'static str, PathBuf)]) {
     for (service, dir) in dirs {
         let key = format!("{fault:?}-{service}").to_ascii_lowercase();
         let injected = fault.inject(&mut app, service, dir);
-        let logged_before = failures(&app, service, fault.failure(service));
+        let what = fault.failure(service);
+        let logged_before = failures(&app, service, what);
 
         let refused = writes.write(service, &key);
         let problem = refused.assert_problem(503, "storage_unavailable");
         assert_eq!(problem["retryable"], true, "{}", refused.body);
         assert!(
-            failures(&app, service, fault.failure(service)) > logged_before,
-            "{service} logged no `{}` failure line:\n{}",
-            fault.failure(service),
+            failures(&app, service, what) > logged_before,
+            "{service} logged no `{what}` failure line:\n{}",
             app.logs()
         );
         // What was tried and answered, for RELIABILITY.md (`--nocapture`).
@@ -314,14 +314,12 @@ fn each_service_under(fault: Fault, dirs: &[(&'static str, PathBuf)]) {
             .log_lines(service)
             .iter()
             .rev()
-            .find(|l| l["what"] == fault.failure(service))
+            .find(|l| l["what"] == what)
             .and_then(|l| l["cause"].as_str().map(str::to_owned))
             .unwrap_or_default();
         println!(
-            "{service} {fault:?}: {} {}; logged `{}`: {cause}",
-            refused.status,
-            problem["code"],
-            fault.failure(service)
+            "{service} {fault:?}: {} {}; logged `{what}`: {cause}",
+            refused.status, problem["code"]
         );
 
         // The other services store their own writes meanwhile. Every

@@ -13,7 +13,8 @@
 //!   then a page of 20 rows or one insert), and for the keyed write a floor
 //!   with its hops and statements (`floor, same work`: the claim, the
 //!   resident check, one transaction, the event; its rows on a write-ahead
-//!   database, as billing's are), which the write's ratio is taken against. Rounds alternate the order.
+//!   database, as billing's are), which the write's ratio is taken
+//!   against. Rounds alternate the order.
 //! - **P2**: time-to-504 behind a hung community, per budget.
 //! - **P3**: overload — more connections than the machine serves within a
 //!   tight budget; statements started after their deadline (the services'
