@@ -1,7 +1,9 @@
 //! The fault matrix on a real `spin up`, at both layers where one service
 //! calls another: the gateway in front of billing, and billing in front of
 //! community. Every fault × every kind of public request; each cell checks
-//! the answer (status, problem code, and the hop for a 504), the attempts
+//! the answer (status, problem code, and the hop for a 504 — or, where the
+//! service's 504 lost the race to the gateway's timer, the service's own
+//! log of giving up: see [`gave_up_itself`]), the attempts
 //! the faulty service actually received, the time the client waited
 //! (never past the budget + 10 ms), and that no write was lost or doubled.
 //!
@@ -341,9 +343,14 @@ fn run_layer(layer: Layer) -> Vec<String> {
                     wrong.push(format!("code {} (want {code})", body["code"]));
                 }
             }
+            let mut note = "";
             if let Some(hop) = want.hop {
-                if body["hop"] != hop {
-                    wrong.push(format!("hop {} (want {hop})", body["hop"]));
+                let named = body["hop"].as_str().unwrap_or("-");
+                let id = body["request_id"].as_str().unwrap_or("-");
+                if named == "gateway" && hop != "gateway" && gave_up_itself(app, hop, id) {
+                    note = " (the service's own 504 lost the race to the gateway's timer)";
+                } else if named != hop {
+                    wrong.push(format!("hop {named} (want {hop})"));
                 }
             }
             if received != want.attempts {
@@ -367,7 +374,7 @@ fn run_layer(layer: Layer) -> Vec<String> {
                 body["code"].as_str().unwrap_or("-"),
                 r.elapsed,
                 if wrong.is_empty() {
-                    "ok".to_owned()
+                    format!("ok{note}")
                 } else {
                     wrong.join("; ")
                 }
@@ -382,6 +389,40 @@ fn run_layer(layer: Layer) -> Vec<String> {
         }
     }
     failures
+}
+
+/// Whether `service` answered request `id` with its own 504: its log has
+/// the `budget_spent` event naming it and a request line with the 504.
+///
+/// A service behind a hung dependency gives up at its work deadline, its
+/// answer reserve (12 ms) before the deadline the gateway's own call ends
+/// at, so its 504 normally reaches the gateway first and names it. The
+/// reserve is a head start, not a guarantee: on a loaded machine its answer
+/// can come after the gateway's timer (seen once in a CI run, the 504 in
+/// time but named `gateway`). What the cell must prove either way is that
+/// the service stopped on its own deadline, and its log says that. The
+/// line can be written after the caller has its answer, so it is awaited
+/// briefly.
+fn gave_up_itself(app: &SpinApp, service: &str, id: &str) -> bool {
+    let own_504 = |lines: &[serde_json::Value]| {
+        let of_request = |l: &&serde_json::Value| l["request_id"] == id;
+        let spent = lines
+            .iter()
+            .filter(of_request)
+            .any(|l| l["event"] == "budget_spent" && l["hop"] == service);
+        let answered = lines
+            .iter()
+            .filter(of_request)
+            .any(|l| l["status"] == 504 && l["code"] == "deadline_exceeded");
+        spent && answered
+    };
+    for _ in 0..20 {
+        if own_504(&app.log_lines(service)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
 }
 
 /// One layer at a time: each starts its own `spin up`, and a cell's
