@@ -549,6 +549,41 @@ impl SpinApp {
             .collect()
     }
 
+    /// Whether `service` answered request `id` with its own 504: its log
+    /// has the `budget_spent` event naming it and a request line with the
+    /// 504.
+    ///
+    /// A service that gives up at its work deadline does so its answer
+    /// reserve (12 ms) before the deadline its caller's own call ends at,
+    /// so its 504 normally reaches the gateway first and names it. The
+    /// reserve is a head start, not a guarantee: on a loaded machine its
+    /// answer can come after the gateway's timer (seen once in a CI run:
+    /// the 504 in time, named `gateway`). What a test of the service's
+    /// deadline must prove either way is that the service stopped on its
+    /// own, and its log says that. The lines can be written after the
+    /// caller has its answer, so they are awaited for up to a second.
+    pub fn gave_up_itself(&self, service: &str, id: &str) -> bool {
+        let own_504 = |lines: &[serde_json::Value]| {
+            let of_request = |l: &&serde_json::Value| l["request_id"] == id;
+            let spent = lines
+                .iter()
+                .filter(of_request)
+                .any(|l| l["event"] == "budget_spent" && l["hop"] == service);
+            let answered = lines
+                .iter()
+                .filter(of_request)
+                .any(|l| l["status"] == 504 && l["code"] == "deadline_exceeded");
+            spent && answered
+        };
+        for _ in 0..20 {
+            if own_504(&self.log_lines(service)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
     /// Every file under `<state>/logs` of every `spin up` of this app
     /// (one, or one per service in the split layout), sorted.
     fn component_logs(&self) -> Vec<PathBuf> {

@@ -207,8 +207,13 @@ fn a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline() {
     holder.execute_batch("ROLLBACK").expect("unlock");
     let body = r.assert_problem(504, "deadline_exceeded");
     // Billing stopped waiting with its answer reserve left, so the 504 is
-    // its own, not the gateway's timer cutting it off.
-    assert_eq!(body["hop"], "billing", "{body}\n{}", app.logs());
+    // its own, not the gateway's timer cutting it off — or, where billing's
+    // answer lost that race on a loaded machine, billing's log shows it
+    // gave up on its own deadline.
+    let own = body["hop"] == "billing"
+        || (body["hop"] == "gateway"
+            && app.gave_up_itself("billing", body["request_id"].as_str().unwrap_or("-")));
+    assert!(own, "{body}\n{}", app.logs());
     assert!(
         r.elapsed <= Duration::from_millis(600) + TOLERANCE,
         "answered after {:?}",

@@ -3,7 +3,7 @@
 //! community. Every fault × every kind of public request; each cell checks
 //! the answer (status, problem code, and the hop for a 504 — or, where the
 //! service's 504 lost the race to the gateway's timer, the service's own
-//! log of giving up: see [`gave_up_itself`]), the attempts
+//! log of giving up: see `SpinApp::gave_up_itself`), the attempts
 //! the faulty service actually received, the time the client waited
 //! (never past the budget + 10 ms), and that no write was lost or doubled.
 //!
@@ -347,7 +347,7 @@ fn run_layer(layer: Layer) -> Vec<String> {
             if let Some(hop) = want.hop {
                 let named = body["hop"].as_str().unwrap_or("-");
                 let id = body["request_id"].as_str().unwrap_or("-");
-                if named == "gateway" && hop != "gateway" && gave_up_itself(app, hop, id) {
+                if named == "gateway" && hop != "gateway" && app.gave_up_itself(hop, id) {
                     note = " (the service's own 504 lost the race to the gateway's timer)";
                 } else if named != hop {
                     wrong.push(format!("hop {named} (want {hop})"));
@@ -389,40 +389,6 @@ fn run_layer(layer: Layer) -> Vec<String> {
         }
     }
     failures
-}
-
-/// Whether `service` answered request `id` with its own 504: its log has
-/// the `budget_spent` event naming it and a request line with the 504.
-///
-/// A service behind a hung dependency gives up at its work deadline, its
-/// answer reserve (12 ms) before the deadline the gateway's own call ends
-/// at, so its 504 normally reaches the gateway first and names it. The
-/// reserve is a head start, not a guarantee: on a loaded machine its answer
-/// can come after the gateway's timer (seen once in a CI run, the 504 in
-/// time but named `gateway`). What the cell must prove either way is that
-/// the service stopped on its own deadline, and its log says that. The
-/// line can be written after the caller has its answer, so it is awaited
-/// briefly.
-fn gave_up_itself(app: &SpinApp, service: &str, id: &str) -> bool {
-    let own_504 = |lines: &[serde_json::Value]| {
-        let of_request = |l: &&serde_json::Value| l["request_id"] == id;
-        let spent = lines
-            .iter()
-            .filter(of_request)
-            .any(|l| l["event"] == "budget_spent" && l["hop"] == service);
-        let answered = lines
-            .iter()
-            .filter(of_request)
-            .any(|l| l["status"] == 504 && l["code"] == "deadline_exceeded");
-        spent && answered
-    };
-    for _ in 0..20 {
-        if own_504(&app.log_lines(service)) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 /// One layer at a time: each starts its own `spin up`, and a cell's
