@@ -84,6 +84,33 @@ fn a_consumer_that_never_answers_costs_the_event_not_the_committed_invoice() {
 }
 
 #[test]
+fn a_services_answer_reaches_the_caller_before_the_work_after_it() {
+    // In place of billing, `hang` answers a page at once and then keeps its
+    // thread busy for 2 s after the answer, as billing's SQLite connection
+    // does while it closes (the last connection to a write-ahead-logged
+    // file checkpoints it, with two fsyncs). Spin wakes the caller waiting
+    // for the answer on that same thread: unless the service gives the
+    // thread back first, the gateway has the answer only when that work
+    // ends (a keyed write's 504 then came after the gateway's own timer).
+    let app = SpinApp::start_with(SpinOptions::default().replace_component("billing", "hang"));
+    let acme = app.tenant("acme");
+    let r = acme
+        .get("/invoices")
+        .header("x-meridian-timeout-ms", "5000")
+        .send();
+    assert_eq!(r.status, 200, "{}", r.body);
+    println!(
+        "answered after {:?}; the work after it holds 2 s",
+        r.elapsed
+    );
+    assert!(
+        r.elapsed < Duration::from_millis(1_000),
+        "the answer waited for the work after it: {:?}",
+        r.elapsed
+    );
+}
+
+#[test]
 fn a_private_service_that_hangs_behind_service_chaining_ends_in_a_504_at_the_budget() {
     // Spin runs a `*.spin.internal` call in-process and ignores request
     // options, so only the adapter's race against the budget timer ends it.
