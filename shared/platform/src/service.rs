@@ -301,6 +301,10 @@ where
 {
     type Admitted = Entered;
 
+    /// The handler's store, and with it the database connection, is
+    /// dropped when its work after the answer ends.
+    const WORK_AFTER_HOLDS_THE_THREAD: bool = true;
+
     fn admit(&self, head: &Request) -> Admission<Entered> {
         // Decided once, so the answer's body, its header and the log name
         // the same id.

@@ -370,3 +370,26 @@ fn a_body_past_the_limit_is_a_413_and_no_handler_runs() {
     assert_eq!((r.status().as_u16(), read, runs), (413, true, 0));
     assert_eq!(json(&r)["code"], "payload_too_large");
 }
+
+/// Whether `hop` lets the runtime deliver its answer before the work
+/// after it.
+fn lets_the_answer_go_first<H: pipeline::Hop>(_: &H) -> bool {
+    H::WORK_AFTER_HOLDS_THE_THREAD
+}
+
+#[test]
+fn a_service_lets_its_answer_go_before_its_store_closes() {
+    // The store, and its database connection, is dropped when the work
+    // after the answer ends; closing the last connection to a
+    // write-ahead-logged file checkpoints and syncs it on the thread the
+    // caller is woken on (meridian_spin::service::run_hop).
+    let runs = Cell::new(0);
+    let hop = ServiceHop {
+        spec: &SPEC,
+        databases: Files::new(),
+        clock: clock(),
+        internal_token: TOKEN.to_owned(),
+        app: notes(&runs),
+    };
+    assert!(lets_the_answer_go_first(&hop));
+}

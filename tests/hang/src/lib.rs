@@ -41,6 +41,8 @@ pub struct AnswerThenHold;
 impl Hop for AnswerThenHold {
     type Admitted = ();
 
+    const WORK_AFTER_HOLDS_THE_THREAD: bool = true;
+
     fn admit(&self, _head: &Request) -> Admission<()> {
         Admission::Admitted {
             admitted: (),

@@ -31,6 +31,14 @@ pub trait Hop {
     /// What admission decided, handed to [`Hop::serve`].
     type Admitted;
 
+    /// Whether the work left for after an answer may hold the thread
+    /// without giving it back to the runtime (a service's store closing
+    /// its database connection, which can checkpoint and sync the file):
+    /// the runtime is then let deliver the answer first, at the price of a
+    /// timer tick of the instance's life. The gateway's work after the
+    /// answer (admission's counts) does not delay it, so it does not pay.
+    const WORK_AFTER_HOLDS_THE_THREAD: bool = false;
+
     /// Admits a request on its head alone, or answers it.
     fn admit(&self, head: &Request) -> Admission<Self::Admitted>;
 
