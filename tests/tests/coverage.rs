@@ -15,26 +15,6 @@ fn invoice(resident: &str, amount: i64) -> Value {
     json!({"resident_id": resident, "amount_cents": amount, "currency": "EUR", "description": "charge", "due_date": "2026-12-31"})
 }
 
-#[track_caller]
-fn created(t: &Tenant, path: &str, body: Value) -> String {
-    // Setup, not the subject: as the API asks of a client, a retryable
-    // 503 (libSQL's server interrupts a write on a loaded machine,
-    // RELIABILITY.md "Known gaps") is sent again with the same Idempotency-Key, which
-    // makes it exactly-once. Anything else must be a 201 at once.
-    let key = uuid::Uuid::new_v4().to_string();
-    for attempt in 1..=3 {
-        let r = t.post(path).key(&key).json(&body);
-        if r.status == 503 && r.json()["retryable"] == true && attempt < 3 {
-            eprintln!("{path}: retryable 503, sent again with its key: {}", r.body);
-            std::thread::sleep(Duration::from_millis(200));
-            continue;
-        }
-        assert_eq!(r.status, 201, "{path}: {}", r.body);
-        return r.json()["id"].as_str().unwrap_or_default().to_owned();
-    }
-    unreachable!("the last attempt asserts")
-}
-
 /// Every item of `path` (with its query), two at a time through the cursors.
 fn paged(t: &Tenant, path: &str) -> Vec<Value> {
     let join = if path.contains('?') { '&' } else { '?' };
@@ -74,7 +54,7 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
     let bo = t.resident("Bo");
     let mut invoices = Vec::new();
     for (i, who) in [&ada, &ada, &ada, &bo, &bo].iter().enumerate() {
-        invoices.push(created(&t, "/invoices", invoice(who, 1_000 + i as i64)));
+        invoices.push(t.created("/invoices", &invoice(who, 1_000 + i as i64)));
     }
     let void = t
         .patch(&format!("/invoices/{}", invoices[4]))
@@ -88,10 +68,9 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
     }
     let mut complaints = Vec::new();
     for i in 0..5 {
-        complaints.push(created(
-            &t,
+        complaints.push(t.created(
             "/complaints",
-            json!({"resident_id": ada, "subject": format!("c{i}"), "body": "x"}),
+            &json!({"resident_id": ada, "subject": format!("c{i}"), "body": "x"}),
         ));
     }
     for id in &complaints[..2] {
@@ -101,10 +80,9 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
         assert_eq!(r.status, 200, "{}", r.body);
     }
     for i in 0..5 {
-        created(
-            &t,
+        t.created(
             "/announcements",
-            json!({"title": format!("a{i}"), "body": "x"}),
+            &json!({"title": format!("a{i}"), "body": "x"}),
         );
     }
 
@@ -155,7 +133,7 @@ fn two_tenants_and_an_invoice(app: &SpinApp) -> (Tenant, Tenant, String, String)
     let acme = app.tenant("acme");
     let bravo = app.tenant("bravo");
     let ada = acme.resident("Ada");
-    let inv = created(&acme, "/invoices", invoice(&ada, 1_000));
+    let inv = acme.created("/invoices", &invoice(&ada, 1_000));
     (acme, bravo, ada, inv)
 }
 
@@ -202,10 +180,9 @@ fn keyed_payments_are_made_once_and_keys_are_scoped_by_tenant_and_route() {
 fn another_tenants_rows_are_not_found_by_id() {
     let app = SpinApp::start();
     let (acme, bravo, ada, inv) = two_tenants_and_an_invoice(&app);
-    let complaint = created(
-        &acme,
+    let complaint = acme.created(
         "/complaints",
-        json!({"resident_id": ada, "subject": "s", "body": "b"}),
+        &json!({"resident_id": ada, "subject": "s", "body": "b"}),
     );
     for path in [
         format!("/invoices/{inv}"),
@@ -304,7 +281,7 @@ fn the_relay_stops_within_its_budget_part_way_and_finishes_later() {
             .variable("failure_memory", "off"),
     );
     for i in 0..8 {
-        created(&acme, "/invoices", invoice(&ada, 100 + i));
+        acme.created("/invoices", &invoice(&ada, 100 + i));
     }
     // Every event's delivery after its answer refused before they turn
     // slow: all eight wait in the outbox.
