@@ -549,9 +549,11 @@ impl SpinApp {
             .collect()
     }
 
-    /// Whether `service` answered request `id` with its own 504: its log
-    /// has the `budget_spent` event naming it and a request line with the
-    /// 504.
+    /// Whether the 504 `body` is `service`'s own: it names `service`, or it
+    /// names the gateway and `service`'s log has the `budget_spent` event
+    /// naming it and a request line with the 504 for the same request
+    /// (`Some(true)`: the service's answer lost the race to the gateway's
+    /// timer). `None`: neither.
     ///
     /// A service that gives up at its work deadline does so its answer
     /// reserve (12 ms) before the deadline its caller's own call ends at,
@@ -560,30 +562,34 @@ impl SpinApp {
     /// answer can come after the gateway's timer (seen in a CI run, the 504
     /// in time but named `gateway`, while billing's connection closing held
     /// the thread the gateway was to be woken on; RELIABILITY.md). What a
-    /// test of the service's
-    /// deadline must prove either way is that the service stopped on its
-    /// own, and its log says that. The lines can be written after the
-    /// caller has its answer, so they are awaited for up to a second.
-    pub fn gave_up_itself(&self, service: &str, id: &str) -> bool {
-        let own_504 = |lines: &[serde_json::Value]| {
-            let of_request = |l: &&serde_json::Value| l["request_id"] == id;
-            let spent = lines
+    /// test of the service's deadline must prove either way is that the
+    /// service stopped on its own, and its log says that. The lines can be
+    /// written after the caller has its answer, so they are awaited for up
+    /// to a second.
+    pub fn own_504(&self, service: &str, body: &serde_json::Value) -> Option<bool> {
+        if body["hop"] == service {
+            return Some(false);
+        }
+        if body["hop"] != "gateway" {
+            return None;
+        }
+        let id = &body["request_id"];
+        let gave_up = |lines: Vec<serde_json::Value>| {
+            let of_request: Vec<_> = lines.iter().filter(|l| l["request_id"] == *id).collect();
+            of_request
                 .iter()
-                .filter(of_request)
-                .any(|l| l["event"] == "budget_spent" && l["hop"] == service);
-            let answered = lines
-                .iter()
-                .filter(of_request)
-                .any(|l| l["status"] == 504 && l["code"] == "deadline_exceeded");
-            spent && answered
+                .any(|l| l["event"] == "budget_spent" && l["hop"] == service)
+                && of_request
+                    .iter()
+                    .any(|l| l["status"] == 504 && l["code"] == "deadline_exceeded")
         };
         for _ in 0..20 {
-            if own_504(&self.log_lines(service)) {
-                return true;
+            if gave_up(self.log_lines(service)) {
+                return Some(true);
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        false
+        None
     }
 
     /// Every file under `<state>/logs` of every `spin up` of this app

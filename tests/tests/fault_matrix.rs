@@ -3,7 +3,7 @@
 //! community. Every fault × every kind of public request; each cell checks
 //! the answer (status, problem code, and the hop for a 504 — or, where the
 //! service's 504 lost the race to the gateway's timer, the service's own
-//! log of giving up: see `SpinApp::gave_up_itself`), the attempts
+//! log of giving up: see `SpinApp::own_504`), the attempts
 //! the faulty service actually received, the time the client waited
 //! (never past the budget + 10 ms), and that no write was lost or doubled.
 //!
@@ -345,12 +345,12 @@ fn run_layer(layer: Layer) -> Vec<String> {
             }
             let mut note = "";
             if let Some(hop) = want.hop {
-                let named = body["hop"].as_str().unwrap_or("-");
-                let id = body["request_id"].as_str().unwrap_or("-");
-                if named == "gateway" && hop != "gateway" && app.gave_up_itself(hop, id) {
-                    note = " (the service's own 504 lost the race to the gateway's timer)";
-                } else if named != hop {
-                    wrong.push(format!("hop {named} (want {hop})"));
+                match app.own_504(hop, &body) {
+                    Some(false) => {}
+                    Some(true) => {
+                        note = " (the service's own 504 lost the race to the gateway's timer)";
+                    }
+                    None => wrong.push(format!("hop {} (want {hop})", body["hop"])),
                 }
             }
             if received != want.attempts {
