@@ -6,10 +6,15 @@
 - Every other Kubernetes object against the Kubernetes API's own schema
   (kubernetes-validate), strictly.
 - Across files: each variable a SpinApp binds is one its manifest declares,
-  and a required one is bound; each Secret key referenced exists; a split
-  SpinApp runs exactly its manifest's component; the runtime configuration
-  Secret is deploy/runtime-config/libsql.toml and maps every SQLite label
-  the components use.
+  and a required one is bound; each Secret key referenced is one that
+  deploy/kubernetes/create-secrets.sh creates; a split SpinApp runs exactly
+  its manifest's component; the runtime configuration Secret is made from
+  deploy/runtime-config/libsql.toml, which maps every SQLite label the
+  components use.
+- No usable secret is shipped: no Secret object under deploy/kubernetes/
+  (create-secrets.sh makes them from random values); every pod a manifest
+  here defines runs as non-root on a read-only root filesystem without a
+  service account token.
 - Each runtime configuration under deploy/runtime-config/ and the root
   runtime-config.toml parses and maps every label.
 
@@ -125,6 +130,29 @@ def check_runtime_config(where: str, text: str, needed: set) -> None:
             problem(where, f"{label}: a {kind} database takes {sorted(keys)}, not {sorted(db)}")
 
 
+def created_secrets() -> dict:
+    """The Secrets create-secrets.sh makes, by name, with their keys."""
+    script = (KUBE / "create-secrets.sh").read_text()
+    made: dict = {}
+    for name, args in re.findall(r"create secret generic (\S+)((?:[^\n]*\\\n)*[^\n]*)", script):
+        made[name] = {key: "" for key in re.findall(r"--from-(?:literal|file)=([\w.-]+)=", args)}
+    if "deploy/runtime-config/libsql.toml" not in script:
+        problem("deploy/kubernetes/create-secrets.sh", "does not make the runtime configuration from libsql.toml")
+    return made
+
+
+def check_pod(where: str, pod: dict) -> None:
+    """A pod that runs as nobody in particular, reads only, and holds no token."""
+    if pod.get("automountServiceAccountToken") is not False:
+        problem(where, "automountServiceAccountToken is not false")
+    if not pod.get("securityContext", {}).get("runAsNonRoot"):
+        problem(where, "the pod does not run as non-root")
+    for container in pod.get("containers", []):
+        context = container.get("securityContext", {})
+        if not context.get("readOnlyRootFilesystem") or context.get("allowPrivilegeEscalation", True):
+            problem(where, f"container {container.get('name')}: writable root or privilege escalation")
+
+
 def main() -> int:
     schema = spinapp_schema()
     documents = []
@@ -134,11 +162,10 @@ def main() -> int:
                 documents.append((f"{path.relative_to(ROOT)}#{i}", doc))
     if not documents:
         problem("deploy/kubernetes", "no manifests")
-    secrets = {
-        doc["metadata"]["name"]: doc.get("stringData", {}) | doc.get("data", {})
-        for _, doc in documents
-        if doc.get("kind") == "Secret"
-    }
+    for where, doc in documents:
+        if doc.get("kind") == "Secret":
+            problem(where, "a Secret with values is shipped: create-secrets.sh makes them")
+    secrets = created_secrets()
     spinapps = 0
     for where, doc in documents:
         if doc.get("kind") == "SpinApp":
@@ -153,6 +180,11 @@ def main() -> int:
             if source and "runtime-config.toml" not in secrets.get(source, {}):
                 problem(where, f"runtime config Secret {source} has no runtime-config.toml")
         else:
+            template = doc.get("spec", {}).get("template", {})
+            if doc.get("kind") == "CronJob":
+                template = doc["spec"]["jobTemplate"]["spec"]["template"]
+            if "spec" in template:
+                check_pod(where, template["spec"])
             try:
                 kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
             except kubernetes_validate.ValidationError as e:
@@ -165,10 +197,6 @@ def main() -> int:
     every_label = labels_used(ROOT / "spin.toml")
     if every_label != LABELS:
         problem("spin.toml", f"SQLite labels {sorted(every_label)}")
-    in_secret = secrets.get("meridian-runtime-config", {}).get("runtime-config.toml", "")
-    libsql = (ROOT / "deploy" / "runtime-config" / "libsql.toml").read_text()
-    if re.sub(r"(?m)^#.*\n", "", libsql).strip() != in_secret.strip():
-        problem("deploy/runtime-config/libsql.toml", "differs from the meridian-runtime-config Secret")
     for path in [ROOT / "runtime-config.toml", *sorted((ROOT / "deploy" / "runtime-config").glob("*.toml"))]:
         check_runtime_config(str(path.relative_to(ROOT)), path.read_text(), every_label)
 

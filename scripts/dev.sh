@@ -9,4 +9,7 @@ cargo build --target wasm32-wasip2 --release -p gateway -p identity -p community
 mkdir -p .spin/sqlite
 export SPIN_VARIABLE_INTERNAL_TOKEN="${SPIN_VARIABLE_INTERNAL_TOKEN:-dev-internal-token}"
 export SPIN_VARIABLE_ADMIN_TOKEN="${SPIN_VARIABLE_ADMIN_TOKEN:-dev-admin-token}"
+# The development tokens above are published: only this switch lets a
+# component serve with them (a deployment without it answers 503).
+export SPIN_VARIABLE_ALLOW_DEV_SECRETS="${SPIN_VARIABLE_ALLOW_DEV_SECRETS:-on}"
 exec spin up --runtime-config-file runtime-config.toml "$@"

@@ -19,6 +19,7 @@ case "${1:-}" in
     build
     export SPIN_VARIABLE_INTERNAL_TOKEN="${SPIN_VARIABLE_INTERNAL_TOKEN:-dev-internal-token}"
     export SPIN_VARIABLE_ADMIN_TOKEN="${SPIN_VARIABLE_ADMIN_TOKEN:-dev-admin-token}"
+    export SPIN_VARIABLE_ALLOW_DEV_SECRETS="${SPIN_VARIABLE_ALLOW_DEV_SECRETS:-on}"
     exec cargo run -q -p meridian-tools --bin split -- up "$@"
     ;;
   test)

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use crate::client::Client;
 use crate::split::{self, SERVICES};
 
-/// The internal token the test app is started with.
-pub const INTERNAL_TOKEN: &str = "e2e-internal-token";
+/// The internal token the test app is started with: long enough for the
+/// components' secrets rule (`meridian_platform::secrets::judge_secret`).
+pub const INTERNAL_TOKEN: &str = "e2e-internal-4d9f2a7c1e8b3f6a0c5d9e2b7f1a4c8e";
 /// The platform admin token the test app is started with.
-pub const ADMIN_TOKEN: &str = "e2e-admin-token";
+pub const ADMIN_TOKEN: &str = "e2e-admin-7b3e9c1f5a2d8e4b0f6c3a9d1e7b5f2c";
 
 /// The `spin` binary: `$SPIN_BIN`, else `spin` on `PATH`.
 pub fn spin_binary() -> Option<PathBuf> {
@@ -53,6 +54,9 @@ pub struct SpinOptions {
     /// "Configuration"): the manifest's defaults, the test's variables
     /// over them; the tokens stay with the environment.
     pub pinned_variables: bool,
+    /// Up when `/healthz` answers at all, not only with a 200 (an app
+    /// that refuses to serve, say).
+    pub up_with_any_status: bool,
 }
 
 impl SpinOptions {
@@ -87,6 +91,12 @@ impl SpinOptions {
     /// Keeps the default key-value store in a file a test can read.
     pub fn key_value_file(mut self) -> Self {
         self.key_value_file = true;
+        self
+    }
+
+    /// Up when `/healthz` answers at all ([`Self::up_with_any_status`]).
+    pub fn up_with_any_status(mut self) -> Self {
+        self.up_with_any_status = true;
         self
     }
 
@@ -285,8 +295,42 @@ impl SpinApp {
         };
         app.servers = servers;
         app.key_value_dir = key_value_dir;
-        app.wait_until_up("/healthz", Some(200));
+        app.wait_until_up("/healthz", (!options.up_with_any_status).then_some(200));
         app
+    }
+
+    /// Every key in the app's `default` key-value store (started with
+    /// [`SpinOptions::key_value_file`]).
+    pub fn key_value_keys(&self) -> Vec<String> {
+        let store =
+            rusqlite::Connection::open(self.key_value_store()).expect("the key-value store");
+        let mut keys = store
+            .prepare("SELECT key FROM spin_key_value")
+            .expect("a key query");
+        let keys = keys
+            .query_map([], |r| r.get(0))
+            .expect("the keys")
+            .collect::<Result<_, _>>()
+            .expect("the keys");
+        keys
+    }
+
+    /// Writes `value` under `key` in the app's `default` key-value store
+    /// (started with [`SpinOptions::key_value_file`]), as anything else
+    /// that can reach the store could.
+    pub fn put_key_value(&self, key: &str, value: &[u8]) {
+        let store =
+            rusqlite::Connection::open(self.key_value_store()).expect("the key-value store");
+        store
+            .busy_timeout(Duration::from_secs(5))
+            .expect("a busy timeout");
+        store
+            .execute(
+                "INSERT INTO spin_key_value (store, key, value) VALUES ('default', ?1, ?2)
+                 ON CONFLICT (store, key) DO UPDATE SET value = excluded.value",
+                rusqlite::params![key, value],
+            )
+            .expect("a write to the key-value store");
     }
 
     /// The benchmark's floor app (`bench/floor.toml`), set up with its

@@ -373,8 +373,10 @@ fn a_failing_write_without_a_key_is_sent_once() {
 
 #[test]
 fn services_refuse_a_caller_without_the_shared_internal_token() {
-    let app =
-        SpinApp::start_with(SpinOptions::default().gateway_internal_token("not-the-shared-token"));
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .gateway_internal_token("not-the-shared-internal-token-0123456789abcdef"),
+    );
     let r = app.client().get("/readyz");
     let body = r.assert_problem(503, "upstream_unavailable");
     let detail = body["detail"].as_str().unwrap();

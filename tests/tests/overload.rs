@@ -314,14 +314,7 @@ fn sparse_traffic_leaves_at_most_two_windows_of_each_count_in_the_store() {
         let r = acme.get("/residents").send();
         assert_eq!(r.status, 200, "{}", r.body);
     }
-    let store = rusqlite::Connection::open(app.key_value_store()).expect("the key-value store");
-    let keys: Vec<String> = store
-        .prepare("SELECT key FROM spin_key_value")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let keys = app.key_value_keys();
     // A window's key names its number (epoch milliseconds over the
     // window's length: at least ten digits); the rest names the count.
     let mut families = std::collections::BTreeMap::<String, Vec<&str>>::new();

@@ -119,7 +119,7 @@ meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move 
         community_url: vars::service_url("community_url", "http://community.spin.internal"),
         // Read only where it is checked (the relay): one variable less per request.
         admin_token: match request.path().starts_with("/internal/outbox/") {
-            true => vars::get("admin_token").unwrap_or_default(),
+            true => vars::admin_token(),
             false => String::new(),
         },
         after_answer: Default::default(),

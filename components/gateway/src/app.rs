@@ -87,16 +87,16 @@ impl<E: Calls> Hop for EdgeHop<'_, E> {
 /// answer has gone.
 #[derive(Debug)]
 pub struct Ended {
-    /// The route's admission key, and the tenant slug the request named.
+    /// The route's admission key.
     route: String,
-    slug: String,
+    /// The tenant's slug, when identity vouched for the caller there: only
+    /// then is the tenant's own window written.
+    tenant: Option<String>,
     /// When it was answered, and how long it took.
     at: UnixMillis,
     took: std::time::Duration,
     /// Whether it finished in time.
     finished: bool,
-    /// Whether it counts in the tenant's own window.
-    tenant_counts: bool,
     /// The sampling draw for the route's window.
     roll: u64,
 }
@@ -205,7 +205,9 @@ impl<E: Calls> Gateway<E> {
         if trace.retries_refused > 0 {
             response.set_header(headers::RETRIES_REFUSED, trace.retries_refused.to_string());
         }
-        if let Some(rate) = &trace.rate {
+        // A tenant's rate figures are told only to a caller identity
+        // vouched for: a stranger naming a slug learns nothing of its load.
+        if let Some(rate) = trace.rate.as_ref().filter(|_| trace.vouched) {
             crate::limits::set_rate_headers(&mut response, rate);
         }
         let now = self.upstream.clock.now();
@@ -214,35 +216,39 @@ impl<E: Calls> Gateway<E> {
             .map(|ctx| (ctx.budget_at_arrival(), ctx.remaining(now)));
         let timing = trace.timing.header_value(now.since(arrived), budget);
         response.set_header(headers::SERVER_TIMING, timing);
-        let ended = trace.admitted.map(|(route, slug)| {
+        let ended = trace.admitted.and_then(|(route, slug)| {
             // What admission learns: whether the request finished in time
             // (not out of budget, and within its in-time share of it by our
             // clock: the rest is the margin for queueing we cannot see), and
-            // its cost.
-            // The tenant's own window unless identity refused the slug or
-            // its credential (a name nobody resolves writes no keys); a
-            // request that ran out of time before identity answered does
-            // count, or a tenant whose flood starves identity would look
-            // quiet.
+            // its cost. Only what the server's budget says of the server: a
+            // 4xx is the client's (a refused credential, a bad request), and
+            // a caller nobody vouched for who ran out of a budget shorter
+            // than the default ran out of its own choosing — neither moves a
+            // throttle. A vouched caller's lateness counts, first in its own
+            // tenant's window: a tenant's flood is judged as the tenant's.
+            let ctx = served_ctx.as_ref()?;
+            if response.status().is_client_error() {
+                return None;
+            }
             let took = now.since(arrived);
-            let finished = response.status() != 504
-                && served_ctx.as_ref().is_none_or(|ctx| {
-                    took <= self.config.admission.in_time(ctx.budget_at_arrival())
-                });
-            let resolved = served_ctx.as_ref().is_some_and(|c| c.tenant().is_some());
-            let refused = matches!(
-                response.status(),
-                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND
-            );
-            Ended {
+            let budget = ctx.budget_at_arrival();
+            let finished =
+                response.status() != 504 && took <= self.config.admission.in_time(budget);
+            let vouched = ctx.tenant().is_some();
+            if !finished && !vouched && budget < self.config.budget.default_budget() {
+                return None;
+            }
+            // The tenant's own window only once identity vouched for the
+            // caller there: a name nobody resolves writes no key.
+            let tenant = slug.filter(|_| vouched);
+            Some(Ended {
                 route,
-                slug,
+                tenant,
                 at: now,
                 took,
                 finished,
-                tenant_counts: resolved || !refused,
                 roll: self.upstream.jitter.clone().next_u64(),
-            }
+            })
         });
         request_line(&request, served_ctx.as_ref(), &response, now).emit();
         (response, ended)
@@ -251,9 +257,9 @@ impl<E: Calls> Gateway<E> {
     /// Records in admission's windows how an admitted request ended.
     pub fn learn(&self, ended: Ended) {
         let admission = crate::limits::admission(&self.upstream, &self.config, &ended.route);
-        match ended.tenant_counts {
-            true => admission.for_tenant(&ended.slug),
-            false => admission,
+        match &ended.tenant {
+            Some(slug) => admission.for_tenant(slug),
+            None => admission,
         }
         .record(ended.at, ended.finished, ended.took, ended.roll);
     }
@@ -285,7 +291,7 @@ impl<E: Calls> Gateway<E> {
             | Route::CreateTenant
             | Route::Relay
             | Route::TenantLimits
-            | Route::Tenant { .. } => {}
+            | Route::Tenant(_) => {}
         }
 
         // The budget runs from arrival, before any routing work that costs time.
@@ -331,10 +337,9 @@ pub fn request_line(
     response: &Response,
     now: UnixMillis,
 ) -> RequestLine {
-    let route = routes::template(request.path());
     let served = Served {
         method: request.method().as_str(),
-        route: &route,
+        route: routes::template(request.path()),
     };
     RequestLine::new(served, ctx, response, now)
 }

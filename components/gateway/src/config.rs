@@ -27,8 +27,8 @@ pub struct GatewayConfig {
     pub resolution_cache: CacheConfig,
     /// Whether a front proxy's `X-Request-Start` starts the budget.
     pub trust_request_start: bool,
-    /// The platform admin's token, read only for the routes that take it
-    /// (`None` elsewhere, or when unset).
+    /// The platform admin's token (`None` when unset): the gateway checks
+    /// it for every route that takes it before any call.
     pub admin_token: Option<String>,
 }
 

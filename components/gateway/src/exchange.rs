@@ -18,6 +18,9 @@ use crate::config::GatewayConfig;
 use crate::edge::Credentials;
 use crate::routes::{Route, Service};
 use crate::timing::ServerTiming;
+use meridian_platform::http::routes::Endpoint;
+use meridian_platform::tenancy::TenantSlug;
+use meridian_platform::ErrorCode;
 
 /// What one request learned on the way, reported in headers.
 #[derive(Debug, Default)]
@@ -32,8 +35,12 @@ pub struct Trace {
     /// What the tenant's rate limiter said, for the answer's headers.
     pub rate: Option<RateVerdict>,
     /// The route admission let this request through under, and the
-    /// tenant slug it named, to learn how it ended.
-    pub admitted: Option<(String, String)>,
+    /// tenant slug it named (if it named one), to learn how it ended.
+    pub admitted: Option<(String, Option<String>)>,
+    /// Whether identity vouched for the caller (it resolved, or its
+    /// resolution or a refusal of its credential is remembered): only
+    /// then does the answer carry the tenant's rate figures.
+    pub vouched: bool,
     /// The longest admission's refusal is held: what a served request of
     /// the route recently took.
     pub hold: Option<Duration>,
@@ -108,37 +115,58 @@ impl<'g, E: Calls> Exchange<'g, E> {
         policy: &RetryPolicy,
     ) -> Result<Response, Refusal> {
         match route {
-            Route::Ready => self.ready().await,
+            // The anonymous routes: a cheap deployment-wide limit and
+            // admission before any call; the admin's routes check the
+            // admin token first, so a stranger's flood reaches no service.
+            Route::Ready => {
+                self.admit_open(own_key(Route::Ready))?;
+                self.ready().await
+            }
             Route::CreateTenant => {
-                self.forward(Service::Identity, request, policy, Credentials::Keep)
-                    .await
+                self.require_admin(request)?;
+                self.admit_open(own_key(Route::CreateTenant))?;
+                self.forward(
+                    Service::Identity,
+                    "/v1/tenants",
+                    request,
+                    policy,
+                    Credentials::Keep,
+                )
+                .await
             }
             Route::Relay => {
-                let mut relay = request.clone();
-                *relay.uri_mut() = http::Uri::from_static("/internal/outbox/relay");
+                self.require_admin(request)?;
+                self.admit_open(own_key(Route::Relay))?;
                 // Delivery is keyed by event id, so a relay run is safe to repeat.
                 let policy = RetryPolicy::standard();
-                self.forward(Service::Billing, &relay, &policy, Credentials::Keep)
+                let path = "/internal/outbox/relay";
+                self.forward(Service::Billing, path, request, &policy, Credentials::Keep)
                     .await
             }
             Route::TenantLimits => self.tenant_limits(request),
-            Route::Tenant { slug, service } => {
+            Route::Tenant(tenant) => {
                 // The tenant's rate is judged once identity vouched for the
                 // caller (naming a slug spends nobody's quota and learns
                 // nothing); a credential already refused in this window is
                 // refused again before any call.
-                let route_key = crate::limits::admission_key(request);
-                self.read_ahead(request, &route_key, &slug, service);
+                let (key, slug, service) = (tenant.key(), tenant.slug.as_str(), tenant.service());
+                self.read_ahead(request, &key, slug, service);
                 let authorization = request.header("authorization");
-                self.check_rate(&slug, authorization)?;
-                let vouched = self.look_up_cached(&slug, request);
-                self.check_concurrency(&slug, vouched)?;
-                self.admit_route(route_key, &slug, vouched)?;
-                let scope = self.resolve(&slug, request).await?;
-                self.enforce_rate(&slug, authorization)?;
-                self.enter(&slug)?;
+                self.check_rate(slug, authorization)?;
+                let vouched = self.look_up_cached(slug, request);
+                self.trace.vouched |= vouched;
+                self.check_concurrency(slug, vouched)?;
+                self.admit_route(key, Some(slug), vouched)?;
+                let scope = self.resolve(slug, request).await?;
+                self.trace.vouched = true;
+                self.enforce_rate(slug, authorization)?;
+                self.enter(slug)?;
                 self.ctx = self.ctx.clone().with_tenant(scope);
-                self.forward(service, request, policy, Credentials::Strip)
+                // Resolution parsed it already: identity knows no other.
+                let resolved = TenantSlug::parse(slug)
+                    .map_err(|_| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
+                let path = tenant.path(&resolved);
+                self.forward(service, &path, request, policy, Credentials::Strip)
                     .await
             }
             // Answered at admission, before any budget was made.
@@ -147,4 +175,13 @@ impl<'g, E: Calls> Exchange<'g, E> {
             }
         }
     }
+}
+
+/// The admission key of one of the gateway's own routes: its row's method
+/// and template ([`crate::routes::OWN`]).
+fn own_key(route: Route) -> String {
+    crate::routes::OWN
+        .iter()
+        .find(|e: &&Endpoint<Route>| e.op == route)
+        .map_or_else(String::new, |e| format!("{} {}", e.method, e.path))
 }

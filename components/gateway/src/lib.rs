@@ -19,7 +19,6 @@ pub mod timing;
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod entry {
-    use meridian_platform::http::RequestExt;
     use meridian_platform::{Clock, SystemClock};
     use meridian_spin::service::run_hop;
     use meridian_spin::{convert, vars, Spin};
@@ -35,9 +34,6 @@ mod entry {
         // upload spend it like slow work.
         let arrived = SystemClock.now();
         let head = convert::read_head(&incoming);
-        // The admin token is read only where it is checked: one variable
-        // less per request.
-        let ops = head.path().starts_with("/ops/tenants/");
         let gateway = Gateway {
             config: GatewayConfig {
                 budget: vars::budget_config(),
@@ -47,9 +43,9 @@ mod entry {
                 rates: vars::rate_settings(),
                 concurrency: vars::concurrency_settings(),
                 admission: vars::admission_config(),
-                resolution_cache: vars::resolution_cache(),
+                resolution_cache: vars::resolution_cache().signed_with(&vars::internal_token()),
                 trust_request_start: vars::get("trust_request_start").as_deref() == Some("on"),
-                admin_token: ops.then(|| vars::get("admin_token")).flatten(),
+                admin_token: vars::get("admin_token"),
             },
             upstream: Spin::upstream(),
         };

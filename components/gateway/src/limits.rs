@@ -4,7 +4,7 @@
 //! under overload, the headers every tenant answer carries, and the
 //! platform admin's overrides (`/ops/tenants/{tenant}/limits`).
 
-use meridian_platform::http::memory::Counters;
+use meridian_platform::http::memory::{opened_window, Counters};
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::{Jitter, Sleeper};
 use meridian_platform::http::upstream::{Calls, Upstream};
@@ -21,7 +21,7 @@ use meridian_platform::{Clock, ErrorCode, Problem};
 
 use crate::config::GatewayConfig;
 use crate::exchange::{Exchange, Refusal};
-use crate::routes::{self, Service};
+use crate::routes::Service;
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
 pub const RATE_LIMIT_POLICY: &str = "ratelimit-policy";
@@ -51,10 +51,10 @@ pub fn concurrency<'u, E: Calls>(
     ConcurrencyLimiter::new(&upstream.counters, config.concurrency, slug, longest)
 }
 
-/// The key a request's route is admitted under: its method and template.
-pub fn admission_key(request: &Request) -> String {
-    format!("{} {}", request.method(), routes::template(request.path()))
-}
+/// The most requests a second each anonymous route (`/readyz`, tenant
+/// creation, the relay) takes across the deployment: far above what a
+/// probe or a scheduler sends, far below what would load the services.
+pub const OPEN_ROUTE_PER_SECOND: i64 = 50;
 
 /// Whether `problem` is load the gateway shed (a tenant over its rate, or
 /// admission under overload), whose answer is held.
@@ -93,7 +93,7 @@ impl<E: Calls> Exchange<'_, E> {
     }
 
     /// Reads in one batch everything a request for `slug` on the route
-    /// admitted as `route` ([`admission_key`]) reads from the shared store
+    /// admitted as `route` (its row's method and template) reads from the shared store
     /// before its forward: the tenant's rate window, the route's and the
     /// tenant's admission windows, the remembered
     /// resolution, and the breakers of identity and of `service`. Each
@@ -146,7 +146,11 @@ impl<E: Calls> Exchange<'_, E> {
             .check(self.upstream.clock.now());
         self.trace.rate = verdict;
         match verdict {
-            Some(v) if v.marked => Err(v.problem().into()),
+            Some(v) if v.marked => {
+                // Marked after identity vouched for this credential here.
+                self.trace.vouched = true;
+                Err(v.problem().into())
+            }
             _ => Ok(()),
         }
     }
@@ -237,22 +241,76 @@ impl<E: Calls> Exchange<'_, E> {
         }
     }
 
+    /// An anonymous route's request: refused past
+    /// [`OPEN_ROUTE_PER_SECOND`] (one increment of a one-second window,
+    /// the route's own: the store holds its last two and a marker), then
+    /// admitted like any route. The store failing admits it; with
+    /// admission off, so does this.
+    pub fn admit_open(&mut self, key: String) -> Result<(), Refusal> {
+        if !self.config.admission.enabled {
+            return Ok(());
+        }
+        let now = self.upstream.clock.now();
+        let epoch = now.as_millis() / 1_000;
+        let family = format!("meridian/open/{key}");
+        let counters = &self.upstream.counters;
+        match counters.add(&format!("{family}/{epoch}"), 1) {
+            Ok(1) => opened_window(counters, &family, epoch, |e| vec![format!("{family}/{e}")]),
+            Ok(n) if n > OPEN_ROUTE_PER_SECOND => {
+                return Err(Problem::rate_limited(
+                    format!("this route takes at most {OPEN_ROUTE_PER_SECOND} requests a second"),
+                    1,
+                )
+                .into())
+            }
+            _ => {}
+        }
+        self.admit_route(key, None, false)
+    }
+
+    /// Refuses (401, no call) a request to a platform admin's route
+    /// without the admin token.
+    pub fn require_admin(&self, request: &Request) -> Result<(), Refusal> {
+        let authorized = request
+            .header("authorization")
+            .and_then(headers::bearer_token)
+            .zip(self.config.admin_token.as_deref())
+            .is_some_and(|(sent, expected)| {
+                !expected.is_empty() && constant_time_eq(sent, expected)
+            });
+        match authorized {
+            true => Ok(()),
+            false => Err(Problem::new(
+                ErrorCode::Unauthorized,
+                "this route takes the platform admin token",
+            )
+            .into()),
+        }
+    }
+
     /// Overload is refused here, before any call: in proportion to how
     /// many of the route's (and the tenant `slug`'s) recent requests ran
     /// out of budget, or at once when the budget left is below what the
-    /// route recently cost. `key` is the route's [`admission_key`];
-    /// `vouched`, whether identity's answer for the caller is remembered
-    /// (then a tenant new to the window is a tenant's caller, not a name
-    /// nobody resolves).
-    pub fn admit_route(&mut self, key: String, slug: &str, vouched: bool) -> Result<(), Refusal> {
+    /// route recently cost. `key` is the route's row's method and
+    /// template; `vouched`, whether identity's answer for the caller is
+    /// remembered (then a tenant new to the window is a tenant's caller,
+    /// not a name nobody resolves).
+    pub fn admit_route(
+        &mut self,
+        key: String,
+        slug: Option<&str>,
+        vouched: bool,
+    ) -> Result<(), Refusal> {
         let now = self.upstream.clock.now();
         let roll = self.upstream.jitter.clone().next_u64();
-        let admission = admission(self.upstream, self.config, &key)
-            .for_tenant(slug)
-            .vouched(vouched);
+        let admission = admission(self.upstream, self.config, &key);
+        let admission = match slug {
+            Some(slug) => admission.for_tenant(slug).vouched(vouched),
+            None => admission,
+        };
         match admission.admit(now, self.ctx.remaining(now), roll) {
             Admitted::Yes => {
-                self.trace.admitted = Some((key, slug.to_owned()));
+                self.trace.admitted = Some((key, slug.map(str::to_owned)));
                 Ok(())
             }
             Admitted::Throttled { chance, cost } => {
@@ -275,20 +333,7 @@ impl<E: Calls> Exchange<'_, E> {
     /// `GET`, `PUT` or `DELETE /ops/tenants/{tenant}/limits`: the
     /// platform admin reads, sets or removes a tenant's override.
     pub fn tenant_limits(&self, request: &Request) -> Result<Response, Refusal> {
-        let authorized = request
-            .header("authorization")
-            .and_then(headers::bearer_token)
-            .zip(self.config.admin_token.as_deref())
-            .is_some_and(|(sent, expected)| {
-                !expected.is_empty() && constant_time_eq(sent, expected)
-            });
-        if !authorized {
-            return Err(Problem::new(
-                ErrorCode::Unauthorized,
-                "tenant limits take the platform admin token",
-            )
-            .into());
-        }
+        self.require_admin(request)?;
         let slug = request
             .path()
             .trim_start_matches('/')

@@ -24,20 +24,23 @@ pub fn forwarding_policy(method: &Method, key: Option<&IdempotencyKey>) -> Retry
 }
 
 impl<E: Calls> Exchange<'_, E> {
-    /// Forwards `request` to `service` with the gateway's headers, under the
-    /// budget and the caller's retry policy, and passes the answer back.
+    /// Forwards `request` to `service` at `path` (rebuilt by the gateway,
+    /// never the client's own) with its query and the gateway's headers,
+    /// under the budget and the caller's retry policy, and passes the
+    /// answer back.
     pub async fn forward(
         &mut self,
         service: Service,
+        path: &str,
         request: &Request,
         policy: &RetryPolicy,
         credentials: Credentials,
     ) -> Result<Response, Refusal> {
-        let url = format!(
-            "{}{}",
-            self.config.base_url(service),
-            request.path_and_query()
-        );
+        let base = self.config.base_url(service);
+        let url = match request.query() {
+            "" => format!("{base}{path}"),
+            query => format!("{base}{path}?{query}"),
+        };
         let mut outbound =
             outbound::request(request.method().clone(), &url, request.body().clone())
                 .map_err(|e| Refusal::from(call_failed(service, e)))?;

@@ -6,10 +6,22 @@ use futures::future::join_all;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::{Call, Calls};
+use meridian_platform::http::SendError;
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::{Clock, ErrorCode, Problem};
 
 use crate::exchange::{Exchange, Refusal};
 use crate::routes::Service;
+
+/// What `/readyz` says of a probe that got no answer: a word, not the
+/// transport's error text (which names hosts and the runtime's words).
+fn probe_failure(error: &SendError) -> &'static str {
+    match error {
+        SendError::Deadline(_) => "timed out",
+        SendError::CircuitOpen(_) => "failing",
+        SendError::Connect(_) | SendError::Transport(_) | SendError::Refused(_) => "unreachable",
+    }
+}
 
 impl<E: Calls> Exchange<'_, E> {
     /// 200 when every service answers its health probe in time, else 503
@@ -32,7 +44,15 @@ impl<E: Calls> Exchange<'_, E> {
             let status = match &call.response {
                 Ok(r) if r.status() == 200 => "ok".to_owned(),
                 Ok(r) => format!("status {}", r.status().as_u16()),
-                Err(e) => e.to_string(),
+                Err(e) => {
+                    // The transport's own words go to the log, never to an
+                    // anonymous caller.
+                    journal::event(Event::Failure {
+                        what: "probing a service",
+                        cause: format!("{}: {e}", service.name()),
+                    });
+                    probe_failure(e).to_owned()
+                }
             };
             if status != "ok" {
                 failing.push(format!("{} ({status})", service.name()));

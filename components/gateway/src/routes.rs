@@ -3,10 +3,11 @@
 
 use http::Method;
 use meridian_platform::http::routes::{self, Access, Endpoint, Lookup};
-use meridian_platform::log::route_template;
+use meridian_platform::ids::parse_id;
+use meridian_platform::tenancy::TenantSlug;
 
 /// A service behind the gateway.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Service {
     /// Tenants, users, memberships, tokens.
     Identity,
@@ -46,13 +47,8 @@ pub enum Route {
     /// `GET, PUT, DELETE /ops/tenants/{tenant}/limits`: the platform admin
     /// reads, sets or removes a tenant's rate override.
     TenantLimits,
-    /// `/v1/{slug}/...`: tenant-scoped, owned by `service`.
-    Tenant {
-        /// The tenant slug as written in the path.
-        slug: String,
-        /// The owning service.
-        service: Service,
-    },
+    /// `/v1/{slug}/...`: a row of [`FORWARDED`], owned by a service.
+    Tenant(TenantRoute),
     /// A known path with a method it does not take.
     MethodNotAllowed {
         /// Methods the path takes.
@@ -62,10 +58,60 @@ pub enum Route {
     NotFound,
 }
 
+/// A tenant request matched against [`FORWARDED`]: its row, the slug as
+/// the client wrote it (resolution validates it), and the ids of its path
+/// in their canonical form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantRoute {
+    /// The tenant slug as written in the path.
+    pub slug: String,
+    /// The row it matched.
+    endpoint: &'static Endpoint<Service>,
+    /// The `{id}` segments, canonical, in order.
+    ids: Vec<String>,
+}
+
+impl TenantRoute {
+    /// The owning service.
+    pub fn service(&self) -> Service {
+        self.endpoint.op
+    }
+
+    /// The row's template (`/v1/{tenant}/residents/{id}`).
+    pub fn template(&self) -> &'static str {
+        self.endpoint.path
+    }
+
+    /// The key admission and the logs know the route by: the row's method
+    /// and template, never the client's words (`HEAD` is `GET`'s).
+    pub fn key(&self) -> String {
+        format!("{} {}", self.endpoint.method, self.endpoint.path)
+    }
+
+    /// The path forwarded to the service: rebuilt from the template, the
+    /// slug identity resolved and the canonical ids, so that nothing of
+    /// the client's path but validated values travels (a `..` or an
+    /// encoded slash a proxy might normalise has no way through).
+    pub fn path(&self, slug: &TenantSlug) -> String {
+        let mut ids = self.ids.iter();
+        let parts: Vec<&str> = self
+            .endpoint
+            .path
+            .trim_start_matches('/')
+            .split('/')
+            .map(|part| match part {
+                "{tenant}" => slug.as_str(),
+                "{id}" => ids.next().map_or("", String::as_str),
+                literal => literal,
+            })
+            .collect();
+        format!("/{}", parts.join("/"))
+    }
+}
+
 /// The paths the gateway answers (or forwards as a whole) itself, with
-/// what each is. Every other public path is `/v1/{tenant}/...`, whose
-/// methods the owning service's own table lists. The gateway checks the
-/// credentials of its own routes itself.
+/// what each is. Every other public path is a row of [`FORWARDED`]. The
+/// gateway checks the credentials of its own routes itself.
 pub const OWN: &[Endpoint<Route>] = &[
     Endpoint::new(Method::GET, "/healthz", Route::Health, Access::Caller),
     Endpoint::new(Method::GET, "/readyz", Route::Ready, Access::Caller),
@@ -107,6 +153,95 @@ pub const OWN: &[Endpoint<Route>] = &[
     ),
 ];
 
+/// A forwarded row: `method` on `path`, owned by `service`. Who may call
+/// it is the service's to check (its own table says).
+const fn to(service: Service, method: Method, path: &'static str) -> Endpoint<Service> {
+    Endpoint::new(method, path, service, Access::Caller)
+}
+
+/// Every public tenant route and the service that owns it: exactly the
+/// public rows of the services' own tables (a test holds them equal).
+/// A request matches a row or is answered here (404, 405): keys, log
+/// lines and forwarded paths all come from these templates.
+pub const FORWARDED: &[Endpoint<Service>] = &[
+    to(Service::Identity, Method::GET, "/v1/{tenant}"),
+    to(Service::Identity, Method::GET, "/v1/{tenant}/members"),
+    to(Service::Identity, Method::POST, "/v1/{tenant}/members"),
+    to(
+        Service::Identity,
+        Method::DELETE,
+        "/v1/{tenant}/members/{id}",
+    ),
+    to(Service::Identity, Method::POST, "/v1/{tenant}/tokens"),
+    to(
+        Service::Identity,
+        Method::DELETE,
+        "/v1/{tenant}/tokens/{id}",
+    ),
+    to(Service::Community, Method::GET, "/v1/{tenant}/residents"),
+    to(Service::Community, Method::POST, "/v1/{tenant}/residents"),
+    to(
+        Service::Community,
+        Method::GET,
+        "/v1/{tenant}/residents/{id}",
+    ),
+    to(
+        Service::Community,
+        Method::PATCH,
+        "/v1/{tenant}/residents/{id}",
+    ),
+    to(
+        Service::Community,
+        Method::DELETE,
+        "/v1/{tenant}/residents/{id}",
+    ),
+    to(
+        Service::Community,
+        Method::GET,
+        "/v1/{tenant}/residents/{id}/notifications",
+    ),
+    to(Service::Community, Method::GET, "/v1/{tenant}/complaints"),
+    to(Service::Community, Method::POST, "/v1/{tenant}/complaints"),
+    to(
+        Service::Community,
+        Method::GET,
+        "/v1/{tenant}/complaints/{id}",
+    ),
+    to(
+        Service::Community,
+        Method::PATCH,
+        "/v1/{tenant}/complaints/{id}",
+    ),
+    to(
+        Service::Community,
+        Method::GET,
+        "/v1/{tenant}/announcements",
+    ),
+    to(
+        Service::Community,
+        Method::POST,
+        "/v1/{tenant}/announcements",
+    ),
+    to(Service::Billing, Method::GET, "/v1/{tenant}/invoices"),
+    to(Service::Billing, Method::POST, "/v1/{tenant}/invoices"),
+    to(Service::Billing, Method::GET, "/v1/{tenant}/invoices/{id}"),
+    to(
+        Service::Billing,
+        Method::PATCH,
+        "/v1/{tenant}/invoices/{id}",
+    ),
+    to(
+        Service::Billing,
+        Method::GET,
+        "/v1/{tenant}/invoices/{id}/payments",
+    ),
+    to(
+        Service::Billing,
+        Method::POST,
+        "/v1/{tenant}/invoices/{id}/payments",
+    ),
+];
+
 /// Routes a request by method and path.
 pub fn route(method: &Method, path: &str) -> Route {
     let segments = routes::segments(path);
@@ -119,58 +254,59 @@ pub fn route(method: &Method, path: &str) -> Route {
         }
         Lookup::NoRoute => {}
     }
-    match segments.as_slice() {
-        ["v1", slug, rest @ ..] if !slug.is_empty() => match owner(rest) {
-            Some(service) => Route::Tenant {
-                slug: (*slug).to_owned(),
-                service,
-            },
-            None => Route::NotFound,
+    match routes::lookup(FORWARDED, method, &segments) {
+        Lookup::Found(endpoint) => tenant_route(endpoint, &segments).unwrap_or(Route::NotFound),
+        Lookup::MethodNotAllowed(template) => Route::MethodNotAllowed {
+            allow: routes::allow(FORWARDED, template),
         },
-        _ => Route::NotFound,
+        Lookup::NoRoute => Route::NotFound,
     }
 }
 
-/// The route template a public path is logged as: the gateway's own path,
-/// `/v1/{tenant}/…` with ids as `{id}`, or `(unrouted)` for anything else
-/// (a client's arbitrary path is not worth a log line's text).
-pub fn template(path: &str) -> String {
-    let segments = routes::segments(path);
-    if let Some(template) = routes::template(OWN, &segments) {
-        return template.to_owned();
-    }
-    match segments.as_slice() {
-        ["v1", slug, rest @ ..] if !slug.is_empty() && owner(rest).is_some() => {
-            // The slug is the tenant; the services' templating writes the ids.
-            let path: Vec<&str> = ["v1", "{tenant}"]
-                .into_iter()
-                .chain(rest.iter().copied())
-                .collect();
-            route_template(None, &path.join("/"))
+/// The tenant route of `segments`, which match `endpoint`'s template: an
+/// `{id}` that is no id names nothing (a 404, no call).
+fn tenant_route(endpoint: &'static Endpoint<Service>, segments: &[&str]) -> Option<Route> {
+    let mut slug = None;
+    let mut ids = Vec::new();
+    for (part, value) in endpoint
+        .path
+        .trim_start_matches('/')
+        .split('/')
+        .zip(segments)
+    {
+        match part {
+            "{tenant}" => slug = Some((*value).to_owned()),
+            "{id}" => ids.push(parse_id(value)?),
+            _ => {}
         }
-        _ => "(unrouted)".to_owned(),
     }
+    Some(Route::Tenant(TenantRoute {
+        slug: slug?,
+        endpoint,
+        ids,
+    }))
 }
 
-/// The service that owns the path after `/v1/{slug}`.
-fn owner(rest: &[&str]) -> Option<Service> {
-    match rest {
-        [] | [""] => Some(Service::Identity),
-        ["members" | "tokens", ..] => Some(Service::Identity),
-        ["residents" | "complaints" | "announcements", ..] => Some(Service::Community),
-        ["invoices", ..] => Some(Service::Billing),
-        _ => None,
-    }
+/// The route template a public path is logged as: a row's template of the
+/// gateway's own table or of [`FORWARDED`], or `(unrouted)` for anything
+/// else (a client's arbitrary path is not worth a log line's text).
+pub fn template(path: &str) -> &'static str {
+    let segments = routes::segments(path);
+    routes::template(OWN, &segments)
+        .or_else(|| routes::template(FORWARDED, &segments))
+        .unwrap_or("(unrouted)")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn tenant(service: Service) -> Route {
-        Route::Tenant {
-            slug: "acme".into(),
-            service,
+    const ID: &str = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
+
+    fn tenant(method: Method, path: &str) -> TenantRoute {
+        match route(&method, path) {
+            Route::Tenant(tenant) => tenant,
+            other => panic!("{method} {path}: {other:?}"),
         }
     }
 
@@ -199,34 +335,70 @@ mod tests {
     #[test]
     fn each_resource_goes_to_its_owner() {
         let cases = [
-            ("/v1/acme", Service::Identity),
-            ("/v1/acme/", Service::Identity),
-            ("/v1/acme/members", Service::Identity),
-            ("/v1/acme/members/5", Service::Identity),
-            ("/v1/acme/tokens/5", Service::Identity),
-            ("/v1/acme/residents", Service::Community),
-            ("/v1/acme/residents/1/notifications", Service::Community),
-            ("/v1/acme/complaints/1", Service::Community),
-            ("/v1/acme/announcements", Service::Community),
-            ("/v1/acme/invoices/1/payments", Service::Billing),
+            ("/v1/acme".to_owned(), Service::Identity),
+            ("/v1/acme/members".to_owned(), Service::Identity),
+            ("/v1/acme/residents".to_owned(), Service::Community),
+            (
+                format!("/v1/acme/residents/{ID}/notifications"),
+                Service::Community,
+            ),
+            (format!("/v1/acme/complaints/{ID}"), Service::Community),
+            ("/v1/acme/announcements".to_owned(), Service::Community),
+            (format!("/v1/acme/invoices/{ID}/payments"), Service::Billing),
         ];
         for (path, service) in cases {
-            assert_eq!(route(&Method::GET, path), tenant(service), "{path}");
+            let routed = tenant(Method::GET, &path);
+            assert_eq!((routed.service(), routed.slug.as_str()), (service, "acme"));
+        }
+        for path in [
+            format!("/v1/acme/tokens/{ID}"),
+            format!("/v1/acme/members/{ID}"),
+        ] {
+            assert_eq!(tenant(Method::DELETE, &path).service(), Service::Identity);
         }
     }
 
     #[test]
+    fn a_tenant_route_is_keyed_by_its_template_never_by_the_clients_words() {
+        let route = tenant(
+            Method::HEAD,
+            &format!("/v1/acme/residents/{}", ID.to_uppercase()),
+        );
+        assert_eq!(route.key(), "GET /v1/{tenant}/residents/{id}");
+        assert_eq!(route.template(), "/v1/{tenant}/residents/{id}");
+        // The forwarded path is rebuilt: the resolved slug, the id canonical.
+        let slug = TenantSlug::parse("acme").unwrap();
+        assert_eq!(route.path(&slug), format!("/v1/acme/residents/{ID}"));
+    }
+
+    #[test]
+    fn a_known_path_with_another_method_is_refused_here_with_its_allow() {
+        assert_eq!(
+            route(&Method::PUT, "/v1/acme/residents"),
+            Route::MethodNotAllowed {
+                allow: "GET, HEAD, POST".into()
+            }
+        );
+        assert_eq!(
+            route(&"BREW".parse().unwrap(), "/v1/acme/invoices"),
+            Route::MethodNotAllowed {
+                allow: "GET, HEAD, POST".into()
+            }
+        );
+    }
+
+    #[test]
     fn paths_are_logged_as_templates_and_unknown_ones_not_at_all() {
-        let id = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
         for (path, logged) in [
             ("/healthz".to_owned(), "/healthz"),
             ("/v1/tenants".to_owned(), "/v1/tenants"),
             ("/v1/acme".to_owned(), "/v1/{tenant}"),
             (
-                format!("/v1/acme/invoices/{id}/payments"),
+                format!("/v1/acme/invoices/{ID}/payments"),
                 "/v1/{tenant}/invoices/{id}/payments",
             ),
             ("/v1/acme/secrets".to_owned(), "(unrouted)"),
+            ("/v1/acme/residents/tenant/acme".to_owned(), "(unrouted)"),
             ("/wp-admin/setup.php".to_owned(), "(unrouted)"),
         ] {
             assert_eq!(template(&path), logged, "{path}");
@@ -234,12 +406,17 @@ mod tests {
     }
 
     #[test]
-    fn unknown_paths_are_not_found_without_touching_a_service() {
+    fn unknown_paths_and_malformed_ids_are_not_found_without_touching_a_service() {
         for path in [
             "/",
             "/v1",
             "/v1/",
+            "/v1/acme/",
             "/v1/acme/secrets",
+            "/v1/acme/residents/tenant/acme",
+            "/v1/acme/residents/..",
+            "/v1/acme/residents/not-an-id",
+            "/v1/acme/residents/%2e%2e",
             "/internal/resolve",
             "/v2/acme",
         ] {

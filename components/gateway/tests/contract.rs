@@ -142,20 +142,50 @@ fn the_gateway_sends_each_route_to_the_service_that_declares_it() {
         }
     }
     for (service, table) in services() {
-        for (template, _) in table.iter().filter(|(t, _)| *t != "/v1/tenants") {
+        for (template, allow) in table.iter().filter(|(t, _)| *t != "/v1/tenants") {
             let path = instance(template);
             for method in METHODS {
-                assert_eq!(
-                    routes::route(&method.parse().unwrap(), &path),
-                    Route::Tenant {
-                        slug: "acme".into(),
-                        service
-                    },
-                    "{method} {path}"
-                );
+                let routed = routes::route(&method.parse().unwrap(), &path);
+                match routed {
+                    Route::Tenant(tenant) => {
+                        assert!(methods(allow).contains(method), "{method} {path}");
+                        assert_eq!(
+                            (tenant.service(), tenant.template(), tenant.slug.as_str()),
+                            (service, *template, "acme"),
+                            "{method} {path}"
+                        );
+                    }
+                    Route::MethodNotAllowed { allow: refused } => {
+                        assert!(!methods(allow).contains(method), "{method} {path}");
+                        assert_eq!(&refused, allow, "{method} {path}");
+                    }
+                    other => panic!("{method} {path}: {other:?}"),
+                }
             }
         }
     }
+}
+
+#[test]
+fn the_gateways_forwarding_table_is_the_services_public_rows() {
+    let mut forwarded: Vec<(String, &str, Service)> = routes::FORWARDED
+        .iter()
+        .map(|e| (e.method.to_string(), e.path, e.op))
+        .collect();
+    let mut declared: Vec<(String, &str, Service)> = Vec::new();
+    fn rows<Op>(service: Service, table: &[Endpoint<Op>]) -> Vec<(String, &'static str, Service)> {
+        table
+            .iter()
+            .filter(|e| e.path.starts_with("/v1/{tenant}"))
+            .map(|e| (e.method.to_string(), e.path, service))
+            .collect()
+    }
+    declared.extend(rows(Service::Identity, identity::ENDPOINTS));
+    declared.extend(rows(Service::Community, community::ENDPOINTS));
+    declared.extend(rows(Service::Billing, billing::ENDPOINTS));
+    forwarded.sort();
+    declared.sort();
+    assert_eq!(forwarded, declared);
 }
 
 /// A community nobody can reach: billing's routes are matched before any call.

@@ -28,6 +28,8 @@ use serde_json::Value;
 const START: u64 = 1_700_000_000_000;
 const TENANT: &str = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
 const ACTOR: &str = "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02";
+/// The gateway's internal token in these tests: the resolution cache signs with it.
+const INTERNAL_TOKEN: &str = "the-gateways-internal-token-for-tests";
 
 /// What the fake upstream does with one request: answer after a delay, or fail.
 #[derive(Clone, Debug)]
@@ -191,7 +193,7 @@ impl Harness {
                 rates: RateSettings::default(),
                 concurrency: ConcurrencySettings::default(),
                 admission: AdmissionConfig::default(),
-                resolution_cache: CacheConfig::default(),
+                resolution_cache: CacheConfig::default().signed_with(INTERNAL_TOKEN),
                 trust_request_start: false,
                 admin_token: Some("admin-secret".into()),
             },
@@ -568,10 +570,20 @@ fn an_oversized_body_is_a_413() {
 #[test]
 fn tenant_creation_goes_to_identity_with_the_admin_credentials() {
     let h = Harness::new(vec![("http://identity.test/v1/tenants", vec![status(201)])]);
-    let r = h.send("POST", "/v1/tenants", &[("authorization", "Bearer admin")]);
+    // Without the admin token: refused here, no call.
+    for token in ["Bearer admin", "Bearer ", "Basic admin-secret"] {
+        let r = h.send("POST", "/v1/tenants", &[("authorization", token)]);
+        assert_eq!(r.status(), 401, "{token}");
+    }
+    assert!(h.seen().is_empty());
+    let r = h.send(
+        "POST",
+        "/v1/tenants",
+        &[("authorization", "Bearer admin-secret")],
+    );
     assert_eq!(r.status(), 201);
     let seen = h.seen();
-    assert!(seen[0].request.header("authorization") == Some("Bearer admin"));
+    assert!(seen[0].request.header("authorization") == Some("Bearer admin-secret"));
     assert_eq!(seen[0].internal("x-tenant-id"), None);
 }
 
@@ -1462,4 +1474,87 @@ fn with_every_stateful_feature_off_a_request_never_touches_the_shared_store() {
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     assert_eq!(h.gateway.upstream.counters.reads(), 0);
     assert!(h.gateway.upstream.counters.is_empty());
+}
+
+/// Strangers — credentials identity refuses, path words, methods and slugs
+/// of their choosing, budgets too short to be served — write no key to the
+/// shared store: their 4xx and their lateness move no throttle, and a path
+/// that is no route is answered here without a call.
+#[test]
+fn strangers_write_nothing_to_the_shared_store() {
+    let slow_refusal = Reply::Answer {
+        after_ms: 40,
+        status: 401,
+        body: r#"{"code":"unauthorized","status":401}"#,
+        problem: true,
+    };
+    let h = Harness::new(vec![(RESOLVE, vec![slow_refusal])]);
+    for i in 0..30 {
+        let (word, slug) = (format!("word{i}"), format!("slug{i}"));
+        let tiny = [AUTH, ("x-meridian-timeout-ms", "30")];
+        for (method, path, headers) in [
+            ("GET", format!("/v1/{slug}/residents"), &tiny[..]),
+            ("GET", format!("/v1/{slug}/residents"), &[AUTH][..]),
+            ("GET", format!("/v1/acme/residents/{word}"), &[AUTH][..]),
+            ("GET", format!("/v1/acme/{word}/tenant/acme"), &[AUTH][..]),
+            ("PURGE", "/v1/acme/residents".to_owned(), &[AUTH][..]),
+        ] {
+            let r = h.send(method, &path, headers);
+            assert!(
+                matches!(r.status().as_u16(), 401 | 404 | 405 | 504),
+                "{method} {path}: {}",
+                r.status()
+            );
+        }
+    }
+    let keys = h.gateway.upstream.counters.keys();
+    assert!(
+        keys.iter()
+            .all(|k| !k.contains("word") && !k.contains("slug")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter().all(|k| !k.starts_with("meridian/admit/")),
+        "{keys:?}"
+    );
+}
+
+/// The tenant's rate figures go to a caller identity vouched for, and to
+/// nobody else.
+#[test]
+fn only_a_vouched_caller_sees_its_tenants_rate_figures() {
+    let mut h = Harness::new(vec![
+        (
+            RESOLVE,
+            vec![resolved("manager"), problem(401, "unauthorized")],
+        ),
+        ("http://community.test", vec![ok("{}")]),
+    ]);
+    h.gateway.config.rates = RateSettings::parse(Some("100/2s")).unwrap();
+    let own = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_eq!(own.status(), 200);
+    assert!(own.header("ratelimit").is_some());
+    let stranger = h.send(
+        "GET",
+        "/v1/acme/residents",
+        &[("authorization", "Bearer other")],
+    );
+    assert_eq!(stranger.status(), 401);
+    assert_eq!(stranger.header("ratelimit"), None);
+    assert_eq!(stranger.header("ratelimit-policy"), None);
+}
+
+/// The forwarded path is the route's template filled with what was
+/// validated: the resolved slug, the id in its canonical form.
+#[test]
+fn the_forwarded_path_is_rebuilt_from_the_template() {
+    let h = Harness::tenant("http://community.test", vec![ok("{}")]);
+    let id = "0B6F1E3C-7C1E-4A55-9D3C-2F0C3B1F6AFF";
+    let r = h.send("GET", &format!("/v1/acme/residents/{id}?x=1"), &[AUTH]);
+    assert_eq!(r.status(), 200);
+    let seen = h.seen();
+    assert_eq!(
+        seen.last().map(|s| s.url.as_str()),
+        Some("http://community.test/v1/acme/residents/0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6aff?x=1")
+    );
 }

@@ -68,7 +68,10 @@ impl Harness {
     /// Remembers `caller`'s resolution of `token` at `slug`, as the
     /// gateway would after identity answered.
     fn remember(&self, slug: &str, token: &str, caller: Caller) {
-        let cache = ResolutionCache::new(self.resolutions.as_ref(), CacheConfig::default());
+        let cache = ResolutionCache::new(
+            self.resolutions.as_ref(),
+            CacheConfig::default().signed_with("the-gateways-internal-token-for-tests"),
+        );
         let (slug, now) = (
             TenantSlug::parse(slug).unwrap(),
             self.app.store.clock().now(),
@@ -84,7 +87,10 @@ impl Harness {
 
     /// Whether the store holds an entry for `token` at `slug`, current or not.
     fn remembered(&self, slug: &str, token: &str) -> bool {
-        let cache = ResolutionCache::new(self.resolutions.as_ref(), CacheConfig::default());
+        let cache = ResolutionCache::new(
+            self.resolutions.as_ref(),
+            CacheConfig::default().signed_with("the-gateways-internal-token-for-tests"),
+        );
         let keys = cache.read_keys(&TenantSlug::parse(slug).unwrap(), token);
         self.resolutions.get(&keys[0]).is_some()
     }

@@ -1,5 +1,6 @@
 //! Secrets: API tokens made from the host's randomness, stored only as
-//! hashes, and compared in constant time.
+//! hashes, and compared in constant time; and the rule a deployment's own
+//! secrets must meet before a component serves ([`judge_secret`]).
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -28,9 +29,93 @@ pub fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
+/// The fewest bytes a deployment secret (`internal_token`, `admin_token`)
+/// may have: 256 bits when it is hex or base64 of random bytes.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// Values published in this repository (the development scripts'
+/// defaults, the deploy files' former placeholders) and the usual
+/// stand-ins: a deployment that runs with one of them runs with a secret
+/// anyone can read.
+pub const KNOWN_SECRETS: &[&str] = &[
+    "dev-internal-token",
+    "dev-admin-token",
+    "REPLACE-with-a-random-secret",
+    "REPLACE-with-another-random-secret",
+    "e2e-internal-token",
+    "e2e-admin-token",
+];
+
+/// Why a deployment secret is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WeakSecret {
+    /// Not set, or empty.
+    Missing,
+    /// Shorter than [`MIN_SECRET_BYTES`] (its length).
+    TooShort(usize),
+    /// A published or stand-in value ([`KNOWN_SECRETS`], or one that
+    /// names itself a placeholder).
+    Known,
+}
+
+impl std::fmt::Display for WeakSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Missing => f.write_str("is not set"),
+            Self::TooShort(n) => write!(
+                f,
+                "is {n} bytes long; it must have at least {MIN_SECRET_BYTES} (openssl rand -hex 32)"
+            ),
+            Self::Known => f.write_str("is a published development or placeholder value"),
+        }
+    }
+}
+
+/// Whether `value` may serve as a deployment secret: set, at least
+/// [`MIN_SECRET_BYTES`] long, and not a published or stand-in value. The
+/// development scripts set a switch that accepts their own values
+/// (`allow_dev_secrets`); nothing else does.
+pub fn judge_secret(value: Option<&str>) -> Result<(), WeakSecret> {
+    let value = value.map(str::trim).unwrap_or("");
+    if value.is_empty() {
+        return Err(WeakSecret::Missing);
+    }
+    let lower = value.to_ascii_lowercase();
+    let stand_in = ["replace", "changeme", "change-me", "placeholder", "example"]
+        .iter()
+        .any(|word| lower.contains(word));
+    if stand_in
+        || KNOWN_SECRETS
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(value))
+    {
+        return Err(WeakSecret::Known);
+    }
+    if value.len() < MIN_SECRET_BYTES {
+        return Err(WeakSecret::TooShort(value.len()));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deployment_secret_is_long_and_unpublished() {
+        let strong = "3f9c1e0a7b5d4c2e8f6a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e1f3a5b7c9d0e";
+        assert_eq!(judge_secret(Some(strong)), Ok(()));
+        assert_eq!(judge_secret(Some(&generate_token().unwrap())), Ok(()));
+        assert_eq!(judge_secret(None), Err(WeakSecret::Missing));
+        assert_eq!(judge_secret(Some("  ")), Err(WeakSecret::Missing));
+        assert_eq!(judge_secret(Some("s3cret")), Err(WeakSecret::TooShort(6)));
+        for known in KNOWN_SECRETS {
+            assert_eq!(judge_secret(Some(known)), Err(WeakSecret::Known), "{known}");
+        }
+        let padded = format!("REPLACE-me-{}", "x".repeat(40));
+        assert_eq!(judge_secret(Some(&padded)), Err(WeakSecret::Known));
+        assert!(WeakSecret::TooShort(6).to_string().contains("at least 32"));
+    }
 
     #[test]
     fn equal_secrets_match_and_others_do_not() {

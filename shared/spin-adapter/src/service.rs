@@ -7,12 +7,17 @@ use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
 
+use http::StatusCode;
 use meridian_platform::http::body::BodyError;
-use meridian_platform::http::message::Request;
+use meridian_platform::http::message::{self, Request, RequestExt, Response};
 use meridian_platform::http::pipeline::{self, Body, Hop};
+use meridian_platform::log::journal::{self, Event};
 use meridian_platform::service::{Answer, Databases, ServiceHop, ServiceSpec};
 use meridian_platform::store::db::{DbError, Store};
+use meridian_platform::wire::headers;
+use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Deadline, RequestContext, SystemClock};
+use meridian_platform::{ErrorCode, Problem};
 use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 
 use crate::sqlite::SpinSqlite;
@@ -45,6 +50,10 @@ pub async fn run_hop<H: Hop>(
     out: ResponseOutparam,
     hop: &H,
 ) {
+    if let Some(weak) = vars::weak_secrets() {
+        convert::send_response(out, refused_for_secrets(&head, weak));
+        return;
+    }
     let Answer { response, after } = pipeline::run(hop, head, Incoming(incoming)).await;
     convert::send_response(out, response);
     // The answer is finished; the instance runs on until what was left for
@@ -55,6 +64,24 @@ pub async fn run_hop<H: Hop>(
         }
         after.await;
     }
+}
+
+/// The answer of a component whose deployment secrets are weak
+/// ([`vars::weak_secrets`]): a 503 on every route, and a log line that
+/// says which secret and why, until the operator sets real ones.
+fn refused_for_secrets(head: &Request, weak: String) -> Response {
+    let request_id = RequestId::from_header_or_new(head.header(headers::REQUEST_ID));
+    journal::event(Event::Failure {
+        what:
+            "refusing to serve: set strong secrets (or allow_dev_secrets = \"on\" in development)",
+        cause: weak,
+    });
+    let problem = Problem::new(
+        ErrorCode::Internal,
+        "this deployment's secrets are missing or weak; its log says which",
+    )
+    .with_status(StatusCode::SERVICE_UNAVAILABLE);
+    message::problem_for(request_id.as_str(), problem)
 }
 
 /// Lets the runtime deliver an answer before the work after it.

@@ -6,6 +6,7 @@ use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
 use meridian_platform::log::journal::{self, Event};
+use meridian_platform::secrets::judge_secret;
 use meridian_platform::settings::Settings;
 use meridian_platform::tenancy::cache::CacheConfig;
 
@@ -41,6 +42,47 @@ pub fn get_or(name: &str, default: &str) -> String {
 /// The shared internal token; empty when unset (the gate then refuses every call).
 pub fn internal_token() -> String {
     get("internal_token").unwrap_or_default()
+}
+
+/// Whether the development switch (`allow_dev_secrets = "on"`, set by
+/// the development scripts only) accepts weak deployment secrets.
+fn dev_secrets_allowed() -> bool {
+    get("allow_dev_secrets").as_deref() == Some("on")
+}
+
+/// Why this component must not serve, when it must not: its internal
+/// token, or the admin token where its settings hold it (the gateway's),
+/// is missing, short or a published value
+/// ([`meridian_platform::secrets::judge_secret`]) and the development
+/// switch is off. The switch is read only when a secret is weak.
+pub fn weak_secrets() -> Option<String> {
+    let mut weak = Vec::new();
+    if let Err(why) = judge_secret(get("internal_token").as_deref()) {
+        weak.push(format!("internal_token {why}"));
+    }
+    if composed().lookup("admin_token").is_some() {
+        if let Err(why) = judge_secret(get("admin_token").as_deref()) {
+            weak.push(format!("admin_token {why}"));
+        }
+    }
+    (!weak.is_empty() && !dev_secrets_allowed()).then(|| weak.join("; "))
+}
+
+/// The platform admin's token, where a service reads it: empty (which
+/// refuses every request that presents one) when it is weak and the
+/// development switch is off, with a log line saying why.
+pub fn admin_token() -> String {
+    let token = get("admin_token").unwrap_or_default();
+    match judge_secret(Some(&token)) {
+        Err(why) if !dev_secrets_allowed() => {
+            journal::event(Event::Failure {
+                what: "reading admin_token (refused: requests that need it are refused)",
+                cause: format!("admin_token {why}"),
+            });
+            String::new()
+        }
+        _ => token,
+    }
 }
 
 /// A downstream's base URL without a trailing slash.

@@ -31,6 +31,13 @@
 //! - a gateway whose `default` store is not identity's: every entry, up to
 //!   `ttl` — so turn the cache off there (`resolution_cache = "off"`).
 //!
+//! Each entry carries a MAC (HMAC-SHA-256) over its key and its fields,
+//! under a key derived from the gateway's internal token: anything else
+//! that can write to the store (a pod that reaches the cluster's Redis, a
+//! process with the store's file) cannot mint an entry that makes it a
+//! tenant's admin, nor move one to another slug or token. An entry whose
+//! MAC does not verify is a miss.
+//!
 //! Entries are overwritten on a miss; identity removes a token's entry when
 //! it revokes the token or removes its member ([`hashed_entry_key`]), so the
 //! store holds at most one per live token that was used.
@@ -40,6 +47,9 @@
 //! remembered; a refusal (401, 404) always asks identity again.
 
 use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
 
 use crate::secrets::token_hash;
 use crate::tenancy::{TenantScope, TenantSlug};
@@ -71,11 +81,23 @@ impl<T: Entries + ?Sized> Entries for std::rc::Rc<T> {
     }
 }
 
-/// The cache's settings (Spin variable `resolution_cache`: `on`, `off`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The cache's settings (Spin variable `resolution_cache`: `on`, `off`)
+/// and the key its entries are signed with ([`CacheConfig::signed_with`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CacheConfig {
     /// How long an entry is trusted after it was written; `None`: off.
     pub ttl: Option<Duration>,
+    /// The MAC key; no entry verifies until one is set.
+    mac_key: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for CacheConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheConfig")
+            .field("ttl", &self.ttl)
+            .field("signed", &self.mac_key.is_some())
+            .finish()
+    }
 }
 
 impl Default for CacheConfig {
@@ -85,6 +107,7 @@ impl Default for CacheConfig {
     fn default() -> Self {
         Self {
             ttl: Some(Duration::from_secs(30)),
+            mac_key: None,
         }
     }
 }
@@ -94,9 +117,27 @@ impl CacheConfig {
     pub fn parse(raw: Option<&str>) -> Result<Self, String> {
         match raw.map(str::trim) {
             None | Some("on") => Ok(Self::default()),
-            Some("off") => Ok(Self { ttl: None }),
+            Some("off") => Ok(Self {
+                ttl: None,
+                ..Self::default()
+            }),
             Some(other) => Err(format!("resolution_cache must be on or off, not {other:?}")),
         }
+    }
+
+    /// The same, its entries signed under a key derived from `secret`
+    /// (the gateway's internal token), domain-separated so that the key
+    /// is good for nothing else. An empty secret signs nothing: every
+    /// look-up is a miss.
+    pub fn signed_with(self, secret: &str) -> Self {
+        let mac_key = (!secret.is_empty()).then(|| {
+            Sha256::new()
+                .chain_update(b"meridian resolution cache v1\0")
+                .chain_update(secret.as_bytes())
+                .finalize()
+                .into()
+        });
+        Self { mac_key, ..self }
     }
 }
 
@@ -183,12 +224,15 @@ impl<'a, S: Entries + ?Sized> ResolutionCache<'a, S> {
             return Lookup::Bypassed;
         };
         let generation = generation.unwrap_or_default();
-        let current = entry.as_deref().and_then(Entry::decode).filter(|e| {
-            e.generation == generation
+        let current = entry
+            .as_deref()
+            .and_then(|bytes| self.open(&key, bytes))
+            .filter(|e| {
+                e.generation == generation
                 && now.as_millis() < e.expires_ms
                 // Not trusted beyond `ttl` from now, whoever's clock wrote it.
                 && e.expires_ms <= now.as_millis().saturating_add(duration_ms(ttl))
-        });
+            });
         match current {
             Some(e) => Lookup::Hit(e.scope),
             None => Lookup::Miss { key, generation },
@@ -205,8 +249,37 @@ impl<'a, S: Entries + ?Sized> ResolutionCache<'a, S> {
             expires_ms: now.as_millis().saturating_add(duration_ms(ttl)),
             generation,
         };
+        let Some(sealed) = self.seal(&key, &entry) else {
+            return;
+        };
         // A write the store refuses only means the next request asks again.
-        let _ = self.store.put(&key, entry.encode().as_bytes());
+        let _ = self.store.put(&key, sealed.as_bytes());
+    }
+
+    /// The MAC of `fields` stored under `key`, when a key is set.
+    fn mac(&self, key: &str, fields: &str) -> Option<Hmac<Sha256>> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.config.mac_key?).ok()?;
+        mac.update(key.as_bytes());
+        mac.update(b"\n");
+        mac.update(fields.as_bytes());
+        Some(mac)
+    }
+
+    /// `entry` as stored under `key`: its fields, then their MAC in hex.
+    fn seal(&self, key: &str, entry: &Entry) -> Option<String> {
+        let fields = entry.encode();
+        let tag = self.mac(key, &fields)?.finalize().into_bytes();
+        Some(format!("{fields} {}", hex::encode(tag)))
+    }
+
+    /// The entry stored under `key` as `bytes`, if its MAC verifies
+    /// (compared in constant time).
+    fn open(&self, key: &str, bytes: &[u8]) -> Option<Entry> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let (fields, tag) = text.rsplit_once(' ')?;
+        let tag = hex::decode(tag).ok()?;
+        self.mac(key, fields)?.verify_slice(&tag).ok()?;
+        Entry::decode(fields.as_bytes())
     }
 }
 
@@ -315,7 +388,9 @@ mod tests {
     }
 
     fn on() -> CacheConfig {
-        CacheConfig::parse(Some("on")).unwrap()
+        CacheConfig::parse(Some("on"))
+            .unwrap()
+            .signed_with("the-gateways-internal-token-0123456789")
     }
 
     /// Looks up, and on a miss remembers `answer` as identity's.
@@ -447,6 +522,69 @@ mod tests {
                 "{garbage:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_entry_written_without_the_key_is_not_served() {
+        let store = LocalEntries::default();
+        let cache = ResolutionCache::new(&store, on());
+        let key = entry_key(&slug("acme"), "t1");
+        let generation = hex::encode(b"g1");
+        store.put(&generation_key(&slug("acme")), b"g1").unwrap();
+        let forged = Entry {
+            scope: scope(Role::Admin),
+            expires_ms: at(20_000).as_millis(),
+            generation: b"g1".to_vec(),
+        };
+        // Unsigned (as before entries were signed), signed under another
+        // key, or a real one's MAC with a field changed: none is served.
+        let other = ResolutionCache::new(&store, CacheConfig::default().signed_with("another"));
+        let unsigned = forged.encode();
+        let wrong_key = other.seal(&key, &forged).unwrap();
+        let real = cache.seal(
+            &key,
+            &Entry {
+                scope: scope(Role::Resident),
+                ..forged.clone()
+            },
+        );
+        let tampered = real.unwrap().replace("resident", "admin");
+        assert!(unsigned.ends_with(&generation));
+        for value in [unsigned, wrong_key, tampered] {
+            store.put(&key, value.as_bytes()).unwrap();
+            assert!(
+                matches!(
+                    cache.look_up(&slug("acme"), "t1", at(1)),
+                    Lookup::Miss { .. }
+                ),
+                "{value}"
+            );
+        }
+        // Nor is a real entry moved to another token's key.
+        let moved = cache
+            .seal(&entry_key(&slug("acme"), "t2"), &forged)
+            .unwrap();
+        store.put(&key, moved.as_bytes()).unwrap();
+        assert!(matches!(
+            cache.look_up(&slug("acme"), "t1", at(1)),
+            Lookup::Miss { .. }
+        ));
+        // The same entry sealed under its own key is.
+        store
+            .put(&key, cache.seal(&key, &forged).unwrap().as_bytes())
+            .unwrap();
+        assert_eq!(
+            cache.look_up(&slug("acme"), "t1", at(1)),
+            Lookup::Hit(scope(Role::Admin))
+        );
+    }
+
+    #[test]
+    fn without_a_key_nothing_is_remembered_or_served() {
+        let store = LocalEntries::default();
+        let cache = ResolutionCache::new(&store, CacheConfig::default());
+        resolve(&cache, "t1", Role::Manager, 0);
+        assert!(store.map.borrow().is_empty());
     }
 
     #[test]

@@ -1,0 +1,259 @@
+//! Shared state is no attack surface, on a real `spin up`: a stranger
+//! reads no tenant's rate figures, cannot fill a tenant's admission window
+//! through its own path words, grows the key-value store by no key of its
+//! choosing, cannot mint a remembered resolution by writing to the store,
+//! and a deployment with a published secret serves nothing.
+
+use std::collections::BTreeSet;
+
+use meridian_e2e::api::{call, call_with};
+use meridian_e2e::{SpinApp, SpinOptions, ADMIN_TOKEN};
+use sha2::{Digest, Sha256};
+
+/// The rate headers a tenant answer carries for a caller identity vouched for.
+const RATE_HEADERS: [&str; 2] = ["ratelimit", "ratelimit-policy"];
+
+#[test]
+fn a_stranger_reads_no_tenants_rate_figures() {
+    let app = SpinApp::start();
+    let acme = app.tenant("acme");
+    for _ in 0..5 {
+        assert_eq!(acme.get("/residents").send().status, 200);
+    }
+    // The tenant's own caller sees its figures.
+    let own = acme.get("/residents").send();
+    assert!(own.header("ratelimit").is_some(), "{:?}", own.headers);
+    // A stranger, with no token or a wrong one, sees none of them.
+    let client = app.client();
+    let anonymous = client.send("GET", "/v1/acme/residents", &[], None);
+    let wrong = call(&client, "mrd_wrong", "GET", "/v1/acme/residents", None);
+    for reply in [anonymous, wrong] {
+        assert_eq!(reply.status, 401, "{}", reply.body);
+        for name in RATE_HEADERS {
+            assert_eq!(reply.header(name), None, "{name}: {:?}", reply.headers);
+        }
+    }
+}
+
+#[test]
+fn a_path_that_spells_another_tenants_window_does_not_fill_it() {
+    let app = SpinApp::start();
+    let acme = app.tenant("acme");
+    assert_eq!(acme.get("/residents").send().status, 200);
+    // Strangers whose path words spell acme's admission window
+    // (`GET /v1/{tenant}/residents` + `/tenant/acme`), each with a budget
+    // too small to be served: if their lateness were counted there, acme
+    // would be throttled for it.
+    let client = app.client();
+    for i in 0..60 {
+        let r = client.send(
+            "GET",
+            &format!("/v1/x{i}/residents/tenant/acme"),
+            &[("x-meridian-timeout-ms", "1")],
+            None,
+        );
+        assert!(
+            r.status < 500 || r.status == 504,
+            "{}: {}",
+            r.status,
+            r.body
+        );
+    }
+    let refused: Vec<u16> = (0..30)
+        .map(|_| acme.get("/residents").send().status)
+        .filter(|&status| status != 200)
+        .collect();
+    assert!(refused.is_empty(), "acme was refused: {refused:?}");
+}
+
+#[test]
+fn a_flood_of_strangers_words_leaves_no_key_of_theirs_in_the_store() {
+    let app = SpinApp::start_with(SpinOptions::default().key_value_file());
+    let acme = app.tenant("acme");
+    assert_eq!(acme.get("/residents").send().status, 200);
+    let before: BTreeSet<String> = app.key_value_keys().into_iter().collect();
+    let client = app.client();
+    let mut words = Vec::new();
+    for i in 0..40 {
+        let word = format!("zq{i}word");
+        let slug = format!("zq{i}slug");
+        let token = format!("Bearer mrd_zq{i}");
+        // Unknown path words, unknown methods, unknown slugs (with and
+        // without a token, with a tiny budget so that some are late).
+        let requests = [
+            ("GET", format!("/v1/acme/residents/{word}"), "3000"),
+            ("GET", format!("/v1/acme/{word}"), "3000"),
+            ("PURGE", "/v1/acme/residents".to_owned(), "3000"),
+            ("GET", format!("/v1/{slug}/residents"), "1"),
+            ("GET", format!("/v1/{slug}/invoices"), "3000"),
+            ("POST", format!("/{word}"), "3000"),
+        ];
+        for (method, path, timeout) in requests {
+            let headers = [
+                ("authorization", token.as_str()),
+                ("x-meridian-timeout-ms", timeout),
+            ];
+            let r = client.send(method, &path, &headers, None);
+            assert!(
+                r.status < 500 || r.status == 504,
+                "{method} {path}: {} {}",
+                r.status,
+                r.body
+            );
+        }
+        words.push(word);
+        words.push(slug);
+    }
+    // What the gateway writes after the answer has had its moment.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let after: BTreeSet<String> = app.key_value_keys().into_iter().collect();
+    let theirs: Vec<&String> = after
+        .iter()
+        .filter(|key| words.iter().any(|w| key.contains(w.as_str())))
+        .collect();
+    assert!(theirs.is_empty(), "keys named by strangers: {theirs:?}");
+    // Nor any new family: only the windows of routes already in use (and
+    // the anonymous ones) move on to new window numbers.
+    let family = |key: &str| -> String {
+        key.split('/')
+            .map(
+                |s| match s.len() >= 9 && s.bytes().all(|b| b.is_ascii_digit()) {
+                    true => "*",
+                    false => s,
+                },
+            )
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let known: BTreeSet<String> = before.iter().map(|k| family(k)).collect();
+    let new: BTreeSet<String> = after
+        .iter()
+        .map(|k| family(k))
+        .filter(|f| !known.contains(f))
+        .collect();
+    assert!(
+        new.iter()
+            .all(|f| f.starts_with("meridian/admit/GET /v1/{tenant}/")
+                || f.starts_with("meridian/admit/POST /{")),
+        "new key families: {new:?}"
+    );
+    assert!(new.len() <= 8, "new key families: {new:?}");
+}
+
+#[test]
+fn a_resolution_written_into_the_store_by_anyone_else_is_not_served() {
+    let app = SpinApp::start_with(SpinOptions::default().key_value_file());
+    let acme = app.tenant("acme");
+    assert_eq!(acme.get("/residents").send().status, 200);
+    // A writer to the store (a pod that reaches the cluster's Redis)
+    // mints an admin's resolution for a token of its own, in the format
+    // the gateway reads, under acme's current generation.
+    let token = "mrd_forged_by_a_writer_to_the_store";
+    let hash = hex::encode(Sha256::digest(token.as_bytes()));
+    let generation = read_value(&app, "resolution-generation:acme").unwrap_or_default();
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 20_000;
+    let actor = "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02";
+    let entry = format!(
+        "{expires} {} {actor} admin {}",
+        acme.id,
+        hex::encode(&generation)
+    );
+    app.put_key_value(&format!("resolution:acme:{hash}"), entry.as_bytes());
+    let r = call(&app.client(), token, "GET", "/v1/acme/members", None);
+    r.assert_problem(401, "unauthorized");
+    // The tenant's own token still resolves (and is remembered).
+    assert_eq!(acme.get("/members").send().status, 200);
+    assert_eq!(acme.get("/members").send().status, 200);
+}
+
+#[test]
+fn a_deployment_with_a_published_or_short_secret_serves_nothing() {
+    for (variable, value) in [
+        ("admin_token", "REPLACE-with-another-random-secret"),
+        ("admin_token", "short-admin-token"),
+        ("internal_token", "dev-internal-token"),
+    ] {
+        let app = SpinApp::start_with(
+            SpinOptions::default()
+                .variable(variable, value)
+                .up_with_any_status(),
+        );
+        let client = app.client();
+        let created = call(&client, value, "POST", "/v1/tenants", Some(&tenant_body()));
+        let body = created.assert_problem(503, "internal");
+        assert!(
+            body["detail"].as_str().unwrap_or("").contains("secrets"),
+            "{body}"
+        );
+        assert_eq!(client.send("GET", "/healthz", &[], None).status, 503);
+        assert!(
+            app.logs().contains(&format!("{variable} ")),
+            "the log names {variable}:\n{}",
+            app.logs()
+        );
+    }
+    // The development switch accepts them, as the dev scripts set it.
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("admin_token", "dev-admin-token")
+            .variable("allow_dev_secrets", "on"),
+    );
+    let created = call(
+        &app.client(),
+        "dev-admin-token",
+        "POST",
+        "/v1/tenants",
+        Some(&tenant_body()),
+    );
+    assert_eq!(created.status, 201, "{}", created.body);
+}
+
+#[test]
+fn anonymous_routes_check_the_admin_token_before_any_call_and_say_no_transport_words() {
+    let app = SpinApp::start();
+    let client = app.client();
+    for path in ["/v1/tenants", "/ops/outbox/relay"] {
+        let r = call_with(
+            &client,
+            "not-the-admin",
+            "POST",
+            path,
+            &[],
+            Some(&tenant_body()),
+        );
+        let body = r.assert_problem(401, "unauthorized");
+        // Answered by the gateway: no service was called.
+        assert_eq!(
+            r.header("server-timing")
+                .map(|t| t.contains("identity") || t.contains("billing")),
+            Some(false),
+            "{body} {:?}",
+            r.headers
+        );
+    }
+    let relay = call(&client, ADMIN_TOKEN, "POST", "/ops/outbox/relay", None);
+    assert_eq!(relay.status, 200, "{}", relay.body);
+    let ready = client.send("GET", "/readyz", &[], None);
+    assert_eq!(ready.status, 200, "{}", ready.body);
+}
+
+/// A tenant to create.
+fn tenant_body() -> serde_json::Value {
+    serde_json::json!({"slug": "newco", "name": "Newco", "admin_email": "a@newco.example.org", "admin_name": "Ada"})
+}
+
+/// A value in the app's key-value store.
+fn read_value(app: &SpinApp, key: &str) -> Option<Vec<u8>> {
+    let store = rusqlite::Connection::open(app.key_value_store()).ok()?;
+    store
+        .query_row(
+            "SELECT value FROM spin_key_value WHERE store = 'default' AND key = ?1",
+            [key],
+            |r| r.get(0),
+        )
+        .ok()
+}
