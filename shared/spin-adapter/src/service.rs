@@ -81,7 +81,13 @@ fn refused_for_secrets(head: &Request, weak: String) -> Response {
         "this deployment's secrets are missing or weak; its log says which",
     )
     .with_status(StatusCode::SERVICE_UNAVAILABLE);
-    message::problem_for(request_id.as_str(), problem)
+    let mut response = message::problem_for(request_id.as_str(), problem);
+    message::set_header(
+        response.headers_mut(),
+        headers::REQUEST_ID,
+        request_id.as_str(),
+    );
+    response
 }
 
 /// Lets the runtime deliver an answer before the work after it.
