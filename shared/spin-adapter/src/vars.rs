@@ -40,12 +40,19 @@ pub fn get_or(name: &str, default: &str) -> String {
 }
 
 /// The shared internal token; empty when unset (the gate then refuses every call).
+/// Read once per instance (an instance serves one request): the secrets
+/// check and the gate or the client share the one host call.
 pub fn internal_token() -> String {
-    get("internal_token").unwrap_or_default()
+    static TOKEN: OnceLock<String> = OnceLock::new();
+    TOKEN
+        .get_or_init(|| get("internal_token").unwrap_or_default())
+        .clone()
 }
 
 /// Whether the development switch (`allow_dev_secrets = "on"`, set by
-/// the development scripts only) accepts weak deployment secrets.
+/// the development scripts only) accepts weak deployment secrets. A
+/// component variable of its own, outside `settings`: it is read only
+/// when a secret is weak, so a sound deployment never pays for it.
 fn dev_secrets_allowed() -> bool {
     get("allow_dev_secrets").as_deref() == Some("on")
 }
@@ -57,7 +64,7 @@ fn dev_secrets_allowed() -> bool {
 /// switch is off. The switch is read only when a secret is weak.
 pub fn weak_secrets() -> Option<String> {
     let mut weak = Vec::new();
-    if let Err(why) = judge_secret(get("internal_token").as_deref()) {
+    if let Err(why) = judge_secret(Some(&internal_token())) {
         weak.push(format!("internal_token {why}"));
     }
     if composed().lookup("admin_token").is_some() {
