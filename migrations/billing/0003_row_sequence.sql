@@ -6,7 +6,7 @@
 -- One counter per database; a trigger gives every new row the next value
 -- inside the INSERT itself, so concurrent writers can neither share nor
 -- reuse one (an upsert that updates, or an ignored insert, takes none).
-CREATE TABLE row_sequence (
+CREATE TABLE {own}row_sequence (
     id    INTEGER PRIMARY KEY CHECK (id = 1),
     last  INTEGER NOT NULL
 );
@@ -16,18 +16,18 @@ ALTER TABLE payments ADD COLUMN seq INTEGER;
 -- Existing rows keep their insertion order.
 UPDATE invoices SET seq = rowid;
 UPDATE payments SET seq = rowid;
-INSERT INTO row_sequence (id, last) VALUES (1, (SELECT MAX(n) FROM (SELECT COALESCE(MAX(seq), 0) AS n FROM invoices UNION ALL SELECT COALESCE(MAX(seq), 0) AS n FROM payments)));
+INSERT INTO {own}row_sequence (id, last) VALUES (1, (SELECT MAX(n) FROM (SELECT COALESCE(MAX(seq), 0) AS n FROM invoices UNION ALL SELECT COALESCE(MAX(seq), 0) AS n FROM payments)));
 
 CREATE TRIGGER invoices_seq AFTER INSERT ON invoices
 BEGIN
-    UPDATE row_sequence SET last = last + 1 WHERE id = 1;
-    UPDATE invoices SET seq = (SELECT last FROM row_sequence WHERE id = 1) WHERE rowid = NEW.rowid;
+    UPDATE {own}row_sequence SET last = last + 1 WHERE id = 1;
+    UPDATE invoices SET seq = (SELECT last FROM {own}row_sequence WHERE id = 1) WHERE rowid = NEW.rowid;
 END;
 CREATE INDEX invoices_seq_order ON invoices (tenant_id, seq);
 
 CREATE TRIGGER payments_seq AFTER INSERT ON payments
 BEGIN
-    UPDATE row_sequence SET last = last + 1 WHERE id = 1;
-    UPDATE payments SET seq = (SELECT last FROM row_sequence WHERE id = 1) WHERE rowid = NEW.rowid;
+    UPDATE {own}row_sequence SET last = last + 1 WHERE id = 1;
+    UPDATE payments SET seq = (SELECT last FROM {own}row_sequence WHERE id = 1) WHERE rowid = NEW.rowid;
 END;
 CREATE INDEX payments_seq_order ON payments (tenant_id, invoice_id, seq);

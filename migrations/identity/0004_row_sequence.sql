@@ -6,7 +6,7 @@
 -- One counter per database; a trigger gives every new row the next value
 -- inside the INSERT itself, so concurrent writers can neither share nor
 -- reuse one (an upsert that updates, or an ignored insert, takes none).
-CREATE TABLE row_sequence (
+CREATE TABLE {own}row_sequence (
     id    INTEGER PRIMARY KEY CHECK (id = 1),
     last  INTEGER NOT NULL
 );
@@ -14,11 +14,11 @@ ALTER TABLE memberships ADD COLUMN seq INTEGER;
 
 -- Existing rows keep their insertion order.
 UPDATE memberships SET seq = rowid;
-INSERT INTO row_sequence (id, last) VALUES (1, (SELECT MAX(n) FROM (SELECT COALESCE(MAX(seq), 0) AS n FROM memberships)));
+INSERT INTO {own}row_sequence (id, last) VALUES (1, (SELECT MAX(n) FROM (SELECT COALESCE(MAX(seq), 0) AS n FROM memberships)));
 
 CREATE TRIGGER memberships_seq AFTER INSERT ON memberships
 BEGIN
-    UPDATE row_sequence SET last = last + 1 WHERE id = 1;
-    UPDATE memberships SET seq = (SELECT last FROM row_sequence WHERE id = 1) WHERE rowid = NEW.rowid;
+    UPDATE {own}row_sequence SET last = last + 1 WHERE id = 1;
+    UPDATE memberships SET seq = (SELECT last FROM {own}row_sequence WHERE id = 1) WHERE rowid = NEW.rowid;
 END;
 CREATE INDEX memberships_seq_order ON memberships (tenant_id, seq);

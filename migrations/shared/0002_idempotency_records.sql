@@ -1,7 +1,7 @@
 -- Idempotency records for keyed writes (see meridian_platform::idempotency).
 -- The same table exists in every service that takes writes.
 
-CREATE TABLE idempotency_records (
+CREATE TABLE {own}idempotency_records (
     tenant_id        TEXT NOT NULL,
     actor_id         TEXT NOT NULL,
     operation        TEXT NOT NULL,
@@ -16,4 +16,4 @@ CREATE TABLE idempotency_records (
     PRIMARY KEY (tenant_id, actor_id, operation, idem_key)
 );
 
-CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at_ms);
+CREATE INDEX {own}idempotency_records_expiry ON {own}idempotency_records (expires_at_ms);

@@ -57,6 +57,9 @@ pub struct SpinOptions {
     /// Up when `/healthz` answers at all, not only with a 200 (an app
     /// that refuses to serve, say).
     pub up_with_any_status: bool,
+    /// One SQLite database for the whole app, as `MERIDIAN_DB=one` runs
+    /// every test ([`one_database`]).
+    pub one_database: bool,
 }
 
 impl SpinOptions {
@@ -94,6 +97,18 @@ impl SpinOptions {
         self
     }
 
+    /// One SQLite database for the whole app ([`Self::one_database`]).
+    pub fn one_database(mut self) -> Self {
+        self.one_database = true;
+        self
+    }
+
+    /// Whether this app has one SQLite database: asked for, or the whole
+    /// run's layout.
+    fn one_db(&self) -> bool {
+        self.one_database || one_database()
+    }
+
     /// Up when `/healthz` answers at all ([`Self::up_with_any_status`]).
     pub fn up_with_any_status(mut self) -> Self {
         self.up_with_any_status = true;
@@ -125,7 +140,19 @@ impl SpinOptions {
             (name, value.clone())
         });
         let env = self.env.iter().map(|(n, v)| ((*n).to_owned(), v.clone()));
-        tokens.into_iter().chain(variables).chain(env).collect()
+        // `MERIDIAN_DB=one`: every service opens the one label.
+        let one = self.one_db().then(|| {
+            (
+                "SPIN_VARIABLE_SQLITE_DATABASE".to_owned(),
+                ONE_DATABASE.to_owned(),
+            )
+        });
+        tokens
+            .into_iter()
+            .chain(one)
+            .chain(variables)
+            .chain(env)
+            .collect()
     }
 
     /// Sets a Spin variable.
@@ -213,6 +240,8 @@ pub struct SpinApp {
     /// The split layout's one key-value store file's directory (see
     /// [`key_value_section`]); new at each start.
     key_value_dir: Option<tempfile::TempDir>,
+    /// Whether its services share one SQLite database.
+    one_database: bool,
     /// Whether its components are Meridian's, whose every log line is a
     /// request or event line (not so for the benchmark's floor).
     structured_logs: bool,
@@ -271,6 +300,9 @@ impl SpinApp {
                 servers = sqld;
                 config
             }
+            (None, _) if options.one_db() => {
+                write_one_database_config(state.path(), options.key_value_file, shared)
+            }
             (None, _) => write_runtime_config_placing(
                 state.path(),
                 options.key_value_file,
@@ -286,7 +318,13 @@ impl SpinApp {
             )
             .expect("runtime config");
         }
-        let mut app = match Layout::from_env() {
+        // One database is one app's: the split layout has a database per
+        // process.
+        let layout = match options.one_db() {
+            true => Layout::AllInOne,
+            false => Layout::from_env(),
+        };
+        let mut app = match layout {
             Layout::AllInOne => {
                 let manifest = manifest_for(state.path(), &options);
                 Self::launch(state, &options, &manifest, &runtime_config)
@@ -295,6 +333,7 @@ impl SpinApp {
         };
         app.servers = servers;
         app.key_value_dir = key_value_dir;
+        app.one_database = options.one_db();
         app.wait_until_up("/healthz", (!options.up_with_any_status).then_some(200));
         app
     }
@@ -373,13 +412,19 @@ impl SpinApp {
             format!(
                 "spin_manifest_version = 2\n\n[application]\nname = \"meridian-{service}-only\"\n\n\
                  [variables]\ninternal_token = {{ required = true, secret = true }}\n\
-                 admin_token = {{ required = true, secret = true }}\n\n\
+                 admin_token = {{ required = true, secret = true }}\n\
+                 sqlite_database = {{ default = \"\" }}\n\n\
                  [[trigger.http]]\nroute = \"/...\"\ncomponent = \"{service}\"\n\n\
-                 [component.{service}]\nsource = {:?}\nsqlite_databases = [\"{service}\"]\n\
+                 [component.{service}]\nsource = {:?}\nsqlite_databases = [\"{}\"]\n\
                  allowed_outbound_hosts = {:?}\n\n\
                  [component.{service}.variables]\ninternal_token = \"{{{{ internal_token }}}}\"\n\
-                 admin_token = \"{{{{ admin_token }}}}\"\n{}",
+                 admin_token = \"{{{{ admin_token }}}}\"\n\
+                 sqlite_database = \"{{{{ sqlite_database }}}}\"\n{}",
                 wasm.display().to_string(),
+                match main.one_database {
+                    true => ONE_DATABASE,
+                    false => service,
+                },
                 urls.iter().map(|(_, url)| url.clone()).collect::<Vec<_>>(),
                 urls.iter()
                     .map(|(name, url)| format!("{name} = {url:?}\n"))
@@ -476,6 +521,7 @@ impl SpinApp {
             state,
             key_value_dir: None,
             structured_logs: true,
+            one_database: false,
         }
     }
 
@@ -518,6 +564,10 @@ impl SpinApp {
 
     /// The SQLite file behind a label (`identity`, `community`, `billing`).
     pub fn database(&self, label: &str) -> PathBuf {
+        let label = match self.one_database {
+            true => ONE_DATABASE,
+            false => label,
+        };
         self.state.path().join(format!("{label}.db"))
     }
 
@@ -958,10 +1008,15 @@ pub fn repo_root() -> PathBuf {
 /// same components).
 fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
     let original = repo_root().join("spin.toml");
-    if options.gateway_internal_token.is_none() && options.replaced.is_empty() {
+    if options.gateway_internal_token.is_none() && options.replaced.is_empty() && !options.one_db()
+    {
         return original;
     }
     let text = std::fs::read_to_string(&original).expect("spin.toml");
+    let text = match options.one_db() {
+        true => one_database_manifest(&text),
+        false => text,
+    };
     for (component, _) in &options.replaced {
         assert!(
             text.contains(&format!("[component.{component}]")),
@@ -1063,6 +1118,36 @@ fn write_runtime_config_placing(
             .map_or(dir, |(_, d)| d.as_path());
         config.push_str(&sqlite_file(home, label));
     }
+    let path = dir.join("runtime-config.toml");
+    std::fs::write(&path, config).expect("runtime config");
+    path
+}
+
+/// The one SQLite label every service opens with `MERIDIAN_DB=one`: the
+/// label a platform that allows one database gives an app.
+pub const ONE_DATABASE: &str = "default";
+
+/// Whether the suite runs with one SQLite database for the whole app
+/// (`MERIDIAN_DB=one`).
+pub fn one_database() -> bool {
+    std::env::var("MERIDIAN_DB").as_deref() == Ok("one")
+}
+
+/// `spin.toml` with every service granted the one label instead of its own.
+pub fn one_database_manifest(text: &str) -> String {
+    let mut out = text.to_owned();
+    for label in ["identity", "community", "billing"] {
+        let own = format!("sqlite_databases = [\"{label}\"]");
+        assert!(out.contains(&own), "spin.toml grants no {label}");
+        out = out.replace(&own, &format!("sqlite_databases = [\"{ONE_DATABASE}\"]"));
+    }
+    out
+}
+
+/// The runtime configuration of `MERIDIAN_DB=one`: the one label a file in
+/// `dir`.
+fn write_one_database_config(dir: &Path, kv_file: bool, shared: Option<&Path>) -> PathBuf {
+    let config = key_value_section(kv_file, shared) + &sqlite_file(dir, ONE_DATABASE);
     let path = dir.join("runtime-config.toml");
     std::fs::write(&path, config).expect("runtime config");
     path

@@ -49,6 +49,13 @@ pub trait Databases {
     /// the code); the flag stays readable after the connection is handed
     /// to the store.
     fn open(&self, label: &str) -> Result<(Self::Db, Rc<Cell<bool>>), DbError>;
+
+    /// Whether the services share one database (a platform that allows
+    /// one): each service's own tables are then its own by name
+    /// ([`Store::shared_by`]).
+    fn shared(&self) -> bool {
+        false
+    }
 }
 
 /// A service's database, opened for one request.
@@ -86,7 +93,10 @@ impl<Op> ServiceSpec<Op> {
         })?;
         // Every statement checks the budget first and waits for a lock only
         // until the work deadline: the store sets both.
-        let store = Store::new(db, clock);
+        let store = match databases.shared() {
+            true => Store::new(db, clock).shared_by(self.hop),
+            false => Store::new(db, clock),
+        };
         if !check_ledger {
             return Ok(Opened {
                 store,

@@ -26,16 +26,34 @@ use crate::{convert, vars};
 /// The store every service handler works on.
 pub type SpinStore = Store<SpinSqlite, SystemClock>;
 
-/// The app's SQLite databases, by label.
-pub struct SpinDatabases;
+/// The app's SQLite databases, by label: each service's own, or one for
+/// the whole app (`sqlite_database`, a label every service opens).
+pub struct SpinDatabases {
+    /// The one label every service opens, when the app has one database.
+    pub one: Option<String>,
+}
+
+impl SpinDatabases {
+    /// As the variable `sqlite_database` says: unset, each service opens
+    /// its own label.
+    pub fn from_variables() -> Self {
+        Self {
+            one: vars::get("sqlite_database"),
+        }
+    }
+}
 
 impl Databases for SpinDatabases {
     type Db = SpinSqlite;
 
     fn open(&self, label: &str) -> Result<(SpinSqlite, Rc<Cell<bool>>), DbError> {
-        let db = SpinSqlite::open(label)?;
+        let db = SpinSqlite::open(self.one.as_deref().unwrap_or(label))?;
         let schema_behind = db.schema_behind();
         Ok((db, schema_behind))
+    }
+
+    fn shared(&self) -> bool {
+        self.one.is_some()
     }
 }
 
@@ -146,7 +164,7 @@ pub async fn run<Op, F, Fut, A>(
 {
     let hop = ServiceHop {
         spec,
-        databases: SpinDatabases,
+        databases: SpinDatabases::from_variables(),
         clock: SystemClock,
         internal_token: vars::internal_token(),
         app,

@@ -19,7 +19,8 @@ fn store() -> Store<HostSqlite, &'static ManualClock> {
         UnixMillis::from_millis(1_700_000_000_000),
     )));
     let s = Store::new(HostSqlite::in_memory(), clock);
-    for stmt in meridian_platform::store::migrate::split_statements(DDL) {
+    let ddl = s.render(DDL);
+    for stmt in meridian_platform::store::migrate::split_statements(&ddl) {
         s.execute(&ctx_of(&s, 1_000), stmt, &[]).unwrap();
     }
     s

@@ -35,7 +35,8 @@ fn ctx(s: &FileStore) -> RequestContext {
 fn file_store(dir: &std::path::Path) -> FileStore {
     let s = Store::new(HostSqlite::open(&dir.join("service.db")), clock());
     let c = ctx(&s);
-    for stmt in meridian_platform::store::migrate::split_statements(IDEMPOTENCY)
+    let ddl = s.render(IDEMPOTENCY);
+    for stmt in meridian_platform::store::migrate::split_statements(&ddl)
         .into_iter()
         .chain(TABLES.split(';'))
     {

@@ -75,6 +75,9 @@ const MAX_LOCK_PAUSE: Duration = Duration::from_millis(50);
 pub struct Store<D, C> {
     db: D,
     clock: C,
+    /// The service whose tables these are, when it shares its database
+    /// with other services ([`Self::shared_by`]); empty when it owns it.
+    owner: &'static str,
     statement_budget: Duration,
     /// The lock wait last set on the connection, if any.
     lock_wait: Cell<LockWait>,
@@ -97,8 +100,41 @@ impl<D: Database, C: Clock> Store<D, C> {
         Self {
             db,
             clock,
+            owner: "",
             statement_budget: steps::STATEMENT,
             lock_wait: Cell::new(LockWait::Unset),
+        }
+    }
+
+    /// The same store, in a database `service` shares with other services
+    /// (one SQLite database for the whole app): the tables every service
+    /// has — its migration ledger, its idempotency records, its row
+    /// sequence — are then its own by name ([`Self::table`]).
+    pub fn shared_by(self, service: &'static str) -> Self {
+        Self {
+            owner: service,
+            ..self
+        }
+    }
+
+    /// The name of the table every service has by the name `name`, as
+    /// this store's service has it: `name` in a database of its own,
+    /// `{service}_{name}` in a shared one.
+    pub fn table(&self, name: &str) -> String {
+        match self.owner {
+            "" => name.to_owned(),
+            owner => format!("{owner}_{name}"),
+        }
+    }
+
+    /// A migration's SQL as this store runs it: each `{own}` (written
+    /// before the name of a table every service has) becomes the
+    /// service's prefix in a shared database, and nothing in a database of
+    /// its own — where the text is then the file's as it always was.
+    pub fn render(&self, sql: &str) -> String {
+        match self.owner {
+            "" => sql.replace("{own}", ""),
+            owner => sql.replace("{own}", &format!("{owner}_")),
         }
     }
 

@@ -14,7 +14,10 @@ pub struct Migration {
     pub version: u32,
     /// The file name, for the record.
     pub name: &'static str,
-    /// The SQL: statements separated by `;` (no triggers).
+    /// The SQL: statements separated by `;`. A table every service has
+    /// (its idempotency records, its row sequence) is written `{own}name`:
+    /// `name` in a database of the service's own, `{service}_name` in one
+    /// it shares ([`Store::render`]).
     pub sql: &'static str,
 }
 
@@ -58,12 +61,21 @@ pub enum MigrationError {
     OutOfOrder(u32),
 }
 
-const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+/// The ledger's table, by the name every service has it
+/// ([`Store::table`]).
+const LEDGER: &str = "schema_migrations";
+
+/// The statement that makes the ledger `table`.
+fn create_ledger(table: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {table} (
     version INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
     checksum TEXT NOT NULL,
     applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-)";
+)"
+    )
+}
 
 /// Applies every migration not yet recorded, each in its own transaction,
 /// and returns the versions it applied. Safe to call on every request: once
@@ -83,21 +95,27 @@ pub fn migrate<D: Database, C: Clock>(
             prev = version;
         }
     }
+    let ledger = store.table(LEDGER);
     let recorded = match store.query(
         ctx,
-        "SELECT version, checksum FROM schema_migrations ORDER BY version",
+        &format!("SELECT version, checksum FROM {ledger} ORDER BY version"),
         &[],
     ) {
         Ok(rows) => rows,
         Err(DbError::Missing(_)) => {
-            store.execute(ctx, CREATE_LEDGER, &[])?;
+            store.execute(ctx, &create_ledger(&ledger), &[])?;
             Vec::new()
         }
         Err(e) => return Err(e.into()),
     };
     let mut applied = Vec::new();
     for m in migrations {
-        let sum = checksum(m.sql);
+        // What runs, and what its checksum covers, is the SQL as this
+        // store has it: in a database of the service's own, the file's
+        // text as it always was, so the ledgers of existing databases
+        // still agree.
+        let sql = store.render(m.sql);
+        let sum = checksum(&sql);
         if let Some(row) = recorded
             .iter()
             .find(|r| r.integer("version").ok() == Some(i64::from(m.version)))
@@ -110,7 +128,7 @@ pub fn migrate<D: Database, C: Clock>(
             }
             continue;
         }
-        let statements = split_statements(m.sql);
+        let statements = split_statements(&sql);
         if is_settings(&statements) {
             if apply_settings(store, ctx, m, &statements, &sum)? {
                 applied.push(m.version);
@@ -121,7 +139,7 @@ pub fn migrate<D: Database, C: Clock>(
             // Another instance may have applied it while we waited for the lock.
             let done = tx.query(
                 ctx,
-                "SELECT 1 FROM schema_migrations WHERE version = ?",
+                &format!("SELECT 1 FROM {ledger} WHERE version = ?"),
                 &[Value::Integer(i64::from(m.version))],
             )?;
             if !done.is_empty() {
@@ -132,7 +150,7 @@ pub fn migrate<D: Database, C: Clock>(
             }
             tx.execute(
                 ctx,
-                "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)",
+                &format!("INSERT INTO {ledger} (version, name, checksum) VALUES (?, ?, ?)"),
                 &[
                     Value::Integer(i64::from(m.version)),
                     m.name.into(),
@@ -184,8 +202,11 @@ fn apply_settings<D: Database, C: Clock>(
     }
     let recorded = store.query(
         ctx,
-        "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)
+        &format!(
+            "INSERT INTO {} (version, name, checksum) VALUES (?, ?, ?)
          ON CONFLICT (version) DO NOTHING RETURNING version",
+            store.table(LEDGER)
+        ),
         &[
             Value::Integer(i64::from(m.version)),
             m.name.into(),

@@ -94,6 +94,10 @@ pub fn fingerprint(body: &[u8]) -> String {
     hex::encode(Sha256::digest(canonical.as_deref().unwrap_or(body)))
 }
 
+/// The records' table, by the name every service has it
+/// ([`Store::table`]).
+const TABLE: &str = "idempotency_records";
+
 const WHERE_SCOPE: &str = "tenant_id = ? AND actor_id = ? AND operation = ? AND idem_key = ?";
 
 fn scope_params(scope: &Scope<'_>) -> Vec<Value> {
@@ -134,7 +138,8 @@ pub fn claim<D: Database, C: Clock>(
             ctx,
             &format!(
                 "SELECT request_hash, state, response_status, response_body, locked_until_ms, expires_at_ms
-                 FROM idempotency_records WHERE {WHERE_SCOPE}"
+                 FROM {} WHERE {WHERE_SCOPE}",
+                store.table(TABLE)
             ),
             &scope_params(scope),
         )?;
@@ -166,7 +171,8 @@ fn take<D: Database, C: Clock>(
     ]);
     let taken = store.query(
         ctx,
-        "INSERT INTO idempotency_records AS r
+        &format!(
+            "INSERT INTO {} AS r
          (tenant_id, actor_id, operation, idem_key, request_hash, state, locked_until_ms, created_at_ms, expires_at_ms)
          VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)
          ON CONFLICT (tenant_id, actor_id, operation, idem_key) DO UPDATE SET
@@ -178,6 +184,8 @@ fn take<D: Database, C: Clock>(
             OR (r.state = 'in_progress' AND r.locked_until_ms <= excluded.created_at_ms
                 AND r.request_hash = excluded.request_hash)
          RETURNING state",
+            store.table(TABLE)
+        ),
         &params,
     )?;
     Ok(!taken.is_empty())
@@ -227,18 +235,22 @@ pub fn complete<D: Database, C: Clock>(
     tx.execute(
         ctx,
         &format!(
-            "UPDATE idempotency_records SET state = 'completed', response_status = ?, response_body = ?
-             WHERE {WHERE_SCOPE}"
+            "UPDATE {} SET state = 'completed', response_status = ?, response_body = ?
+             WHERE {WHERE_SCOPE}",
+            tx.table(TABLE)
         ),
         &params,
     )?;
     // Housekeeping, bounded, in a transaction that holds the write lock
     // already: expired records go as new ones complete. A budget too
     // short for it leaves them to the next write, not this one failed.
+    let table = tx.table(TABLE);
     match tx.execute(
         ctx,
-        "DELETE FROM idempotency_records WHERE rowid IN
-         (SELECT rowid FROM idempotency_records WHERE expires_at_ms <= ? LIMIT 50)",
+        &format!(
+            "DELETE FROM {table} WHERE rowid IN
+         (SELECT rowid FROM {table} WHERE expires_at_ms <= ? LIMIT 50)"
+        ),
         &[ms(tx.clock().now().as_millis())],
     ) {
         Err(DbError::Budget(_)) => Ok(()),
@@ -252,8 +264,10 @@ pub fn release<D: Database, C: Clock>(
     ctx: &RequestContext,
     scope: &Scope<'_>,
 ) {
-    let sql =
-        format!("DELETE FROM idempotency_records WHERE {WHERE_SCOPE} AND state = 'in_progress'");
+    let sql = format!(
+        "DELETE FROM {} WHERE {WHERE_SCOPE} AND state = 'in_progress'",
+        store.table(TABLE)
+    );
     if let Err(e) = store.execute(ctx, &sql, &scope_params(scope)) {
         // The claim expires with the request's deadline anyway.
         journal::event(Event::Failure {
