@@ -47,6 +47,14 @@ for c in gateway identity community billing; do
   printf '  %-10s %8d bytes\n' "$c" "$(stat -c %s "target/wasm32-wasip2/release/$c.wasm")"
 done
 
+step "platforms: each component's imports against the interfaces each platform publishes"
+if cargo run -q --locked -p meridian-tools --bin platforms; then
+  echo "test result: ok. 1 passed; 0 failed (the platforms check)" >>"$results"
+else
+  failed_runs=$((failed_runs + 1))
+  echo "test result: FAILED. 0 passed; 1 failed (the platforms check)" >>"$results"
+fi
+
 spin_bin="${SPIN_BIN:-$(command -v spin || true)}"
 e2e_skipped=""
 if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then

@@ -1,0 +1,151 @@
+//! Which platform can run each built component: its imports (the
+//! interfaces its host must provide, read from the release build) against
+//! the interfaces each platform publishes.
+//!
+//! Run: `cargo run -p meridian-tools --bin platforms` after building the
+//! components for wasm32-wasip2 (the test command does both). Prints, per
+//! platform, what each component imports that the platform does not offer,
+//! and fails when that differs from [`PLATFORMS`]' known gaps: a component
+//! that starts importing something a platform lacks is caught here, and a
+//! gap that closes must be recorded (and README's table with it).
+
+use std::collections::BTreeSet;
+
+use anyhow::{bail, Context, Result};
+use meridian_e2e::repo_root;
+use wasmparser::{Parser, Payload};
+
+/// The components, in the order they are reported.
+const COMPONENTS: [&str; 4] = ["gateway", "identity", "community", "billing"];
+
+/// What every Spin host offers a `spin-sdk` 5 (WASI 0.2) HTTP component,
+/// by interface (versions aside).
+const COMMON: &[&str] = &[
+    "wasi:io/poll",
+    "wasi:io/error",
+    "wasi:io/streams",
+    "wasi:clocks/monotonic-clock",
+    "wasi:clocks/wall-clock",
+    "wasi:random/random",
+    "wasi:random/insecure-seed",
+    "wasi:cli/environment",
+    "wasi:cli/exit",
+    "wasi:cli/stdin",
+    "wasi:cli/stdout",
+    "wasi:cli/stderr",
+    "wasi:cli/terminal-input",
+    "wasi:cli/terminal-output",
+    "wasi:cli/terminal-stdin",
+    "wasi:cli/terminal-stdout",
+    "wasi:cli/terminal-stderr",
+    "wasi:http/types",
+    "wasi:http/outgoing-handler",
+    "fermyon:spin/variables",
+];
+
+/// A platform: what it offers beyond [`COMMON`] (its published limits,
+/// docs/platforms), and what each component imports that it lacks today.
+struct Platform {
+    name: &'static str,
+    offers: &'static [&'static str],
+    known_gaps: [(&'static str, &'static [&'static str]); 4],
+}
+
+const PLATFORMS: [Platform; 3] = [
+    Platform {
+        name: "spin up, SpinKube (containerd-shim-spin v0.24, Spin 3.6.3)",
+        offers: &[
+            "fermyon:spin/sqlite",
+            "wasi:keyvalue/store",
+            "wasi:keyvalue/atomics",
+            "wasi:keyvalue/batch",
+        ],
+        known_gaps: [
+            ("gateway", &[]),
+            ("identity", &[]),
+            ("community", &[]),
+            ("billing", &[]),
+        ],
+    },
+    Platform {
+        name: "Fermyon Cloud (one SQLite database; key-value `store` only)",
+        offers: &["fermyon:spin/sqlite", "wasi:keyvalue/store"],
+        known_gaps: [
+            ("gateway", &["wasi:keyvalue/atomics", "wasi:keyvalue/batch"]),
+            ("identity", &["wasi:keyvalue/batch"]),
+            ("community", &[]),
+            ("billing", &["wasi:keyvalue/atomics", "wasi:keyvalue/batch"]),
+        ],
+    },
+    Platform {
+        name: "Akamai Functions (no SQLite; key-value `store` and `batch`)",
+        offers: &["wasi:keyvalue/store", "wasi:keyvalue/batch"],
+        known_gaps: [
+            ("gateway", &["wasi:keyvalue/atomics"]),
+            ("identity", &["fermyon:spin/sqlite"]),
+            ("community", &["fermyon:spin/sqlite"]),
+            ("billing", &["fermyon:spin/sqlite", "wasi:keyvalue/atomics"]),
+        ],
+    },
+];
+
+/// The interfaces a component imports, versions stripped: its top-level
+/// imports (a nested core module's are satisfied inside the component).
+fn imports(wasm: &[u8]) -> Result<BTreeSet<String>> {
+    let mut depth = 0usize;
+    let mut names = BTreeSet::new();
+    for payload in Parser::new(0).parse_all(wasm) {
+        match payload? {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    let name = import?.name.0;
+                    let interface = name.split('@').next().unwrap_or(name);
+                    names.insert(interface.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(names)
+}
+
+fn main() -> Result<()> {
+    let mut built = Vec::new();
+    for component in COMPONENTS {
+        let path = repo_root().join(format!("target/wasm32-wasip2/release/{component}.wasm"));
+        let wasm = std::fs::read(&path)
+            .with_context(|| format!("{}: build the components first", path.display()))?;
+        built.push((component, imports(&wasm)?));
+    }
+    let mut mismatches = Vec::new();
+    for platform in &PLATFORMS {
+        println!("{}", platform.name);
+        for ((component, imported), (known, gaps)) in built.iter().zip(&platform.known_gaps) {
+            let lacking: Vec<&str> = imported
+                .iter()
+                .map(String::as_str)
+                .filter(|i| !COMMON.contains(i) && !platform.offers.contains(i))
+                .collect();
+            let verdict = match lacking.is_empty() {
+                true => "imports only what it offers".to_owned(),
+                false => format!("lacks {}", lacking.join(", ")),
+            };
+            println!("  {component:<10} {verdict}");
+            if component != known || lacking != gaps.to_vec() {
+                mismatches.push(format!(
+                    "{}: {component} lacks {lacking:?}, recorded {gaps:?}",
+                    platform.name
+                ));
+            }
+        }
+    }
+    if !mismatches.is_empty() {
+        bail!(
+            "the components' imports changed against the platforms:\n{}",
+            mismatches.join("\n")
+        );
+    }
+    Ok(())
+}
