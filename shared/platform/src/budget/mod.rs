@@ -4,14 +4,12 @@
 //! the context every step takes it in (`context`).
 
 pub mod admission;
-pub mod config;
 pub mod context;
-pub mod deadline;
-pub mod propagation;
-pub mod request_start;
-pub mod steps;
 
-pub use config::{
-    BudgetConfig, BudgetConfigError, InvalidTimeout, DEFAULT_BUDGET, DEFAULT_MAX_BUDGET,
+// The budget itself is its own crate (`shared/deadline`): what follows
+// builds on it.
+pub use meridian_deadline::{
+    answer_reserve, BudgetConfig, BudgetConfigError, InvalidTimeout, DEFAULT_BUDGET,
+    DEFAULT_MAX_BUDGET,
 };
-pub use steps::answer_reserve;
+pub use meridian_deadline::{config, deadline, propagation, request_start, steps};

@@ -1,7 +1,7 @@
 //! How a hop spends its budget, in one place: the least budget each kind of
 //! step needs before it may start, and the part of the budget the hop keeps
 //! back to answer. A step that does not fit is not started; the hop answers
-//! with the [`BudgetSpent`](crate::budget::context::BudgetSpent) it got
+//! with the budget-spent answer it got
 //! instead, which is the same 504 wherever it is decided.
 
 use std::time::Duration;

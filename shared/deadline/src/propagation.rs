@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::budget::deadline::Deadline;
+use crate::deadline::Deadline;
 use crate::time::{duration_ms, UnixMillis};
 
 /// Largest relative budget a hop accepts (one day); anything longer is not a
