@@ -289,6 +289,10 @@ impl SpinApp {
             std::env::var("MERIDIAN_DB").as_deref(),
         ) {
             (Some(path), _) => path.clone(),
+            // One database is one local file, whatever the run's databases.
+            (None, _) if options.one_db() => {
+                write_one_database_config(state.path(), options.key_value_file, shared)
+            }
             (None, Ok("libsql")) if !servers.is_empty() => state.path().join("runtime-config.toml"),
             (None, Ok("libsql")) => {
                 let (config, sqld) = start_libsql(
@@ -299,9 +303,6 @@ impl SpinApp {
                 );
                 servers = sqld;
                 config
-            }
-            (None, _) if options.one_db() => {
-                write_one_database_config(state.path(), options.key_value_file, shared)
             }
             (None, _) => write_runtime_config_placing(
                 state.path(),
