@@ -153,19 +153,32 @@ pub fn create_tenant(client: &Client, slug: &str) -> Tenant {
     create_tenant_as(client, ADMIN_TOKEN, slug)
 }
 
-/// Creates a tenant with `admin_token` (a deployment's own).
+/// Creates a tenant with `admin_token` (a deployment's own): a test's
+/// setup, resent with its `Idempotency-Key` on a retryable 503 as
+/// [`create`] does (a libSQL server refused identity's first connection
+/// once in a fresh run).
 #[track_caller]
 pub fn create_tenant_as(client: &Client, admin_token: &str, slug: &str) -> Tenant {
     let body = json!({"slug": slug, "name": format!("{slug} community"), "admin_email": format!("admin@{slug}.example.org"), "admin_name": "Ada Admin"});
-    let r = client.send(
-        "POST",
-        "/v1/tenants",
-        &[
-            ("authorization", &format!("Bearer {admin_token}")),
-            ("content-type", "application/json"),
-        ],
-        Some(&body.to_string()),
-    );
+    let key = format!("setup-tenant-{slug}-{}", std::process::id());
+    let auth = format!("Bearer {admin_token}");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("content-type", "application/json"),
+        ("idempotency-key", key.as_str()),
+    ];
+    let mut r = client.send("POST", "/v1/tenants", &headers, Some(&body.to_string()));
+    for _ in 0..2 {
+        if !(r.status == 503 && r.json()["retryable"] == true) {
+            break;
+        }
+        eprintln!(
+            "creating tenant {slug}: retryable 503, sent again with its key: {}",
+            r.body
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        r = client.send("POST", "/v1/tenants", &headers, Some(&body.to_string()));
+    }
     assert_eq!(r.status, 201, "creating tenant {slug}: {}", r.body);
     let b = r.json();
     Tenant {
