@@ -10,6 +10,7 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::constant_time_eq;
+use meridian_platform::wire::headers;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde::Serialize;
 
@@ -69,6 +70,13 @@ impl<E: Env> Billing<E> {
             let response = match outbound::request(Method::POST, &url, body) {
                 Ok(mut request) => {
                     message::set_header(request.headers_mut(), "content-type", "application/json");
+                    // The event's tenant as its outbox row has it, apart from
+                    // the body: the consumer binds the event to this one.
+                    message::set_header(
+                        request.headers_mut(),
+                        headers::EVENT_TENANT,
+                        &event.tenant_id,
+                    );
                     // Safe to repeat: the consumer keys notifications by event id.
                     let call = self
                         .upstream

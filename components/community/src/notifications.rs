@@ -9,7 +9,8 @@ use meridian_platform::store::db::Database;
 use meridian_platform::store::page::PageRequest;
 use meridian_platform::tenancy::TenantId;
 use meridian_platform::time::Timestamp;
-use meridian_platform::{Clock, Problem};
+use meridian_platform::wire::headers;
+use meridian_platform::{Clock, ErrorCode, Problem};
 use serde_json::json;
 
 use crate::app::Community;
@@ -39,15 +40,33 @@ pub fn list<D: Database, C: Clock>(
 
 /// `POST /internal/events`: stores the event as a notification once.
 /// Answers 200 `{"event_id", "stored": true|false}` — a duplicate is a success.
+/// The event belongs to the tenant of the outbox row it came from, which
+/// billing names in `x-meridian-event-tenant`; the body's `tenant_id` must
+/// agree with it.
 pub fn consume<D: Database, C: Clock>(
     app: &Community<D, C>,
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
+    let row_tenant = call
+        .request
+        .header(headers::EVENT_TENANT)
+        .and_then(|raw| parse_id(raw)?.parse::<TenantId>().ok())
+        .ok_or_else(|| {
+            Problem::new(
+                ErrorCode::InvalidRequest,
+                "x-meridian-event-tenant must name the tenant of the event's outbox row",
+            )
+        })?;
     let uuid = |s: &str| parse_id(s).ok_or("must be a UUID");
     let mut b = JsonBody::parse(call.body())?;
     let event_id = b.parsed("event_id", uuid);
     let tenant_id = b.parsed("tenant_id", |s| {
-        uuid(s).and_then(|id| id.parse::<TenantId>().map_err(|_| "must be a UUID"))
+        uuid(s)
+            .and_then(|id| id.parse::<TenantId>().map_err(|_| "must be a UUID"))
+            .and_then(|id| match id == row_tenant {
+                true => Ok(id),
+                false => Err("must be the tenant of the event's outbox row"),
+            })
     });
     let resident_id = b.parsed("resident_id", |s| {
         ResidentId::parse(s).ok_or("must be a UUID")

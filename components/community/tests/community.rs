@@ -407,12 +407,27 @@ fn a_repeated_event_delivery_creates_one_notification() {
             &req,
         )
     };
-    let first = internal(post("/internal/events", event.clone()));
+    let delivered = |tenant: &str, body: &serde_json::Value| {
+        post("/internal/events", body).with_header("x-meridian-event-tenant", tenant)
+    };
+    // Bound to the outbox row's tenant, which billing names apart from the
+    // body: without it, or with a body naming another tenant, nothing is stored.
+    let unbound = internal(post("/internal/events", event.clone()));
+    assert_eq!(unbound.status().as_u16(), 400, "{}", unbound.json_body());
+    let elsewhere = internal(delivered(TENANT_B, &event));
+    assert_eq!(
+        elsewhere.status().as_u16(),
+        422,
+        "{}",
+        elsewhere.json_body()
+    );
+    assert_eq!(elsewhere.json_body()["errors"][0]["field"], "tenant_id");
+    let first = internal(delivered(TENANT_A, &event));
     assert_eq!(
         (first.status().as_u16(), first.json_body()["stored"].clone()),
         (200, json!(true))
     );
-    let again = internal(post("/internal/events", event));
+    let again = internal(delivered(TENANT_A, &event));
     assert_eq!(
         (again.status().as_u16(), again.json_body()["stored"].clone()),
         (200, json!(false))
@@ -432,7 +447,7 @@ fn a_repeated_event_delivery_creates_one_notification() {
     assert_eq!(h.admin(get(&notifications)).status(), 200);
     assert_eq!(listed["items"][0]["type"], "invoice.created");
     assert_eq!(listed["items"][0]["payload"]["amount_cents"], 1200);
-    let bad = internal(post("/internal/events", json!({"event_id": "x"})));
+    let bad = internal(delivered(TENANT_A, &json!({"event_id": "x"})));
     assert_eq!(bad.status(), 422);
     // Another tenant cannot read them.
     assert_eq!(

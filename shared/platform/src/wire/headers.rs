@@ -16,6 +16,10 @@ pub const ATTEMPTS: &str = "x-meridian-attempts";
 pub const RETRIES_REFUSED: &str = "x-meridian-retries-refused";
 /// The resolved tenant's id.
 pub const TENANT_ID: &str = "x-tenant-id";
+/// The tenant of the outbox row an event was delivered from (billing to
+/// community; internal: stripped from public requests like every
+/// `x-meridian-*`).
+pub const EVENT_TENANT: &str = "x-meridian-event-tenant";
 /// The resolved tenant's slug.
 pub const TENANT_SLUG: &str = "x-tenant-slug";
 /// The authenticated user's id.
