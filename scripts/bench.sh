@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Meridian against the floor of a bare Spin app (README "Benchmarks"):
+# Meridian against the floor of a bare Spin app (docs/testing.md, "Benchmarks"):
 # builds the release components and the floor apps (bench/), installs the
 # load generator (wrk, from Debian) when missing, starts `spin up` on
 # loopback and runs the perf driver (tools/src/bin/perf.rs), which writes

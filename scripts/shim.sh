@@ -15,7 +15,7 @@
 #   scripts/shim.sh /path/to/containerd-shim-spin-v2
 #
 # The shim is not built here: build containerd-shim-spin from its source
-# (README "On the SpinKube runtime"). Needs root (containerd), `spin` on
+# (docs/deploy.md, "On the SpinKube runtime"). Needs root (containerd), `spin` on
 # PATH or at SPIN_BIN (for `spin registry push`), and Debian's containerd,
 # docker-registry and redis-server, installed when missing; sqld as
 # scripts/libsql.sh installs it. Everything it starts listens on 127.0.0.1

@@ -993,7 +993,7 @@ fn stop(child: &mut Child) {
 const TRAP_SIGNS: [&str; 2] = ["guest invocation failed", "Error processing request"];
 
 /// What Spin logs when it refuses a request whose header value is not
-/// UTF-8 before any component runs (README "Known limits"): not a trap.
+/// UTF-8 before any component runs (docs/known-limits.md): not a trap.
 pub const SPIN_REFUSED_UTF8: &str = "invalid utf-8 sequence";
 
 /// The repository root (this crate lives in `tests/`).

@@ -594,7 +594,7 @@ fn a_non_ascii_content_type_is_a_415_problem_not_a_trap() {
     // Dropping the app fails the test if any component trapped.
 }
 
-/// Runtime fact (README "Known limits"): a header value that is not UTF-8
+/// Runtime fact (docs/known-limits.md): a header value that is not UTF-8
 /// never reaches a component — Spin answers it itself (4.1: an empty 500).
 /// What Meridian can promise is that nothing of it traps and the app goes
 /// on serving.

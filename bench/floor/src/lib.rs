@@ -1,6 +1,6 @@
 //! The benchmark's floor: the least a Spin app of Meridian's shape can cost,
 //! measured in the same run so that Meridian's figures are ratios to it
-//! (README "Benchmarks", `bench/floor.toml`).
+//! (docs/testing.md, "Benchmarks", `bench/floor.toml`).
 //!
 //! One `.wasm` serves three components, chosen by the path each is called
 //! on: `front` (public, Meridian's gateway) calls `mid` (identity) and then

@@ -1,5 +1,5 @@
 //! The spin-sdk hello-world component (`spin new -t http-rust`), the
-//! reference each Meridian `.wasm` is sized against (README "Benchmarks").
+//! reference each Meridian `.wasm` is sized against (docs/testing.md, "Benchmarks").
 // Wasm only: its export names are not valid symbols for a host cdylib.
 #![cfg(target_arch = "wasm32")]
 

@@ -1,4 +1,4 @@
-//! Goodput under overload (README "Overload and tenant limits"): answers
+//! Goodput under overload (docs/overload.md): answers
 //! that reached the client as a 200 within their budget, per second,
 //! against load, Meridian beside the floor app in the same run.
 //!
@@ -15,7 +15,7 @@
 //! holds goodput is admission alone; at the default 100 a second, the
 //! rate limit would be all a one-tenant curve measured).
 //! `--pinned-variables` runs Meridian with its variables pinned in a static
-//! provider (README "Configuration"), which spares the runtime's blocking
+//! provider (docs/configuration.md), which spares the runtime's blocking
 //! pool the environment lookups. Writes
 //! `target/bench/goodput.json`.
 //!
@@ -361,7 +361,7 @@ struct Args {
     /// rate would be all the curves measured), not with both off.
     concurrency: bool,
     /// Meridian's variables pinned in a static provider of its runtime
-    /// configuration (README "Configuration"), not looked up in the
+    /// configuration (docs/configuration.md), not looked up in the
     /// environment by every instance.
     pinned_variables: bool,
     /// The parts to run (`closed`, `open`, `recovery`, `quiet`; all by

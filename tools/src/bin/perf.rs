@@ -1,4 +1,4 @@
-//! Meridian against the floor (README "Benchmarks"): every figure a ratio to
+//! Meridian against the floor (docs/testing.md, "Benchmarks"): every figure a ratio to
 //! the least a Spin app of the same shape costs, measured in the same run.
 //!
 //! Run through `scripts/bench.sh` (it builds the components and installs
