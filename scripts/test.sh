@@ -37,6 +37,9 @@ cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community
 step "clippy (wasm32-wasip2: the gateway and billing for hosts without wasi:keyvalue/atomics)"
 cargo clippy --target wasm32-wasip2 --locked -p gateway -p billing --features gateway/without-atomics,billing/without-atomics -- -D warnings
 
+step "cargo doc --no-deps: the workspace's documentation builds without a warning"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked --quiet
+
 step "host tests: platform, handlers over fakes, migrations on host SQLite, generated deploy files"
 run_tests --workspace --exclude meridian-e2e --locked
 run_tests -p meridian-e2e --lib --locked

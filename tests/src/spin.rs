@@ -58,7 +58,7 @@ pub struct SpinOptions {
     /// that refuses to serve, say).
     pub up_with_any_status: bool,
     /// One SQLite database for the whole app, as `MERIDIAN_DB=one` runs
-    /// every test ([`one_database`]).
+    /// every test (`one_database`).
     pub one_database: bool,
 }
 

@@ -97,7 +97,7 @@ impl<E: Calls> Upstream<E> {
     /// while this hop still has its answer reserve.
     ///
     /// Its layers, outermost first: the breaker ([`FailureMemory::admit`]),
-    /// the retry loop gated by the shared retry budget ([`Self::attempts`]),
+    /// the retry loop gated by the shared retry budget (`attempts`),
     /// and each attempt on the transport, judged once ([`judge`]).
     pub async fn call(&self, ctx: &RequestContext, policy: &RetryPolicy, request: Request) -> Call {
         let ctx = &ctx.for_step();
