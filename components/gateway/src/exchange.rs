@@ -18,9 +18,6 @@ use crate::config::GatewayConfig;
 use crate::edge::Credentials;
 use crate::routes::{Route, Service};
 use crate::timing::ServerTiming;
-use meridian_platform::http::routes::Endpoint;
-use meridian_platform::tenancy::TenantSlug;
-use meridian_platform::ErrorCode;
 
 /// What one request learned on the way, reported in headers.
 #[derive(Debug, Default)]
@@ -157,14 +154,11 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 self.trace.vouched |= vouched;
                 self.check_concurrency(slug, vouched)?;
                 self.admit_route(key, Some(slug), vouched)?;
-                let scope = self.resolve(slug, request).await?;
+                let (resolved, scope) = self.resolve(slug, request).await?;
                 self.trace.vouched = true;
                 self.enforce_rate(slug, authorization)?;
                 self.enter(slug)?;
                 self.ctx = self.ctx.clone().with_tenant(scope);
-                // Resolution parsed it already: identity knows no other.
-                let resolved = TenantSlug::parse(slug)
-                    .map_err(|_| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
                 let path = tenant.path(&resolved);
                 self.forward(service, &path, request, policy, Credentials::Strip)
                     .await
@@ -177,11 +171,12 @@ impl<'g, E: Calls> Exchange<'g, E> {
     }
 }
 
-/// The admission key of one of the gateway's own routes: its row's method
-/// and template ([`crate::routes::OWN`]).
+/// The admission key of one of the gateway's own routes
+/// ([`crate::routes::admission_key`] of its row in [`crate::routes::OWN`]).
 fn own_key(route: Route) -> String {
     crate::routes::OWN
         .iter()
-        .find(|e: &&Endpoint<Route>| e.op == route)
-        .map_or_else(String::new, |e| format!("{} {}", e.method, e.path))
+        .find(|e| e.op == route)
+        .map(crate::routes::admission_key)
+        .unwrap_or_default()
 }

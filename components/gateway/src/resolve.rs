@@ -49,7 +49,12 @@ impl<E: Calls> Exchange<'_, E> {
 
     /// Resolves `slug` and the bearer token of `request` once for the
     /// whole request.
-    pub async fn resolve(&mut self, slug: &str, request: &Request) -> Result<TenantScope, Refusal> {
+    /// The slug comes back parsed, as identity resolved it.
+    pub async fn resolve(
+        &mut self,
+        slug: &str,
+        request: &Request,
+    ) -> Result<(TenantSlug, TenantScope), Refusal> {
         let (authorization, token) = request
             .header("authorization")
             .and_then(|a| Some((a, headers::bearer_token(a)?)))
@@ -65,7 +70,7 @@ impl<E: Calls> Exchange<'_, E> {
             None => self.look_up(&slug, token),
         };
         if let Lookup::Hit(scope) = lookup {
-            return Ok(scope);
+            return Ok((slug, scope));
         }
         let cache = ResolutionCache::new(&self.upstream.counters, self.config.resolution_cache);
 
@@ -116,7 +121,7 @@ impl<E: Calls> Exchange<'_, E> {
             ))
         })?;
         cache.remember(lookup, &scope, self.upstream.clock.now());
-        Ok(scope)
+        Ok((slug, scope))
     }
 }
 

@@ -85,7 +85,7 @@ impl TenantRoute {
     /// The key admission and the logs know the route by: the row's method
     /// and template, never the client's words (`HEAD` is `GET`'s).
     pub fn key(&self) -> String {
-        format!("{} {}", self.endpoint.method, self.endpoint.path)
+        admission_key(self.endpoint)
     }
 
     /// The path forwarded to the service: rebuilt from the template, the
@@ -241,6 +241,12 @@ pub const FORWARDED: &[Endpoint<Service>] = &[
         "/v1/{tenant}/invoices/{id}/payments",
     ),
 ];
+
+/// The key admission knows a row of a route table by: its method and
+/// template (`GET /v1/{tenant}/residents`).
+pub fn admission_key<Op>(endpoint: &Endpoint<Op>) -> String {
+    format!("{} {}", endpoint.method, endpoint.path)
+}
 
 /// Routes a request by method and path.
 pub fn route(method: &Method, path: &str) -> Route {
