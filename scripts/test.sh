@@ -34,8 +34,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "clippy (wasm32-wasip2 components)"
 cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing -p hang -p meridian-spin -p floor -p hello -- -D warnings
 
-step "clippy (wasm32-wasip2: the gateway and billing for hosts without wasi:keyvalue/atomics)"
-cargo clippy --target wasm32-wasip2 --locked -p gateway -p billing --features gateway/without-atomics,billing/without-atomics -- -D warnings
+step "clippy (wasm32-wasip2: the builds for Fermyon Cloud and Akamai Functions, scripts/build-for.sh)"
+cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p billing --features gateway/without-atomics,gateway/without-batch,identity/without-batch,billing/without-atomics,billing/without-batch -- -D warnings
+cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing --features gateway/without-atomics,billing/without-atomics,identity/without-sqlite,community/without-sqlite,billing/without-sqlite -- -D warnings
 
 step "cargo doc --no-deps: the workspace's documentation builds without a warning"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked --quiet
@@ -50,7 +51,9 @@ for c in gateway identity community billing; do
   printf '  %-10s %8d bytes\n' "$c" "$(stat -c %s "target/wasm32-wasip2/release/$c.wasm")"
 done
 
-step "platforms: each component's imports against the interfaces each platform publishes"
+step "platforms: each platform's build, its imports against the interfaces the platform publishes"
+scripts/build-for.sh cloud --locked
+scripts/build-for.sh akamai --locked
 if cargo run -q --locked -p meridian-tools --bin platforms; then
   echo "test result: ok. 1 passed; 0 failed (the platforms check)" >>"$results"
 else
@@ -71,6 +74,10 @@ if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
   fi
   step "end-to-end suite again, one SQLite database for the whole app (scripts/one-database.sh)"
   if ! SPIN_BIN="$spin_bin" scripts/one-database.sh --locked 2>&1 | tee -a "$results"; then
+    failed_runs=$((failed_runs + 1))
+  fi
+  step "end-to-end suite again, every service on a real PostgreSQL server (scripts/postgres.sh)"
+  if ! SPIN_BIN="$spin_bin" scripts/postgres.sh --locked 2>&1 | tee -a "$results"; then
     failed_runs=$((failed_runs + 1))
   fi
   step "benchmark slice: the failure memory, 2 s per scenario (full: memory_bench 20 8, see BENCHMARKS.md)"

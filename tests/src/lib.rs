@@ -7,6 +7,7 @@ pub mod api;
 mod client;
 pub mod loopback;
 pub mod otlp;
+pub mod postgres;
 mod spin;
 pub mod split;
 mod standin;

@@ -60,6 +60,9 @@ pub struct SpinOptions {
     /// One SQLite database for the whole app, as `MERIDIAN_DB=one` runs
     /// every test (`one_database`).
     pub one_database: bool,
+    /// The services' PostgreSQL databases, as `MERIDIAN_DB=postgres` gives
+    /// every app (a restart keeps the app's).
+    pub postgres: Option<crate::postgres::PgDatabases>,
 }
 
 impl SpinOptions {
@@ -140,6 +143,17 @@ impl SpinOptions {
             (name, value.clone())
         });
         let env = self.env.iter().map(|(n, v)| ((*n).to_owned(), v.clone()));
+        // `MERIDIAN_DB=postgres`: each service on its own database.
+        let postgres = self
+            .postgres
+            .iter()
+            .flat_map(crate::postgres::PgDatabases::variables)
+            .map(|(name, value)| {
+                (
+                    format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),
+                    value,
+                )
+            });
         // `MERIDIAN_DB=one`: every service opens the one label.
         let one = self.one_db().then(|| {
             (
@@ -150,6 +164,7 @@ impl SpinOptions {
         tokens
             .into_iter()
             .chain(one)
+            .chain(postgres)
             .chain(variables)
             .chain(env)
             .collect()
@@ -233,6 +248,9 @@ pub struct SpinApp {
     split: Vec<(&'static str, u16)>,
     /// Database servers (`MERIDIAN_DB=libsql`), kept across a restart.
     servers: Vec<Sqld>,
+    /// The services' PostgreSQL databases (`MERIDIAN_DB=postgres`), kept
+    /// across a restart.
+    postgres: Option<crate::postgres::PgDatabases>,
     base_url: String,
     /// What this app's clients call; a restart points it at the new port.
     followed: Arc<RwLock<String>>,
@@ -273,6 +291,8 @@ impl SpinApp {
         let state = std::mem::replace(&mut self.state, tempfile::tempdir().expect("scratch"));
         // The databases stay up: an app beside this one may use them too.
         let servers = std::mem::take(&mut self.servers);
+        let mut options = options;
+        options.postgres = self.postgres.take();
         let mut app = Self::start_in(state, options, servers);
         if let Ok(mut url) = self.followed.write() {
             url.clone_from(&app.base_url);
@@ -282,6 +302,14 @@ impl SpinApp {
     }
 
     fn start_in(state: tempfile::TempDir, options: SpinOptions, mut servers: Vec<Sqld>) -> Self {
+        // `MERIDIAN_DB=postgres`: the services on databases of their own
+        // (an app with one SQLite database keeps its one file).
+        let mut options = options;
+        if options.postgres.is_none() && !options.one_db() {
+            options.postgres = crate::postgres::server()
+                .map(|server| crate::postgres::PgDatabases::create(&server));
+        }
+        let postgres = options.postgres.clone();
         let key_value_dir = (Layout::from_env() == Layout::Split).then(shared_store_dir);
         let shared = key_value_dir.as_ref().map(tempfile::TempDir::path);
         let runtime_config = match (
@@ -333,6 +361,7 @@ impl SpinApp {
             Layout::Split => Self::launch_split(state, &options, &runtime_config),
         };
         app.servers = servers;
+        app.postgres = postgres;
         app.key_value_dir = key_value_dir;
         app.one_database = options.one_db();
         app.wait_until_up("/healthz", (!options.up_with_any_status).then_some(200));
@@ -406,6 +435,23 @@ impl SpinApp {
     /// `community_url`) point at `urls`, which it may call.
     pub fn service_beside_calling(main: &SpinApp, service: &str, urls: &[(&str, String)]) -> Self {
         let state = tempfile::tempdir().expect("state directory");
+        // On PostgreSQL, the same database as `main`'s service, by address.
+        let (pg_host, pg_variable) = match &main.postgres {
+            Some(pg) => {
+                let variables = pg.variables();
+                let host = variables
+                    .iter()
+                    .find(|(name, _)| *name == "postgres_host")
+                    .map(|(_, value)| value.clone());
+                (
+                    host,
+                    format!("postgres_address = {:?}\n", pg.address(service)),
+                )
+            }
+            None => (None, String::new()),
+        };
+        let mut allowed: Vec<String> = urls.iter().map(|(_, url)| url.clone()).collect();
+        allowed.extend(pg_host);
         let wasm = repo_root().join(format!("target/wasm32-wasip2/release/{service}.wasm"));
         let manifest = state.path().join("spin.toml");
         std::fs::write(
@@ -420,13 +466,13 @@ impl SpinApp {
                  allowed_outbound_hosts = {:?}\n\n\
                  [component.{service}.variables]\ninternal_token = \"{{{{ internal_token }}}}\"\n\
                  admin_token = \"{{{{ admin_token }}}}\"\n\
-                 sqlite_database = \"{{{{ sqlite_database }}}}\"\n{}",
+                 sqlite_database = \"{{{{ sqlite_database }}}}\"\n{pg_variable}{}",
                 wasm.display().to_string(),
                 match main.one_database {
                     true => ONE_DATABASE,
                     false => service,
                 },
-                urls.iter().map(|(_, url)| url.clone()).collect::<Vec<_>>(),
+                allowed,
                 urls.iter()
                     .map(|(name, url)| format!("{name} = {url:?}\n"))
                     .collect::<String>()
@@ -517,6 +563,7 @@ impl SpinApp {
             children,
             split: Vec::new(),
             servers: Vec::new(),
+            postgres: None,
             followed: Arc::new(RwLock::new(url.clone())),
             base_url: url,
             state,
@@ -619,6 +666,18 @@ impl SpinApp {
             }
         }
         Some(threads)
+    }
+
+    /// Kills every `spin up` process of the app at once (SIGKILL), with
+    /// whatever requests it had in flight; [`Self::restart_with`] starts it
+    /// again on the same databases.
+    pub fn kill(&mut self) {
+        self.children.iter_mut().for_each(stop);
+    }
+
+    /// The services' PostgreSQL databases (`MERIDIAN_DB=postgres`).
+    pub fn postgres(&self) -> Option<&crate::postgres::PgDatabases> {
+        self.postgres.as_ref()
     }
 
     /// A client for the app.

@@ -148,11 +148,18 @@ fn one_request_is_one_trace_across_the_components_it_crossed_and_its_log_lines_n
         resolve.end_ns <= forward.start_ns,
         "the tenant is resolved before the request is forwarded"
     );
-    // Storage shows up inside the component that used it.
+    // Storage shows up inside the component that used it: Spin's SQLite
+    // spans, or its outbound PostgreSQL's (`MERIDIAN_DB=postgres`).
+    let storage = match app.postgres() {
+        Some(_) => "spin_outbound_pg",
+        None => "spin_sqlite",
+    };
     for component in [identity, community] {
         assert!(
-            trace.0.iter().any(|s| s.parent_span_id == component.span_id
-                && s.name.starts_with("spin_sqlite")),
+            trace
+                .0
+                .iter()
+                .any(|s| s.parent_span_id == component.span_id && s.name.starts_with(storage)),
             "{} has no storage spans",
             component.name
         );

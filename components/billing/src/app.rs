@@ -16,7 +16,7 @@ pub trait Env: Calls {
 
 /// Spin's: the component's own database, and Spin for its calls.
 impl Env for meridian_spin::Spin {
-    type Db = meridian_spin::sqlite::SpinSqlite;
+    type Db = meridian_spin::database::SpinDb;
 }
 
 /// The billing service.

@@ -25,6 +25,7 @@ pub const SPEC: ServiceSpec<Op> = ServiceSpec {
     hop: "billing",
     database: "billing",
     migrations: migrations::ALL,
+    postgres_migrations: migrations::POSTGRES,
     endpoints: ENDPOINTS,
 };
 

@@ -9,3 +9,13 @@ pub const ALL: &[Migration] = meridian_platform::migrations!("billing":
     3 => "0003_row_sequence.sql",
     4 => "0004_write_ahead_log.sql",
 );
+
+/// The same schema for PostgreSQL: `migrations/postgres/billing/` and
+/// `migrations/postgres/shared/` (that directory's README says how the two
+/// histories relate).
+pub const POSTGRES: &[Migration] = meridian_platform::migrations!("postgres/billing":
+    1 => "0001_billing.sql",
+    2 => "0002_idempotency_records.sql" in "postgres/shared",
+    3 => "0003_row_sequence.sql" in "postgres/shared",
+    4 => "0004_row_sequence_triggers.sql",
+);

@@ -68,9 +68,10 @@ pub fn list_invoices<D: Database, C: Clock>(
         s.ctx,
         &format!(
             "SELECT {INVOICE_COLUMNS}, seq FROM invoices
-             WHERE tenant_id = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR resident_id = ?)
-               AND (? IS NULL OR resident_id IN (SELECT value FROM json_each(?))) AND seq > ?
-             ORDER BY seq LIMIT ?"
+             WHERE tenant_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR resident_id = ?)
+               AND (CAST(? AS TEXT) IS NULL OR resident_id IN ({visible_ids})) AND seq > ?
+             ORDER BY seq LIMIT ?",
+            visible_ids = s.store.db().dialect().json_text_elements()
         ),
         &[
             s.tenant(),

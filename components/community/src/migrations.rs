@@ -8,3 +8,13 @@ pub const ALL: &[Migration] = meridian_platform::migrations!("community":
     2 => "0002_idempotency_records.sql" in "shared",
     3 => "0003_row_sequence.sql",
 );
+
+/// The same schema for PostgreSQL: `migrations/postgres/community/` and
+/// `migrations/postgres/shared/` (that directory's README says how the two
+/// histories relate).
+pub const POSTGRES: &[Migration] = meridian_platform::migrations!("postgres/community":
+    1 => "0001_community.sql",
+    2 => "0002_idempotency_records.sql" in "postgres/shared",
+    3 => "0003_row_sequence.sql" in "postgres/shared",
+    4 => "0004_row_sequence_triggers.sql",
+);

@@ -154,7 +154,7 @@ pub fn list_complaints<D: Database, C: Clock>(
         s.ctx,
         &format!(
             "SELECT {COMPLAINT_COLUMNS}, seq FROM complaints
-             WHERE tenant_id = ? AND (? IS NULL OR filed_by = ?) AND (? IS NULL OR status = ?) AND seq > ?
+             WHERE tenant_id = ? AND (CAST(? AS TEXT) IS NULL OR filed_by = ?) AND (CAST(? AS TEXT) IS NULL OR status = ?) AND seq > ?
              ORDER BY seq LIMIT ?"
         ),
         &[

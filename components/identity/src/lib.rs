@@ -26,6 +26,7 @@ pub const SPEC: ServiceSpec<Op> = ServiceSpec {
     hop: "identity",
     database: "identity",
     migrations: migrations::ALL,
+    postgres_migrations: migrations::POSTGRES,
     endpoints: ENDPOINTS,
 };
 

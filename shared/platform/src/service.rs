@@ -19,7 +19,7 @@ use crate::http::pipeline::{Admission, Hop};
 use crate::http::routes::{self, Endpoint};
 use crate::log::journal::{self, Event};
 use crate::log::{route_template, RequestLine, Served};
-use crate::store::db::{failure, Database, DbError, Store};
+use crate::store::db::{failure, Database, DbError, Dialect, Store};
 use crate::store::migrate::{migrate, Migration, MigrationError};
 use crate::wire::headers;
 use crate::wire::request_id::RequestId;
@@ -33,8 +33,11 @@ pub struct ServiceSpec<Op: 'static> {
     pub hop: &'static str,
     /// Label of the service's database.
     pub database: &'static str,
-    /// The service's migrations, in order.
+    /// The service's migrations for SQLite, in order.
     pub migrations: &'static [Migration],
+    /// Its migrations for PostgreSQL, in order: the same schema in
+    /// PostgreSQL's types, from `migrations/postgres/`.
+    pub postgres_migrations: &'static [Migration],
     /// Its route table, for the route templates its log lines name.
     pub endpoints: &'static [Endpoint<Op>],
 }
@@ -110,9 +113,13 @@ impl<Op> ServiceSpec<Op> {
         // is idempotent (the ledger, read again inside each migration's
         // transaction, which an interrupt rolls back whole), so it runs once
         // more, within the budget, before the request is refused.
-        let outcome = match migrate(&store, ctx, self.migrations) {
+        let migrations = match store.db().dialect() {
+            Dialect::Sqlite => self.migrations,
+            Dialect::Postgres => self.postgres_migrations,
+        };
+        let outcome = match migrate(&store, ctx, migrations) {
             Err(MigrationError::Db(DbError::Locked(_) | DbError::Interrupted(_))) => {
-                migrate(&store, ctx, self.migrations)
+                migrate(&store, ctx, migrations)
             }
             first => first,
         };

@@ -12,7 +12,9 @@ use meridian_platform::http::memory::{decode_number as decode, Counters, Held};
 use meridian_platform::tenancy::cache::Entries;
 #[cfg(not(feature = "without-atomics"))]
 use spin_sdk::wit::wasi::keyvalue::atomics;
-use spin_sdk::wit::wasi::keyvalue::{batch, store};
+#[cfg(not(feature = "without-batch"))]
+use spin_sdk::wit::wasi::keyvalue::batch;
+use spin_sdk::wit::wasi::keyvalue::store;
 
 /// The key-value store label the components are granted.
 pub const STORE: &str = "default";
@@ -35,6 +37,7 @@ impl SpinCounters {
 
     /// The values of `keys` in the order asked, in one batch read: a
     /// store may answer in any order, or leave an absent key out.
+    #[cfg(not(feature = "without-batch"))]
     fn fetch(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String> {
         let mut found = batch::get_many(self.bucket()?, keys).map_err(|e| format!("{e:?}"))?;
         Ok(keys
@@ -44,6 +47,16 @@ impl SpinCounters {
                 found.swap_remove(at).1
             })
             .collect())
+    }
+
+    /// The values of `keys` in the order asked, one read each (a store
+    /// without `batch`).
+    #[cfg(feature = "without-batch")]
+    fn fetch(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String> {
+        let bucket = self.bucket()?;
+        keys.iter()
+            .map(|key| bucket.get(key).map_err(|e| format!("{e:?}")))
+            .collect()
     }
 }
 
@@ -98,7 +111,14 @@ impl Counters for SpinCounters {
 
     fn forget(&self, keys: &[String]) -> Result<(), String> {
         keys.iter().for_each(|key| self.held.drop_key(key));
-        batch::delete_many(self.bucket()?, keys).map_err(|e| format!("{e:?}"))
+        #[cfg(not(feature = "without-batch"))]
+        return batch::delete_many(self.bucket()?, keys).map_err(|e| format!("{e:?}"));
+        #[cfg(feature = "without-batch")]
+        {
+            let bucket = self.bucket()?;
+            keys.iter()
+                .try_for_each(|key| bucket.delete(key).map_err(|e| format!("{e:?}")))
+        }
     }
 
     /// Nothing to read opens nothing: with every feature that keeps state

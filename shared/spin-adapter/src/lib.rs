@@ -1,5 +1,5 @@
 //! Meridian's thin adapter to Spin: budgeted outbound HTTP, a pollable
-//! sleep, SQLite behind the platform's `Database`, variables, and turning
+//! sleep, SQLite and PostgreSQL behind the platform's `Database`, variables, and turning
 //! platform answers into Spin responses. Logic lives in `meridian-platform`;
 //! this crate only connects it to the runtime.
 #![forbid(unsafe_code)]
@@ -7,8 +7,11 @@
 pub mod client;
 pub mod convert;
 pub mod counters;
+pub mod database;
 pub mod jitter;
+pub mod postgres;
 pub mod service;
+#[cfg(not(feature = "without-sqlite"))]
 pub mod sqlite;
 pub mod timer;
 pub mod vars;

@@ -20,40 +20,40 @@ use meridian_platform::{Deadline, RequestContext, SystemClock};
 use meridian_platform::{ErrorCode, Problem};
 use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 
-use crate::sqlite::SpinSqlite;
+use crate::database::{Engine, SpinDb};
 use crate::{convert, vars};
 
 /// The store every service handler works on.
-pub type SpinStore = Store<SpinSqlite, SystemClock>;
+pub type SpinStore = Store<SpinDb, SystemClock>;
 
-/// The app's SQLite databases, by label: each service's own, or one for
-/// the whole app (`sqlite_database`, a label every service opens).
+/// The service's database as its variables configure it: a PostgreSQL
+/// server (`postgres_address`), or Spin's SQLite — each service's own
+/// label, or one for the whole app (`sqlite_database`).
 pub struct SpinDatabases {
-    /// The one label every service opens, when the app has one database.
-    pub one: Option<String>,
+    /// The engine and where it is.
+    pub engine: Engine,
 }
 
 impl SpinDatabases {
-    /// As the variable `sqlite_database` says: unset, each service opens
-    /// its own label.
+    /// As the variables `postgres_address` and `sqlite_database` say.
     pub fn from_variables() -> Self {
         Self {
-            one: vars::get("sqlite_database"),
+            engine: Engine::from(vars::get("postgres_address"), vars::get("sqlite_database")),
         }
     }
 }
 
 impl Databases for SpinDatabases {
-    type Db = SpinSqlite;
+    type Db = SpinDb;
 
-    fn open(&self, label: &str) -> Result<(SpinSqlite, Rc<Cell<bool>>), DbError> {
-        let db = SpinSqlite::open(self.one.as_deref().unwrap_or(label))?;
+    fn open(&self, label: &str) -> Result<(SpinDb, Rc<Cell<bool>>), DbError> {
+        let db = SpinDb::open(&self.engine, label)?;
         let schema_behind = db.schema_behind();
         Ok((db, schema_behind))
     }
 
     fn shared(&self) -> bool {
-        self.one.is_some()
+        matches!(self.engine, Engine::Sqlite { one: Some(_) })
     }
 }
 

@@ -35,6 +35,7 @@ const SPEC: ServiceSpec<()> = ServiceSpec {
     hop: "notes",
     database: "notes",
     migrations: &[NOTES],
+    postgres_migrations: &[],
     endpoints: &[],
 };
 
@@ -254,6 +255,7 @@ fn health_migrates_and_answers_without_the_handler() {
 fn a_statement_no_migration_satisfies_is_run_twice_and_answered_as_internal() {
     const BROKEN: ServiceSpec<()> = ServiceSpec {
         migrations: &[],
+        postgres_migrations: &[],
         ..SPEC
     };
     let files = Files::new();

@@ -3,11 +3,12 @@
 //! the interfaces each platform publishes.
 //!
 //! Run: `cargo run -p meridian-tools --bin platforms` after building the
-//! components for wasm32-wasip2 (the test command does both). Prints, per
-//! platform, what each component imports that the platform does not offer,
-//! and fails when that differs from [`PLATFORMS`]' known gaps: a component
+//! components for each platform (`scripts/build-for.sh spin|cloud|akamai`;
+//! the test command does both). Prints, per platform, what each component
+//! of that platform's build imports that the platform does not offer, and
+//! fails when that differs from [`PLATFORMS`]' known gaps: a component
 //! that starts importing something a platform lacks is caught here, and a
-//! gap that closes must be recorded (and README's table with it).
+//! gap that closes must be recorded (and docs/deploy.md's table with it).
 
 use std::collections::BTreeSet;
 
@@ -47,6 +48,8 @@ const COMMON: &[&str] = &[
 /// docs/platforms), and what each component imports that it lacks today.
 struct Platform {
     name: &'static str,
+    /// Where its build's Wasm is, under the repository.
+    build: &'static str,
     offers: &'static [&'static str],
     known_gaps: [(&'static str, &'static [&'static str]); 4],
 }
@@ -54,8 +57,10 @@ struct Platform {
 const PLATFORMS: [Platform; 3] = [
     Platform {
         name: "spin up, SpinKube (containerd-shim-spin v0.24, Spin 3.6.3)",
+        build: "target/wasm32-wasip2/release",
         offers: &[
             "fermyon:spin/sqlite",
+            "spin:postgres/postgres",
             "wasi:keyvalue/store",
             "wasi:keyvalue/atomics",
             "wasi:keyvalue/batch",
@@ -68,23 +73,33 @@ const PLATFORMS: [Platform; 3] = [
         ],
     },
     Platform {
-        name: "Fermyon Cloud (one SQLite database; key-value `store` only)",
-        offers: &["fermyon:spin/sqlite", "wasi:keyvalue/store"],
+        name: "Fermyon Cloud (one SQLite database; PostgreSQL; key-value `store` only)",
+        build: "target/platforms/cloud",
+        offers: &[
+            "fermyon:spin/sqlite",
+            "spin:postgres/postgres",
+            "wasi:keyvalue/store",
+        ],
         known_gaps: [
-            ("gateway", &["wasi:keyvalue/atomics", "wasi:keyvalue/batch"]),
-            ("identity", &["wasi:keyvalue/batch"]),
+            ("gateway", &[]),
+            ("identity", &[]),
             ("community", &[]),
-            ("billing", &["wasi:keyvalue/atomics", "wasi:keyvalue/batch"]),
+            ("billing", &[]),
         ],
     },
     Platform {
-        name: "Akamai Functions (no SQLite; key-value `store` and `batch`)",
-        offers: &["wasi:keyvalue/store", "wasi:keyvalue/batch"],
+        name: "Akamai Functions (PostgreSQL, no SQLite; key-value `store` and `batch`)",
+        build: "target/platforms/akamai",
+        offers: &[
+            "spin:postgres/postgres",
+            "wasi:keyvalue/store",
+            "wasi:keyvalue/batch",
+        ],
         known_gaps: [
-            ("gateway", &["wasi:keyvalue/atomics"]),
-            ("identity", &["fermyon:spin/sqlite"]),
-            ("community", &["fermyon:spin/sqlite"]),
-            ("billing", &["fermyon:spin/sqlite", "wasi:keyvalue/atomics"]),
+            ("gateway", &[]),
+            ("identity", &[]),
+            ("community", &[]),
+            ("billing", &[]),
         ],
     },
 ];
@@ -111,17 +126,27 @@ fn imports(wasm: &[u8]) -> Result<BTreeSet<String>> {
     Ok(names)
 }
 
-fn main() -> Result<()> {
+/// The imports of each component of the build in `dir`.
+fn built(dir: &str) -> Result<Vec<(&'static str, BTreeSet<String>)>> {
     let mut built = Vec::new();
     for component in COMPONENTS {
-        let path = repo_root().join(format!("target/wasm32-wasip2/release/{component}.wasm"));
-        let wasm = std::fs::read(&path)
-            .with_context(|| format!("{}: build the components first", path.display()))?;
+        let path = repo_root().join(format!("{dir}/{component}.wasm"));
+        let wasm = std::fs::read(&path).with_context(|| {
+            format!(
+                "{}: build the components first (scripts/build-for.sh)",
+                path.display()
+            )
+        })?;
         built.push((component, imports(&wasm)?));
     }
+    Ok(built)
+}
+
+fn main() -> Result<()> {
     let mut mismatches = Vec::new();
     for platform in &PLATFORMS {
-        println!("{}", platform.name);
+        let built = built(platform.build)?;
+        println!("{} — {}", platform.name, platform.build);
         for ((component, imported), (known, gaps)) in built.iter().zip(&platform.known_gaps) {
             let lacking: Vec<&str> = imported
                 .iter()

@@ -10,17 +10,35 @@ use crate::budget::steps;
 use crate::log::journal;
 use crate::time::{duration_ms, Clock, UnixMillis};
 
+pub use super::dialect::Dialect;
 pub use super::error::{failure, DbError, StorageFault};
 pub use super::row::{sequenced, Row, Value};
 
-/// One SQLite connection. Implemented by the Spin adapter over
-/// `spin_sdk::sqlite` and by the test kit over rusqlite.
+/// One database connection: SQLite, or a PostgreSQL server. Implemented by
+/// the Spin adapter over `spin_sdk::sqlite` and `spin_sdk::pg4`, and by the
+/// test kit over rusqlite.
 pub trait Database {
-    /// Runs one statement and returns its rows (none for a write).
+    /// Runs one statement, already in this connection's dialect, and
+    /// returns its rows (none for a write).
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError>;
 
+    /// The SQL this connection speaks.
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    /// The longest one lock wait lasts before the store tries again
+    /// ([`LOCK_SLICE`] for SQLite, whose busy handler starves a long
+    /// waiter). A PostgreSQL server queues lock waiters fairly, so one
+    /// wait may run to the work deadline.
+    fn lock_slice(&self) -> Duration {
+        LOCK_SLICE
+    }
+
     /// Bounds how long the next statements wait for another connection's
-    /// lock before failing with [`DbError::Locked`].
+    /// lock before failing with [`DbError::Locked`] — and, on a database
+    /// that can bound it (PostgreSQL's `statement_timeout`), how long each
+    /// runs at all, so that no statement outlives the work deadline.
     fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
         self.run(&format!("PRAGMA busy_timeout = {}", duration_ms(wait)), &[])
             .map(drop)
@@ -37,6 +55,14 @@ pub trait Database {
 impl<D: Database + ?Sized> Database for &D {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         (**self).run(sql, params)
+    }
+
+    fn dialect(&self) -> Dialect {
+        (**self).dialect()
+    }
+
+    fn lock_slice(&self) -> Duration {
+        (**self).lock_slice()
     }
 
     fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
@@ -212,7 +238,7 @@ impl<D: Database, C: Clock> Store<D, C> {
             journal::statement_late(sql.split_whitespace().next().unwrap_or_default(), late);
         }
         let started = Instant::now();
-        let result = self.db.run(sql, params);
+        let result = self.db.run(&self.db.dialect().statement(sql), params);
         journal::statement(started.elapsed());
         result
     }
@@ -234,7 +260,7 @@ impl<D: Database, C: Clock> Store<D, C> {
         let wait = until
             .remaining(now)
             .saturating_sub(LOCK_WAIT_SLACK)
-            .min(LOCK_SLICE);
+            .min(self.db.lock_slice());
         match self.db.set_lock_wait(wait) {
             Ok(()) => self.lock_wait.set(LockWait::Set(wait)),
             // A remote libSQL refuses pragmas ("unsupported statement"):
@@ -268,8 +294,8 @@ impl<D: Database, C: Clock> Store<D, C> {
         self.query(ctx, sql, params).map(drop)
     }
 
-    /// Runs `work` inside `BEGIN IMMEDIATE … COMMIT`, rolling back when it
-    /// fails. The rollback runs whatever the budget: leaving a transaction
+    /// Runs `work` inside a transaction that holds the service's write lock
+    /// ([`Self::begin`]), rolling back when it fails. The rollback runs whatever the budget: leaving a transaction
     /// open would be worse than finishing a little late.
     pub fn transaction<T, E: From<DbError>>(
         &self,
@@ -292,10 +318,42 @@ impl<D: Database, C: Clock> Store<D, C> {
         }
     }
 
-    /// `BEGIN IMMEDIATE`: takes the write lock, waiting for it as every
-    /// statement does ([`Self::query`]): nothing of the transaction has run.
+    /// Begins a transaction that holds the service's write lock, waiting
+    /// for it as every statement waits ([`Self::query`]): nothing of the
+    /// transaction has run. SQLite's `BEGIN IMMEDIATE` takes the
+    /// database's one write lock. On PostgreSQL a transaction-scoped
+    /// advisory lock, one per service, keeps the same rule — one writing
+    /// transaction of a service at a time, each reading what the last
+    /// committed — so every read-then-write a service does inside a
+    /// transaction (a payment against an invoice's balance, an idempotency
+    /// claim, the row sequence) means on PostgreSQL what it means on SQLite.
     fn begin(&self, ctx: &RequestContext) -> Result<(), DbError> {
-        self.execute(ctx, "BEGIN IMMEDIATE", &[])
+        match self.db.dialect() {
+            Dialect::Sqlite => self.execute(ctx, "BEGIN IMMEDIATE", &[]),
+            Dialect::Postgres => {
+                self.execute(ctx, "BEGIN", &[])?;
+                let locked = self.execute(
+                    ctx,
+                    "SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(?)) AS l",
+                    &[Value::Integer(self.write_lock_key())],
+                );
+                if locked.is_err() {
+                    // A failed statement has aborted the transaction.
+                    let _ = self.run(ctx, "ROLLBACK", &[]);
+                }
+                locked
+            }
+        }
+    }
+
+    /// The key of the service's advisory write lock on PostgreSQL: one
+    /// per service in a shared database (FNV-1a of its name), the same
+    /// for every store of a database of its own.
+    fn write_lock_key(&self) -> i64 {
+        let hash = self.owner.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        i64::from_ne_bytes(hash.to_ne_bytes())
     }
 
     /// The clock the store checks the budget against.

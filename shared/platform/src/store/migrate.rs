@@ -4,7 +4,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use crate::budget::context::RequestContext;
-use crate::store::db::{Database, DbError, Store, Value};
+use crate::store::db::{Database, DbError, Dialect, Store, Value};
 use crate::time::Clock;
 
 /// One migration file, embedded in the component at build time.
@@ -65,15 +65,17 @@ pub enum MigrationError {
 /// ([`Store::table`]).
 const LEDGER: &str = "schema_migrations";
 
-/// The statement that makes the ledger `table`.
-fn create_ledger(table: &str) -> String {
+/// The statement that makes the ledger `table`, in `dialect`.
+fn create_ledger(table: &str, dialect: Dialect) -> String {
     format!(
         "CREATE TABLE IF NOT EXISTS {table} (
-    version INTEGER PRIMARY KEY,
+    version {integer} PRIMARY KEY,
     name TEXT NOT NULL,
     checksum TEXT NOT NULL,
-    applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-)"
+    applied_at TEXT NOT NULL DEFAULT {now}
+)",
+        integer = dialect.integer(),
+        now = dialect.now_text()
     )
 }
 
@@ -102,8 +104,13 @@ pub fn migrate<D: Database, C: Clock>(
         &[],
     ) {
         Ok(rows) => rows,
+        // Made under the write lock: first requests racing to make it on a
+        // PostgreSQL server would otherwise meet each other's half-made
+        // table ("type … already exists"); the second waits, and `IF NOT
+        // EXISTS` then finds the first's.
         Err(DbError::Missing(_)) => {
-            store.execute(ctx, &create_ledger(&ledger), &[])?;
+            let create = create_ledger(&ledger, store.db().dialect());
+            store.transaction(ctx, |tx| tx.execute(ctx, &create, &[]))?;
             Vec::new()
         }
         Err(e) => return Err(e.into()),
@@ -221,8 +228,8 @@ fn checksum(sql: &str) -> String {
 }
 
 /// Splits SQL text into statements at `;`, ignoring semicolons inside
-/// quotes, comments and a `CREATE TRIGGER … BEGIN … END` body, and dropping
-/// empty statements.
+/// quotes, comments, a `CREATE TRIGGER … BEGIN … END` body and a
+/// PostgreSQL function's `$$ … $$` body, and dropping empty statements.
 pub fn split_statements(sql: &str) -> Vec<&str> {
     let bytes = sql.as_bytes();
     let at = |i: usize| bytes.get(i).copied();
@@ -242,6 +249,13 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
                 while at(i).is_some_and(|b| b != b']') {
                     i += 1;
                 }
+            }
+            b'$' if at(i + 1) == Some(b'$') => {
+                i += 2;
+                while at(i + 1).is_some() && !(at(i) == Some(b'$') && at(i + 1) == Some(b'$')) {
+                    i += 1;
+                }
+                i += 1;
             }
             b'-' if at(i + 1) == Some(b'-') => {
                 while at(i).is_some_and(|b| b != b'\n') {
@@ -284,7 +298,8 @@ fn is_open_trigger(statement: &str) -> bool {
         words.as_slice(),
         ["CREATE", "TRIGGER", ..] | ["CREATE", "TEMP" | "TEMPORARY", "TRIGGER", ..]
     );
-    is_trigger && words.last() != Some(&"END")
+    // A PostgreSQL trigger names a function and has no body of its own.
+    is_trigger && words.contains(&"BEGIN") && words.last() != Some(&"END")
 }
 
 /// Whether a fragment holds anything but whitespace and comments.
@@ -337,6 +352,15 @@ mod tests {
         assert_eq!(parts.len(), 2, "{parts:?}");
         assert!(parts[0].ends_with("END"), "{}", parts[0]);
         assert!(parts[1].starts_with("CREATE INDEX"));
+    }
+
+    #[test]
+    fn a_postgres_function_body_and_its_trigger_are_one_statement_each() {
+        let sql = "CREATE FUNCTION f() RETURNS trigger AS $$\nBEGIN\n  UPDATE s SET n = n + 1;\n  RETURN NEW;\nEND\n$$ LANGUAGE plpgsql;\nCREATE TRIGGER t_seq BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION f();\nCREATE INDEX i ON t (seq);";
+        let parts = split_statements(sql);
+        assert_eq!(parts.len(), 3, "{parts:?}");
+        assert!(parts[0].ends_with("LANGUAGE plpgsql"), "{}", parts[0]);
+        assert!(parts[1].ends_with("EXECUTE FUNCTION f()"), "{}", parts[1]);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! handle repositories take.
 
 pub mod db;
+pub mod dialect;
 pub mod error;
 pub mod idempotency;
 pub mod migrate;

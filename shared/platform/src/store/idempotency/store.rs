@@ -248,8 +248,9 @@ pub fn complete<D: Database, C: Clock>(
     match tx.execute(
         ctx,
         &format!(
-            "DELETE FROM {table} WHERE rowid IN
-         (SELECT rowid FROM {table} WHERE expires_at_ms <= ? LIMIT 50)"
+            "DELETE FROM {table} WHERE (tenant_id, actor_id, operation, idem_key) IN
+         (SELECT tenant_id, actor_id, operation, idem_key FROM {table}
+          WHERE expires_at_ms <= ? LIMIT 50)"
         ),
         &[ms(tx.clock().now().as_millis())],
     ) {

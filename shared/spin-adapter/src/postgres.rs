@@ -1,0 +1,377 @@
+//! A PostgreSQL server behind the platform's `Database` trait, through
+//! Spin's outbound `pg4` interface. Spin keeps a pool of connections per
+//! address on the host; one `Connection` holds one of them until the
+//! request's instance ends, so a transaction's statements share it.
+//!
+//! A statement that returns no rows runs as `execute`. One that returns
+//! rows runs as `query`, wrapped so that the server always sends at least
+//! one row ([`at_least_one_row`]): Spin's `pg4` host after 3.6 (its "async
+//! PostgreSQL API", commit 3f9a0d78, in the 4.x line) waits for a first row
+//! to learn a result's columns, and a `query` that matches no row never
+//! returns. Released 3.6 and earlier are unaffected; the wrapping costs
+//! one extra scan of the rows already found, and goes when the host is
+//! fixed.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use meridian_platform::store::db::{Database, DbError, Dialect, Row, StorageFault, Value};
+use meridian_platform::time::duration_ms;
+use spin_sdk::pg4::{Connection, DbValue, ParameterValue, PgError as Error, QueryError};
+
+/// A connection to the PostgreSQL server at an address
+/// (`postgres://user:password@host:port/database`).
+pub struct SpinPostgres {
+    connection: Connection,
+    /// Set when a statement found a table or column missing.
+    schema_behind: Rc<Cell<bool>>,
+}
+
+impl SpinPostgres {
+    /// Opens a connection to `address` (taken from Spin's pool).
+    pub fn open(address: &str) -> Result<Self, DbError> {
+        let connection = Connection::open(address).map_err(map_error)?;
+        Ok(Self {
+            connection,
+            schema_behind: Rc::default(),
+        })
+    }
+
+    /// Whether a statement has found the schema behind the code.
+    pub fn schema_behind(&self) -> Rc<Cell<bool>> {
+        self.schema_behind.clone()
+    }
+}
+
+impl Database for SpinPostgres {
+    fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        let params: Vec<ParameterValue> = params.iter().map(to_pg).collect();
+        let failed = |e| {
+            let e = map_error(e);
+            if matches!(e, DbError::Missing(_)) {
+                self.schema_behind.set(true);
+            }
+            e
+        };
+        if !returns_rows(sql) {
+            self.connection.execute(sql, &params).map_err(failed)?;
+            return Ok(Vec::new());
+        }
+        let result = self
+            .connection
+            .query(&at_least_one_row(sql), &params)
+            .map_err(failed)?;
+        let names = result.columns.into_iter().map(|c| c.name).collect();
+        unpadded(names, result.rows)
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    /// PostgreSQL queues lock waiters fairly: one wait to the deadline.
+    fn lock_slice(&self) -> Duration {
+        Duration::MAX
+    }
+
+    /// Both server-side bounds at once, for this connection's session:
+    /// how long a statement waits for a lock, and how long it runs at all.
+    /// The pool resets them (`RESET ALL`) before the connection serves
+    /// another request.
+    fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
+        // Zero means "no limit" to PostgreSQL; a spent wait is 1 ms.
+        let ms = duration_ms(wait).max(1).to_string();
+        self.run(
+            "SELECT set_config('lock_timeout', $1, false) AS lock_timeout, \
+             set_config('statement_timeout', $1, false) AS statement_timeout",
+            &[Value::Text(ms)],
+        )
+        .map(drop)
+    }
+}
+
+/// Whether `sql` returns rows: a `SELECT` or `WITH` query, or a write
+/// with `RETURNING` (a function's body may say `RETURNING` too: its
+/// `CREATE` returns nothing).
+fn returns_rows(sql: &str) -> bool {
+    let mut words = sql
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty());
+    let first = words.next().unwrap_or_default();
+    let is = |word: &str| first.eq_ignore_ascii_case(word);
+    is("SELECT")
+        || is("WITH")
+        || ((is("INSERT") || is("UPDATE") || is("DELETE"))
+            && words.any(|w| w.eq_ignore_ascii_case("RETURNING")))
+}
+
+/// `sql` as a query that returns its rows, in order, each after two
+/// columns of its own (`meridian_row`, true; `meridian_n`, its place) —
+/// or, when it matches none, one row of nulls.
+fn at_least_one_row(sql: &str) -> String {
+    format!(
+        "WITH meridian_s AS MATERIALIZED ({sql}) \
+         SELECT q.* FROM (VALUES (0)) AS meridian_one (x) LEFT JOIN \
+         (SELECT true AS meridian_row, row_number() OVER () AS meridian_n, meridian_s.* \
+          FROM meridian_s) AS q ON true ORDER BY q.meridian_n"
+    )
+}
+
+/// The rows of an [`at_least_one_row`] query as the statement returned
+/// them: the padding row dropped, and the two leading columns.
+fn unpadded(names: Vec<String>, rows: Vec<Vec<DbValue>>) -> Result<Vec<Row>, DbError> {
+    let columns: Arc<[String]> = names.into_iter().skip(2).collect();
+    rows.into_iter()
+        .filter(|r| !matches!(r.first(), None | Some(DbValue::DbNull)))
+        .map(|r| {
+            let values = r
+                .into_iter()
+                .skip(2)
+                .map(from_pg)
+                .collect::<Result<_, _>>()?;
+            Ok(Row::new(columns.clone(), values))
+        })
+        .collect()
+}
+
+fn to_pg(v: &Value) -> ParameterValue {
+    match v {
+        Value::Null => ParameterValue::DbNull,
+        Value::Integer(i) => ParameterValue::Int64(*i),
+        Value::Real(f) => ParameterValue::Floating64(*f),
+        Value::Text(s) => ParameterValue::Str(s.clone()),
+        Value::Blob(b) => ParameterValue::Binary(b.clone()),
+    }
+}
+
+/// A column's value as the platform reads it: every integer as
+/// `Integer`, a boolean as 0 or 1 (as SQLite has them).
+fn from_pg(v: DbValue) -> Result<Value, DbError> {
+    Ok(match v {
+        DbValue::DbNull => Value::Null,
+        DbValue::Boolean(b) => Value::Integer(i64::from(b)),
+        DbValue::Int8(i) => Value::Integer(i64::from(i)),
+        DbValue::Int16(i) => Value::Integer(i64::from(i)),
+        DbValue::Int32(i) => Value::Integer(i64::from(i)),
+        DbValue::Int64(i) => Value::Integer(i),
+        DbValue::Floating32(f) => Value::Real(f64::from(f)),
+        DbValue::Floating64(f) => Value::Real(f),
+        DbValue::Str(s) | DbValue::Decimal(s) | DbValue::Uuid(s) => Value::Text(s),
+        DbValue::Binary(b) => Value::Blob(b),
+        other => {
+            return Err(DbError::Decode(format!(
+                "a PostgreSQL value of a type the store does not read: {other:?}"
+            )))
+        }
+    })
+}
+
+/// PostgreSQL's SQLSTATE classes and codes, as the store acts on them.
+fn map_error(e: Error) -> DbError {
+    match e {
+        Error::QueryFailed(QueryError::DbError(db)) => {
+            by_state(&db.code, format!("{} ({})", db.message, db.code))
+        }
+        // The pool could not reach the server, or lost it.
+        Error::ConnectionFailed(message) => {
+            DbError::Unavailable(StorageFault::Unreachable, message)
+        }
+        // Spin's 4.x host reports an error met while reading a result's
+        // rows as the text of the structured error: its SQLSTATE is in it.
+        Error::QueryFailed(QueryError::Text(message)) if sqlstate_in(&message).is_some() => {
+            let code = sqlstate_in(&message).unwrap_or_default().to_owned();
+            by_state(&code, message)
+        }
+        Error::QueryFailed(QueryError::Text(message)) if lost(&message) => {
+            DbError::Unavailable(StorageFault::Unreachable, message)
+        }
+        Error::QueryFailed(QueryError::Text(message))
+        | Error::BadParameter(message)
+        | Error::ValueConversionFailed(message)
+        | Error::Other(message) => DbError::Sqlite(message),
+    }
+}
+
+/// The SQLSTATE a host's text of a structured error names: the record's
+/// `code: "NNNNN"`, or the driver's `SqlState(ENNNNN)`.
+fn sqlstate_in(text: &str) -> Option<&str> {
+    let after = |marker: &str| {
+        text.match_indices(marker).find_map(|(at, _)| {
+            let code = text.get(at + marker.len()..at + marker.len() + 5)?;
+            code.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+                .then_some(code)
+        })
+    };
+    after("code: \"").or_else(|| after("SqlState(E"))
+}
+
+/// Whether a driver's text says the connection to the server is gone.
+fn lost(message: &str) -> bool {
+    [
+        "connection closed",
+        "Connection refused",
+        "error connecting",
+        "timed out",
+    ]
+    .iter()
+    .any(|t| message.contains(t))
+}
+
+/// The error a SQLSTATE `code` is, with `message` for the log.
+fn by_state(code: &str, message: String) -> DbError {
+    match code {
+        // Integrity constraint violations: a duplicate key is a 409.
+        c if c.starts_with("23") => DbError::Constraint(message),
+        // Undefined table or column: the schema is behind the code.
+        "42P01" | "42703" => DbError::Missing(message),
+        // The lock wait ran out (`lock_timeout`): the statement did nothing.
+        "55P03" => DbError::Locked(message),
+        // Cancelled (`statement_timeout`), a serialization failure or a
+        // deadlock: the server undid the statement, and inside a
+        // transaction the whole transaction; never tried again on its own.
+        "57014" | "40001" | "40P01" => DbError::Interrupted(message),
+        // A read-only transaction or a hot standby: no writes now.
+        "25006" => DbError::Unavailable(StorageFault::ReadOnly, message),
+        // Insufficient resources: disk full, out of memory, too many
+        // connections.
+        "53100" => DbError::Unavailable(StorageFault::Full, message),
+        c if c.starts_with("53") => DbError::Unavailable(StorageFault::Unreachable, message),
+        // Connection exceptions; the server shutting down or starting up.
+        c if c.starts_with("08") || c.starts_with("57P") => {
+            DbError::Unavailable(StorageFault::Unreachable, message)
+        }
+        // An I/O error of the server's own files.
+        c if c.starts_with("58") => DbError::Unavailable(StorageFault::Io, message),
+        _ => DbError::Sqlite(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlstates_are_read_as_the_fault_they_name() {
+        let of = |code: &str| by_state(code, code.to_owned());
+        assert!(matches!(of("23505"), DbError::Constraint(_)));
+        assert!(matches!(of("23503"), DbError::Constraint(_)));
+        assert!(matches!(of("42P01"), DbError::Missing(_)));
+        assert!(matches!(of("42703"), DbError::Missing(_)));
+        assert!(matches!(of("55P03"), DbError::Locked(_)));
+        for transient in ["57014", "40001", "40P01"] {
+            assert!(matches!(of(transient), DbError::Interrupted(_)));
+        }
+        assert!(matches!(
+            of("25006"),
+            DbError::Unavailable(StorageFault::ReadOnly, _)
+        ));
+        assert!(matches!(
+            of("53100"),
+            DbError::Unavailable(StorageFault::Full, _)
+        ));
+        for gone in ["08006", "57P01", "57P03", "53300"] {
+            assert!(matches!(
+                of(gone),
+                DbError::Unavailable(StorageFault::Unreachable, _)
+            ));
+        }
+        assert!(matches!(of("42601"), DbError::Sqlite(_)));
+    }
+
+    #[test]
+    fn statements_that_return_rows_are_told_from_those_that_do_not() {
+        for rows in [
+            "SELECT 1",
+            "  select x FROM t",
+            "WITH a AS (SELECT 1) SELECT * FROM a",
+            "INSERT INTO t (a) VALUES ($1) ON CONFLICT (a) DO NOTHING RETURNING a",
+            "UPDATE t SET a = 1\n RETURNING a",
+        ] {
+            assert!(returns_rows(rows), "{rows}");
+        }
+        for none in [
+            "BEGIN",
+            "COMMIT",
+            "CREATE TABLE t (returning_at TEXT)",
+            "CREATE FUNCTION f() RETURNS trigger AS $$ BEGIN UPDATE s SET n = n + 1 RETURNING n INTO NEW.seq; RETURN NEW; END $$ LANGUAGE plpgsql",
+            "INSERT INTO t (a) VALUES ($1)",
+            "DELETE FROM t WHERE a IN (SELECT a FROM t LIMIT 50)",
+        ] {
+            assert!(!returns_rows(none), "{none}");
+        }
+    }
+
+    #[test]
+    fn the_padding_row_and_columns_are_dropped() {
+        let names = ["meridian_row", "meridian_n", "id", "seq"]
+            .map(String::from)
+            .to_vec();
+        let none = unpadded(
+            names.clone(),
+            vec![vec![
+                DbValue::DbNull,
+                DbValue::DbNull,
+                DbValue::DbNull,
+                DbValue::DbNull,
+            ]],
+        )
+        .unwrap();
+        assert!(none.is_empty());
+        let two = unpadded(
+            names,
+            vec![
+                vec![
+                    DbValue::Boolean(true),
+                    DbValue::Int64(1),
+                    DbValue::Str("a".into()),
+                    DbValue::Int64(7),
+                ],
+                vec![
+                    DbValue::Boolean(true),
+                    DbValue::Int64(2),
+                    DbValue::Str("b".into()),
+                    DbValue::DbNull,
+                ],
+            ],
+        )
+        .unwrap();
+        assert_eq!(two.len(), 2);
+        assert_eq!(two[0].text("id").unwrap(), "a");
+        assert_eq!(two[0].integer("seq").unwrap(), 7);
+        assert_eq!(two[1].text("id").unwrap(), "b");
+        assert!(
+            at_least_one_row("SELECT 1").starts_with("WITH meridian_s AS MATERIALIZED (SELECT 1)")
+        );
+    }
+
+    #[test]
+    fn a_structured_error_reported_as_text_is_read_by_its_sqlstate() {
+        let text = r#"Error::QueryFailed(QueryError::DbError(DbError { as-text: "Error { kind: Db, cause: Some(DbError { severity: \"ERROR\", code: SqlState(E25006), message: \"cannot execute SELECT in a read-only transaction\" }) }", severity: "ERROR", code: "25006", message: "cannot execute SELECT in a read-only transaction" }))"#;
+        assert_eq!(sqlstate_in(text), Some("25006"));
+        assert_eq!(sqlstate_in("x SqlState(E40P01) y"), Some("40P01"));
+        assert_eq!(sqlstate_in("no code here"), None);
+        assert!(matches!(
+            map_error(Error::QueryFailed(QueryError::Text(text.into()))),
+            DbError::Unavailable(StorageFault::ReadOnly, _)
+        ));
+    }
+
+    #[test]
+    fn values_cross_both_ways_as_sqlite_has_them() {
+        assert_eq!(from_pg(DbValue::Int32(7)), Ok(Value::Integer(7)));
+        assert_eq!(from_pg(DbValue::Boolean(true)), Ok(Value::Integer(1)));
+        assert_eq!(from_pg(DbValue::DbNull), Ok(Value::Null));
+        assert_eq!(
+            from_pg(DbValue::Str("x".into())),
+            Ok(Value::Text("x".into()))
+        );
+        assert!(matches!(
+            to_pg(&Value::Integer(3)),
+            ParameterValue::Int64(3)
+        ));
+        assert!(from_pg(DbValue::Date((2026, 1, 2))).is_err());
+    }
+}
