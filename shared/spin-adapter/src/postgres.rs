@@ -5,7 +5,7 @@
 //!
 //! A statement that returns no rows runs as `execute`. One that returns
 //! rows runs as `query`, wrapped so that the server always sends at least
-//! one row ([`at_least_one_row`]): Spin's `pg4` host after 3.6 (its "async
+//! one row (`at_least_one_row`): Spin's `pg4` host after 3.6 (its "async
 //! PostgreSQL API", commit 3f9a0d78, in the 4.x line) waits for a first row
 //! to learn a result's columns, and a `query` that matches no row never
 //! returns. Released 3.6 and earlier are unaffected; the wrapping costs

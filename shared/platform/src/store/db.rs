@@ -295,7 +295,7 @@ impl<D: Database, C: Clock> Store<D, C> {
     }
 
     /// Runs `work` inside a transaction that holds the service's write lock
-    /// ([`Self::begin`]), rolling back when it fails. The rollback runs whatever the budget: leaving a transaction
+    /// (`begin`), rolling back when it fails. The rollback runs whatever the budget: leaving a transaction
     /// open would be worse than finishing a little late.
     pub fn transaction<T, E: From<DbError>>(
         &self,
