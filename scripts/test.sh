@@ -80,6 +80,14 @@ if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
   if ! SPIN_BIN="$spin_bin" scripts/postgres.sh --locked 2>&1 | tee -a "$results"; then
     failed_runs=$((failed_runs + 1))
   fi
+  step "end-to-end suite again, as Fermyon Cloud runs it: its build, one SQLite database, no runtime config (scripts/hosted.sh cloud)"
+  if ! SPIN_BIN="$spin_bin" scripts/hosted.sh cloud --locked 2>&1 | tee -a "$results"; then
+    failed_runs=$((failed_runs + 1))
+  fi
+  step "end-to-end suite again, as Akamai Functions runs it: its build, PostgreSQL, no SQLite, no runtime config (scripts/hosted.sh akamai)"
+  if ! SPIN_BIN="$spin_bin" scripts/hosted.sh akamai --locked 2>&1 | tee -a "$results"; then
+    failed_runs=$((failed_runs + 1))
+  fi
   step "benchmark slice: the failure memory, 2 s per scenario (full: memory_bench 20 8, see BENCHMARKS.md)"
   if SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-tools --bin memory_bench 2 2; then
     echo "test result: ok. 1 passed; 0 failed (the failure-memory benchmark slice)" >>"$results"

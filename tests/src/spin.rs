@@ -161,10 +161,22 @@ impl SpinOptions {
                 ONE_DATABASE.to_owned(),
             )
         });
+        // A hosted profile's own settings (docs/deploy.md), before the
+        // test's variables, which win.
+        let hosted = profile()
+            .into_iter()
+            .flat_map(Profile::variables)
+            .map(|(name, value)| {
+                (
+                    format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),
+                    value.to_owned(),
+                )
+            });
         tokens
             .into_iter()
             .chain(one)
             .chain(postgres)
+            .chain(hosted)
             .chain(variables)
             .chain(env)
             .collect()
@@ -260,6 +272,10 @@ pub struct SpinApp {
     key_value_dir: Option<tempfile::TempDir>,
     /// Whether its services share one SQLite database.
     one_database: bool,
+    /// Whether it runs on Spin's defaults, without a runtime configuration
+    /// file (a hosted profile): its `default` store and SQLite label are
+    /// then files in its Spin state directory.
+    spin_defaults: bool,
     /// Whether its components are Meridian's, whose every log line is a
     /// request or event line (not so for the benchmark's floor).
     structured_logs: bool,
@@ -339,6 +355,21 @@ impl SpinApp {
                 &options.database_dirs,
             ),
         };
+        // A hosted profile has no runtime configuration file: Spin's own
+        // defaults hold (the `default` key-value store and SQLite label as
+        // files in the state directory). A test that inspects the store
+        // through a file, pins variables or places a database keeps its.
+        let runtime_config = match profile() {
+            Some(_)
+                if options.runtime_config.is_none()
+                    && !options.pinned_variables
+                    && !options.key_value_file
+                    && options.database_dirs.is_empty() =>
+            {
+                PathBuf::new()
+            }
+            _ => runtime_config,
+        };
         if options.pinned_variables && options.runtime_config.is_none() {
             let generated = std::fs::read_to_string(&runtime_config).expect("runtime config");
             std::fs::write(
@@ -364,6 +395,7 @@ impl SpinApp {
         app.postgres = postgres;
         app.key_value_dir = key_value_dir;
         app.one_database = options.one_db();
+        app.spin_defaults = runtime_config.as_os_str().is_empty();
         app.wait_until_up("/healthz", (!options.up_with_any_status).then_some(200));
         app
     }
@@ -452,7 +484,7 @@ impl SpinApp {
         };
         let mut allowed: Vec<String> = urls.iter().map(|(_, url)| url.clone()).collect();
         allowed.extend(pg_host);
-        let wasm = repo_root().join(format!("target/wasm32-wasip2/release/{service}.wasm"));
+        let wasm = component_wasm(service);
         let manifest = state.path().join("spin.toml");
         std::fs::write(
             &manifest,
@@ -479,7 +511,27 @@ impl SpinApp {
             ),
         )
         .expect("manifest");
-        let runtime_config = main.state.path().join("runtime-config.toml");
+        if profile().is_some() {
+            let text = std::fs::read_to_string(&manifest).expect("manifest");
+            std::fs::write(&manifest, for_profile(text)).expect("manifest");
+        }
+        let mut runtime_config = main.state.path().join("runtime-config.toml");
+        if main.spin_defaults {
+            // `main` runs on Spin's defaults (a hosted profile): this
+            // fixture opens the same files in `main`'s state directory.
+            let spin_state = main.state.path().join("spin-state");
+            runtime_config = state.path().join("runtime-config.toml");
+            std::fs::write(
+                &runtime_config,
+                format!(
+                    "[key_value_store.default]\ntype = \"spin\"\npath = {:?}\n\n\
+                     [sqlite_database.{ONE_DATABASE}]\ntype = \"spin\"\npath = {:?}\n",
+                    spin_state.join("sqlite_key_value.db").display().to_string(),
+                    spin_state.join("sqlite_db.db").display().to_string(),
+                ),
+            )
+            .expect("runtime config");
+        }
         let app = Self::launch(state, &SpinOptions::default(), &manifest, &runtime_config);
         // Any answer means it is up: without the internal token it refuses.
         app.wait_until_up("/health", None);
@@ -570,6 +622,7 @@ impl SpinApp {
             key_value_dir: None,
             structured_logs: true,
             one_database: false,
+            spin_defaults: false,
         }
     }
 
@@ -616,7 +669,11 @@ impl SpinApp {
             true => ONE_DATABASE,
             false => label,
         };
-        self.state.path().join(format!("{label}.db"))
+        match self.spin_defaults {
+            // Spin's default label, in its state directory.
+            true if label == ONE_DATABASE => self.state.path().join("spin-state/sqlite_db.db"),
+            _ => self.state.path().join(format!("{label}.db")),
+        }
     }
 
     /// Stops the libSQL server of `label` (`MERIDIAN_DB=libsql`), as if
@@ -969,8 +1026,19 @@ impl Spin<'_> {
             .arg(self.manifest)
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
-            .arg("--runtime-config-file")
-            .arg(self.runtime_config)
+            .args(
+                // None (an empty path): Spin's defaults, as a host without
+                // runtime configuration files has them.
+                (!self.runtime_config.as_os_str().is_empty())
+                    .then(|| {
+                        [
+                            "--runtime-config-file".as_ref(),
+                            self.runtime_config.as_os_str(),
+                        ]
+                    })
+                    .into_iter()
+                    .flatten(),
+            )
             .arg("--state-dir")
             .arg(self.dir.join(format!("spin-state{suffix}")))
             .env_remove("RUST_LOG")
@@ -1068,7 +1136,10 @@ pub fn repo_root() -> PathBuf {
 /// same components).
 fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
     let original = repo_root().join("spin.toml");
-    if options.gateway_internal_token.is_none() && options.replaced.is_empty() && !options.one_db()
+    if options.gateway_internal_token.is_none()
+        && options.replaced.is_empty()
+        && !options.one_db()
+        && profile().is_none()
     {
         return original;
     }
@@ -1083,7 +1154,7 @@ fn manifest_for(dir: &Path, options: &SpinOptions) -> PathBuf {
             "no component {component} in spin.toml"
         );
     }
-    let patched = built_sources(&text, "target/", &options.replaced);
+    let patched = for_profile(built_sources(&text, "target/", &options.replaced));
     let mut out = String::new();
     let mut in_gateway_vars = false;
     for line in patched.lines() {
@@ -1190,7 +1261,84 @@ pub const ONE_DATABASE: &str = "default";
 /// Whether the suite runs with one SQLite database for the whole app
 /// (`MERIDIAN_DB=one`).
 pub fn one_database() -> bool {
-    std::env::var("MERIDIAN_DB").as_deref() == Ok("one")
+    std::env::var("MERIDIAN_DB").as_deref() == Ok("one") || profile() == Some(Profile::Cloud)
+}
+
+/// A hosted platform's profile the suite runs as (`MERIDIAN_PROFILE`,
+/// set by `scripts/hosted.sh`): that platform's build of the components
+/// (`scripts/build-for.sh`), and no runtime configuration file, which
+/// neither platform reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// Fermyon Cloud: key-value `store` alone, one SQLite database.
+    Cloud,
+    /// Akamai Functions: key-value `store` and `batch`, no SQLite (the
+    /// services on PostgreSQL).
+    Akamai,
+}
+
+impl Profile {
+    /// The settings its platform needs beside the build: a tenant's count
+    /// of requests in progress is exact only with atomic increments, and
+    /// neither build has them (a lost decrement would hold a slot until
+    /// the window passes), so the concurrency limit is off.
+    fn variables(self) -> [(&'static str, &'static str); 1] {
+        [("tenant_concurrency_limit", "off")]
+    }
+
+    /// Where its build's Wasm is, under the repository's `target/`.
+    fn build_dir(self) -> &'static str {
+        match self {
+            Self::Cloud => "platforms/cloud",
+            Self::Akamai => "platforms/akamai",
+        }
+    }
+}
+
+/// The profile of this run, if any.
+pub fn profile() -> Option<Profile> {
+    match std::env::var("MERIDIAN_PROFILE").as_deref() {
+        Ok("cloud") => Some(Profile::Cloud),
+        Ok("akamai") => Some(Profile::Akamai),
+        Ok("") | Err(_) => None,
+        Ok(other) => panic!("MERIDIAN_PROFILE={other}: cloud or akamai"),
+    }
+}
+
+/// The Wasm of `component` this run starts: the default build's, or the
+/// profile's build of the four components.
+fn component_wasm(component: &str) -> PathBuf {
+    let target = repo_root().join("target");
+    match profile() {
+        Some(p) if ["gateway", "identity", "community", "billing"].contains(&component) => {
+            target.join(p.build_dir()).join(format!("{component}.wasm"))
+        }
+        _ => target.join(format!("wasm32-wasip2/release/{component}.wasm")),
+    }
+}
+
+/// `spin.toml`'s text as a profile deploys it: its build's Wasm, and on
+/// Akamai no SQLite label granted (its host has none).
+fn for_profile(text: String) -> String {
+    let Some(profile) = profile() else {
+        return text;
+    };
+    let release = repo_root().join("target/wasm32-wasip2/release");
+    let mut out = text;
+    for component in ["gateway", "identity", "community", "billing"] {
+        out = out.replace(
+            &format!("{}/{component}.wasm", release.display()),
+            &component_wasm(component).display().to_string(),
+        );
+    }
+    match profile {
+        Profile::Cloud => out,
+        Profile::Akamai => out
+            .lines()
+            .filter(|line| !line.starts_with("sqlite_databases = "))
+            .map(|line| format!("{line}\n"))
+            .collect(),
+    }
 }
 
 /// `spin.toml` with every service granted the one label instead of its own.

@@ -242,8 +242,10 @@ fn partly_failing(seed: Arc<AtomicU64>) -> StandIn {
 }
 
 /// A sequential client: 40 reads one after another, community failing
-/// 30 % of calls. In every one of 20 fresh runs (a restart empties the
-/// in-memory failure memory), the memory on succeeds at least as often as
+/// 30 % of calls. In every one of 20 fresh runs (each against a stand-in of
+/// its own, at an address the failure memory has no history of — a
+/// restart alone would not empty a store that persists, as a hosted
+/// platform's does), the memory on succeeds at least as often as
 /// off on the same draw of failures: the breaker never trips on a partial
 /// failure, and a fresh client's retries fit the retry budget's floor (30
 /// per window; 40 reads at 30 % need about 16). A longer run meets the
@@ -256,23 +258,23 @@ fn a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_mem
     const RUNS: u64 = 20;
     const READS: usize = 40;
     let seed = Arc::new(AtomicU64::new(0));
-    let stand_in = partly_failing(seed.clone());
-    let options = |memory: &str| {
+    let options = |stand_in: &StandIn, memory: &str| {
         SpinOptions::default()
             .variable("community_url", stand_in.url())
             .variable("failure_memory", memory)
     };
-    let mut app = SpinApp::start_with(options("off"));
+    let mut app = SpinApp::start_with(SpinOptions::default().variable("failure_memory", "off"));
     let acme = app.tenant("acme");
-    let reset = || {
-        let _ = ureq::get(&format!("{}/internal/reset", stand_in.url())).call();
-    };
     let mut worse = Vec::new();
     for run in 0..RUNS {
         seed.store(run + 1, Ordering::SeqCst);
+        let stand_in = partly_failing(seed.clone());
+        let reset = || {
+            let _ = ureq::get(&format!("{}/internal/reset", stand_in.url())).call();
+        };
         let mut succeeded = [0usize; 2];
         for (i, memory) in ["off", "on"].into_iter().enumerate() {
-            app = app.restart_with(options(memory));
+            app = app.restart_with(options(&stand_in, memory));
             reset();
             succeeded[i] = (0..READS)
                 .filter(|_| acme.get("/residents").send().status == 200)
