@@ -136,8 +136,9 @@ def created_secrets() -> dict:
     made: dict = {}
     for name, args in re.findall(r"create secret generic (\S+)((?:[^\n]*\\\n)*[^\n]*)", script):
         made[name] = {key: "" for key in re.findall(r"--from-(?:literal|file)=([\w.-]+)=", args)}
-    if "deploy/runtime-config/libsql.toml" not in script:
-        problem("deploy/kubernetes/create-secrets.sh", "does not make the runtime configuration from libsql.toml")
+    for config in ["libsql.toml", "postgres.toml"]:
+        if f"deploy/runtime-config/{config}" not in script:
+            problem("deploy/kubernetes/create-secrets.sh", f"does not make the runtime configuration from {config}")
     return made
 
 
@@ -156,7 +157,7 @@ def check_pod(where: str, pod: dict) -> None:
 def main() -> int:
     schema = spinapp_schema()
     documents = []
-    for path in sorted(KUBE.glob("*.yaml")):
+    for path in [*sorted(KUBE.glob("*.yaml")), *sorted((KUBE / "postgres").glob("*.yaml"))]:
         for i, doc in enumerate(yaml.safe_load_all(path.read_text())):
             if doc is not None:
                 documents.append((f"{path.relative_to(ROOT)}#{i}", doc))

@@ -180,12 +180,13 @@ impl From<DbError> for crate::wire::problem::Problem {
     }
 }
 
-/// A transient storage failure: logged as `what`, answered a retryable 503
-/// that says `said`.
+/// A transient storage failure (a lock, serialization or deadlock refusal,
+/// an interrupted statement): logged as `what`, answered the retryable
+/// `503 storage_unavailable` that says `said`, which the caller may try
+/// again within its budget.
 fn busy(what: &'static str, detail: String, said: &str) -> crate::wire::problem::Problem {
     failure(what, detail);
-    crate::wire::problem::Problem::new(crate::wire::problem::ErrorCode::UpstreamUnavailable, said)
-        .with_status(http::StatusCode::SERVICE_UNAVAILABLE)
+    crate::wire::problem::Problem::new(crate::wire::problem::ErrorCode::StorageUnavailable, said)
 }
 
 /// Logs a storage failure as an event line.
