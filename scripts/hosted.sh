@@ -39,27 +39,20 @@ for arg in "$@"; do
 done
 scripts/build-for.sh "$platform" "${cargo_args[@]}" >/dev/null
 cargo build --target wasm32-wasip2 --release "${cargo_args[@]}" -p hang >/dev/null
-skipped=(
-  concurrent_invocations_lose_no_count
-  a_client_with_as_many_connections_as_the_limit_is_never_refused
-  a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_memory
-  a_database_that_cannot_be_reached_or_read_is_a_retryable_503_and_service_resumes_when_it_is_back
-  a_write_on_a_full_disk_is_a_retryable_503_and_writes_once_when_room_is_made
-  a_write_to_a_read_only_database_is_a_retryable_503_and_writes_once_when_it_is_writable_again
-  a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline
-  spin_up_accepts_the_libsql_runtime_configuration_and_degrades_cleanly
-)
+# shellcheck source=scripts/lib/skips.sh
+. scripts/lib/skips.sh
 args=()
-for test in "${skipped[@]}"; do
-  echo "left out: $test"
-  args+=(--skip "$test")
-done
+skip_tests args "the build has no atomics: docs/deploy.md" \
+  concurrent_invocations_lose_no_count \
+  a_client_with_as_many_connections_as_the_limit_is_never_refused \
+  a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_memory
+skip_tests args "a SQLite file or runtime configuration" \
+  "${SQLITE_FILE_FAULT_TESTS[@]}" "$SQLITE_LOCK_TEST" "$LIBSQL_CONFIG_TEST"
 export MERIDIAN_PROFILE="$platform"
 if [ "$platform" = akamai ]; then
   # A layout of one SQLite database: the akamai build has no SQLite (it
   # answers 503 storage_unavailable, "this build has no SQLite").
-  echo "left out: one_database_serves_every_service_each_with_its_own_tables"
-  args+=(--skip one_database_serves_every_service_each_with_its_own_tables)
+  skip_tests args "the akamai build has no SQLite" one_database_serves_every_service_each_with_its_own_tables
   # shellcheck source=scripts/lib/postgres.sh
   . scripts/lib/postgres.sh
   start_postgres

@@ -14,15 +14,9 @@
 # brings its own runtime configuration with a label per service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-skipped=(
-  a_database_that_cannot_be_reached_or_read_is_a_retryable_503_and_service_resumes_when_it_is_back
-  a_write_on_a_full_disk_is_a_retryable_503_and_writes_once_when_room_is_made
-  a_write_to_a_read_only_database_is_a_retryable_503_and_writes_once_when_it_is_writable_again
-  spin_up_accepts_the_libsql_runtime_configuration_and_degrades_cleanly
-)
+# shellcheck source=scripts/lib/skips.sh
+. scripts/lib/skips.sh
 args=()
-for test in "${skipped[@]}"; do
-  echo "left out: $test (one database file for every service)"
-  args+=(--skip "$test")
-done
+skip_tests args "one database file for every service" \
+  "${SQLITE_FILE_FAULT_TESTS[@]}" "$LIBSQL_CONFIG_TEST"
 MERIDIAN_DB=one exec cargo test -p meridian-e2e --test '*' --no-fail-fast "$@" -- --test-threads=2 "${args[@]}"

@@ -19,18 +19,11 @@ cd "$(dirname "$0")/.."
 . scripts/lib/postgres.sh
 start_postgres
 trap stop_postgres EXIT
-skipped=(
-  a_database_that_cannot_be_reached_or_read_is_a_retryable_503_and_service_resumes_when_it_is_back
-  a_write_on_a_full_disk_is_a_retryable_503_and_writes_once_when_room_is_made
-  a_write_to_a_read_only_database_is_a_retryable_503_and_writes_once_when_it_is_writable_again
-  a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline
-  spin_up_accepts_the_libsql_runtime_configuration_and_degrades_cleanly
-)
+# shellcheck source=scripts/lib/skips.sh
+. scripts/lib/skips.sh
 args=()
-for test in "${skipped[@]}"; do
-  echo "left out: $test (a SQLite file or runtime configuration)"
-  args+=(--skip "$test")
-done
+skip_tests args "a SQLite file or runtime configuration" \
+  "${SQLITE_FILE_FAULT_TESTS[@]}" "$SQLITE_LOCK_TEST" "$LIBSQL_CONFIG_TEST"
 status=0
 MERIDIAN_DB=postgres cargo test -p meridian-e2e --test '*' --no-fail-fast "$@" -- --test-threads=2 "${args[@]}" || status=$?
 echo "==> PostgreSQL storage faults (tests/tests/postgres.rs)"

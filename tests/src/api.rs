@@ -304,3 +304,37 @@ pub fn list(client: &Client, tenant: &Tenant, collection: &str) -> Vec<Value> {
     assert_eq!(r.status, 200, "{collection}: {}", r.body);
     r.json()["items"].as_array().expect("items").clone()
 }
+
+/// A keyed write that only `service` stores, as `tenant`'s admin: a member
+/// (identity), a resident (community), or an invoice for `resident`
+/// (billing) — what the storage fault tests write under each fault.
+pub fn service_write(tenant: &Tenant, resident: &str, service: &str, key: &str) -> Reply {
+    let (path, body) = match service {
+        "identity" => (
+            "/members",
+            json!({"email": format!("{key}@acme.example.org"), "name": "M", "role": "manager"}),
+        ),
+        "community" => ("/residents", json!({"name": key, "unit": "1A"})),
+        _ => (
+            "/invoices",
+            json!({"resident_id": resident, "amount_cents": 1_000, "currency": "EUR",
+                   "description": key, "due_date": "2026-12-31"}),
+        ),
+    };
+    tenant.post(path).key(key).json(&body)
+}
+
+/// How many of `service`'s items [`service_write`] wrote with `key` (on
+/// the first page of its list).
+pub fn written_by(tenant: &Tenant, service: &str, key: &str) -> usize {
+    let (collection, field, value) = match service {
+        "identity" => ("/members", "email", format!("{key}@acme.example.org")),
+        "community" => ("/residents", "name", key.to_owned()),
+        _ => ("/invoices", "description", key.to_owned()),
+    };
+    tenant
+        .list(collection)
+        .iter()
+        .filter(|item| item[field] == value.as_str())
+        .count()
+}

@@ -14,8 +14,8 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use meridian_e2e::api::Tenant;
-use meridian_e2e::{Reply, SpinApp, SpinOptions};
+use meridian_e2e::api::{service_write as write, written_by as written};
+use meridian_e2e::{SpinApp, SpinOptions};
 use serde_json::json;
 
 const SERVICES: [&str; 3] = ["identity", "community", "billing"];
@@ -48,36 +48,6 @@ fn pg_ctl(args: &[&str]) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// A keyed write that only `service` stores.
-fn write(acme: &Tenant, resident: &str, service: &str, key: &str) -> Reply {
-    let (path, body) = match service {
-        "identity" => (
-            "/members",
-            json!({"email": format!("{key}@acme.example.org"), "name": "M", "role": "manager"}),
-        ),
-        "community" => ("/residents", json!({"name": key, "unit": "1A"})),
-        _ => (
-            "/invoices",
-            json!({"resident_id": resident, "amount_cents": 1_000, "currency": "EUR",
-                   "description": key, "due_date": "2026-12-31"}),
-        ),
-    };
-    acme.post(path).key(key).json(&body)
-}
-
-/// How many of `service`'s items were written with `key`.
-fn written(acme: &Tenant, service: &str, key: &str) -> usize {
-    let (collection, field, value) = match service {
-        "identity" => ("/members", "email", format!("{key}@acme.example.org")),
-        "community" => ("/residents", "name", key.to_owned()),
-        _ => ("/invoices", "description", key.to_owned()),
-    };
-    acme.list(collection)
-        .iter()
-        .filter(|item| item[field] == value.as_str())
-        .count()
 }
 
 fn failures(app: &SpinApp, service: &str, what: &str) -> usize {

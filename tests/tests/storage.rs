@@ -15,9 +15,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use meridian_e2e::api::Tenant;
+use meridian_e2e::api::{service_write, written_by, Tenant};
 use meridian_e2e::{settled, Reply, SpinApp, SpinOptions};
-use serde_json::json;
 
 const SERVICES: [&str; 3] = ["identity", "community", "billing"];
 
@@ -243,36 +242,14 @@ struct Writes<'t> {
 }
 
 impl Writes<'_> {
-    /// A keyed write that only `service` stores: a member (identity), a
-    /// resident (community), an invoice (billing).
+    /// A keyed write that only `service` stores ([`service_write`]).
     fn write(&self, service: &str, key: &str) -> Reply {
-        let (path, body) = match service {
-            "identity" => (
-                "/members",
-                json!({"email": format!("{key}@acme.example.org"), "name": "M", "role": "manager"}),
-            ),
-            "community" => ("/residents", json!({"name": key, "unit": "1A"})),
-            _ => (
-                "/invoices",
-                json!({"resident_id": self.resident, "amount_cents": 1_000, "currency": "EUR",
-                       "description": key, "due_date": "2026-12-31"}),
-            ),
-        };
-        self.acme.post(path).key(key).json(&body)
+        service_write(self.acme, &self.resident, service, key)
     }
 
     /// How many of `service`'s items were written with `key`.
     fn written(&self, service: &str, key: &str) -> usize {
-        let (collection, field, value) = match service {
-            "identity" => ("/members", "email", format!("{key}@acme.example.org")),
-            "community" => ("/residents", "name", key.to_owned()),
-            _ => ("/invoices", "description", key.to_owned()),
-        };
-        self.acme
-            .list(collection)
-            .iter()
-            .filter(|item| item[field] == value.as_str())
-            .count()
+        written_by(self.acme, service, key)
     }
 }
 
