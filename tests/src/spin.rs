@@ -416,6 +416,44 @@ impl SpinApp {
         keys
     }
 
+    /// Records every write to the app's `default` key-value store from now
+    /// on (a file: [`SpinOptions::key_value_file`], or a hosted profile):
+    /// a trigger per kind of write stamps each row Spin's store inserts,
+    /// updates or deletes in a table beside it, with the wall clock.
+    pub fn record_store_writes(&self) {
+        let store =
+            rusqlite::Connection::open(self.key_value_store()).expect("the key-value store");
+        let stamp = "INSERT INTO meridian_writes VALUES \
+                     (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))";
+        let mut sql =
+            String::from("CREATE TABLE IF NOT EXISTS meridian_writes (at_ms INTEGER NOT NULL);\n");
+        for (name, event) in [("i", "INSERT"), ("u", "UPDATE"), ("d", "DELETE")] {
+            sql.push_str(&format!(
+                "CREATE TRIGGER IF NOT EXISTS meridian_writes_{name} AFTER {event} \
+                 ON spin_key_value BEGIN {stamp}; END;\n"
+            ));
+        }
+        store.execute_batch(&sql).expect("the write triggers");
+    }
+
+    /// The writes [`Self::record_store_writes`] recorded, per wall-clock
+    /// second: `(unix second, writes)`, in order.
+    pub fn store_writes_per_second(&self) -> Vec<(i64, i64)> {
+        let store =
+            rusqlite::Connection::open(self.key_value_store()).expect("the key-value store");
+        let mut per_second = store
+            .prepare(
+                "SELECT at_ms / 1000 AS s, COUNT(*) FROM meridian_writes GROUP BY s ORDER BY s",
+            )
+            .expect("a count query");
+        let rows = per_second
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("the counts")
+            .collect::<Result<_, _>>()
+            .expect("the counts");
+        rows
+    }
+
     /// Writes `value` under `key` in the app's `default` key-value store
     /// (started with [`SpinOptions::key_value_file`]), as anything else
     /// that can reach the store could.
@@ -1281,7 +1319,10 @@ impl Profile {
     /// The settings its platform needs beside the build: a tenant's count
     /// of requests in progress is exact only with atomic increments, and
     /// neither build has them (a lost decrement would hold a slot until
-    /// the window passes), so the concurrency limit is off.
+    /// the window passes), so the concurrency limit is off. (Akamai's write
+    /// quota is met only with `count_sample`, whose cost
+    /// `tools/src/bin/kv_writes.rs` measures; the profile keeps exact
+    /// counts.)
     fn variables(self) -> [(&'static str, &'static str); 1] {
         [("tenant_concurrency_limit", "off")]
     }

@@ -23,6 +23,11 @@ pub struct GatewayConfig {
     pub concurrency: ConcurrencySettings,
     /// Admission under overload.
     pub admission: AdmissionConfig,
+    /// One request in this many writes a tenant's counts (its rate
+    /// window, its admission window), each for this many: 1 (the default)
+    /// counts every request; more bounds the key-value writes a request
+    /// rate makes, for a store with a write quota (Akamai Functions).
+    pub count_sample: u32,
     /// Resolutions remembered in the shared store, or not.
     pub resolution_cache: CacheConfig,
     /// Whether a front proxy's `X-Request-Start` starts the budget.

@@ -133,6 +133,7 @@ impl<E: Calls> Exchange<'_, E> {
     fn limiter(&self, slug: &str, authorization: Option<&str>) -> RateLimiter<'_, E::Counters> {
         let token = authorization.and_then(headers::bearer_token);
         RateLimiter::new(&self.upstream.counters, self.config.rates, slug, token)
+            .sampled(self.config.count_sample)
     }
 
     /// Before resolution: reads the tenant's window (one batch) and
@@ -168,7 +169,8 @@ impl<E: Calls> Exchange<'_, E> {
             limiter.mark_refused(&v, now, MAX_HOLD);
             return Err(v.problem().into());
         }
-        limiter.count(&v.policy, now);
+        let roll = self.upstream.jitter.clone().next_u64();
+        limiter.count(&v.policy, now, roll);
         v.remaining = v.remaining.saturating_sub(1);
         self.trace.rate = Some(v);
         Ok(())

@@ -193,6 +193,7 @@ impl Harness {
                 rates: RateSettings::default(),
                 concurrency: ConcurrencySettings::default(),
                 admission: AdmissionConfig::default(),
+                count_sample: 1,
                 resolution_cache: CacheConfig::default().signed_with(INTERNAL_TOKEN),
                 trust_request_start: false,
                 admin_token: Some("admin-secret".into()),

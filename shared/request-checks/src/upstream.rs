@@ -66,6 +66,7 @@ pub fn gateway() -> Gateway<Env> {
             rates: RateSettings::default(),
             concurrency: ConcurrencySettings::default(),
             admission: AdmissionConfig::default(),
+            count_sample: 1,
             resolution_cache: CacheConfig::default(),
             trust_request_start: false,
             admin_token: Some("admin-secret".into()),

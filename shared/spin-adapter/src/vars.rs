@@ -152,10 +152,49 @@ pub fn resolution_cache() -> CacheConfig {
     )
 }
 
+/// How many requests one write of a tenant's counts stands for
+/// (`count_sample`: 1 to 1,024, default 1: every request is counted).
+pub fn count_sample() -> u32 {
+    static SAMPLE: OnceLock<u32> = OnceLock::new();
+    *SAMPLE.get_or_init(|| {
+        or_default(
+            "reading count_sample (1 used)",
+            parse_count_sample(get("count_sample").as_deref()),
+        )
+        .max(1)
+    })
+}
+
+/// `count_sample`'s value: unset is 1.
+fn parse_count_sample(raw: Option<&str>) -> Result<u32, String> {
+    match raw.map(str::trim) {
+        None => Ok(1),
+        Some(raw) => match raw.parse::<u32>() {
+            Ok(n @ 1..=1_024) => Ok(n),
+            _ => Err(format!("count_sample must be 1 to 1024, not {raw:?}")),
+        },
+    }
+}
+
 /// Admission under overload (`admission`: `on`, `off`).
 pub fn admission_config() -> AdmissionConfig {
     or_default(
         "reading the admission setting (on)",
         AdmissionConfig::parse(get("admission").as_deref()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_count_sample;
+
+    #[test]
+    fn count_sample_is_one_unless_set_to_a_number_up_to_1024() {
+        assert_eq!(parse_count_sample(None), Ok(1));
+        assert_eq!(parse_count_sample(Some(" 64 ")), Ok(64));
+        assert_eq!(parse_count_sample(Some("1024")), Ok(1_024));
+        for bad in ["0", "1025", "-3", "lots", ""] {
+            assert!(parse_count_sample(Some(bad)).is_err(), "{bad}");
+        }
+    }
 }

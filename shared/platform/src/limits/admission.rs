@@ -67,8 +67,13 @@ pub struct AdmissionConfig {
     pub max_reject: f64,
     /// Admitted requests in the window before it may refuse any.
     pub min_volume: u32,
-    /// One request in this many is written, counting for all of them.
+    /// One request in this many is written to the route's window,
+    /// counting for all of them.
     pub sample: u32,
+    /// One request in this many is written to the tenant's window (1:
+    /// each, so that a quiet tenant never looks absent for want of a
+    /// sample; more only for a store with a write quota, `count_sample`).
+    pub tenant_sample: u32,
     /// The share of its budget within which a request counts as finished
     /// in time (resilience4j's slow-call threshold): the rest is the
     /// margin for what the gateway cannot see, time queued before its
@@ -85,12 +90,25 @@ impl Default for AdmissionConfig {
             max_reject: 0.9,
             min_volume: 20,
             sample: 4,
+            tenant_sample: 1,
             in_time_share: 0.5,
         }
     }
 }
 
 impl AdmissionConfig {
+    /// The same, writing one request in `count_sample` to the tenant's
+    /// window and one in `sample × count_sample` to the route's, each for
+    /// as many as it stands for: for a key-value store with a write quota.
+    pub fn sampled(self, count_sample: u32) -> Self {
+        let n = count_sample.max(1);
+        Self {
+            sample: self.sample.saturating_mul(n),
+            tenant_sample: n,
+            ..self
+        }
+    }
+
     /// From the variable's value (`None`: the default, on).
     pub fn parse(raw: Option<&str>) -> Result<Self, String> {
         match raw.map(str::trim) {
@@ -343,9 +361,15 @@ impl<'a, K: Counters> Admission<'a, K> {
             return;
         }
         let sample = u64::from(self.config.sample.max(1));
+        let tenant_sample = u64::from(self.config.tenant_sample.max(1));
         let epoch = now.as_millis() / self.window_ms();
         let sampled = (roll % sample == 0).then_some((self.prefix.as_str(), sample));
-        let tenant = self.tenant.as_deref().map(|prefix| (prefix, 1));
+        // The tenant's draw from the roll's other half, apart from the route's.
+        let tenant = self
+            .tenant
+            .as_deref()
+            .filter(|_| roll.rotate_right(32) % tenant_sample == 0)
+            .map(|prefix| (prefix, tenant_sample));
         for (prefix, weight) in sampled.into_iter().chain(tenant) {
             let weight = i64::try_from(weight).unwrap_or(1);
             let key = |kind| Self::key(prefix, epoch, kind);
@@ -638,6 +662,40 @@ mod tests {
             2,
             "the admitted with their time in one counter (and the marker of \
              the window it opened); nothing was late"
+        );
+    }
+
+    /// Sampled for a store with a write quota (`count_sample` 16): a
+    /// tenant's 1,600 requests make about 100 writes to its window and
+    /// 25 to the route's, and both windows still count all 1,600.
+    #[test]
+    fn a_count_sample_bounds_the_writes_and_keeps_the_counts() {
+        let counters = LocalCounters::default();
+        let config = AdmissionConfig::default().sampled(16);
+        assert_eq!((config.sample, config.tenant_sample), (64, 16));
+        let a = Admission::new(&counters, config, "GET /v1/{tenant}/residents").for_tenant("acme");
+        let mut roll = 0x2545_F491_4F6C_DD1D_u64;
+        for _ in 0..1_600 {
+            roll = roll
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            a.record(at(0), true, 10 * MS, roll >> 3);
+        }
+        let writes = counters.writes();
+        assert!(
+            (80..=190).contains(&writes),
+            "{writes} writes for 1,600 requests"
+        );
+        let (load, tenant) = a.load(at(0));
+        assert!(
+            (1_000.0..=2_300.0).contains(&load.admitted),
+            "route {}",
+            load.admitted
+        );
+        assert!(
+            (1_200.0..=2_000.0).contains(&tenant.admitted),
+            "tenant {}",
+            tenant.admitted
         );
     }
 

@@ -62,6 +62,8 @@ pub struct RateLimiter<'a, K: Counters> {
     /// Where a refusal of the caller's credential is remembered
     /// ([`refused_key`]), if it sent one.
     marked_key: Option<String>,
+    /// One request in this many is counted, for this many (1: each).
+    sample: u64,
 }
 
 /// Where a refusal of the token whose hash is `token_hash` (identity's
@@ -85,6 +87,19 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
             // Beside the counts, so one batch reads the override with them.
             override_key: format!("meridian/rate/{slug}/policy"),
             marked_key,
+            sample: 1,
+        }
+    }
+
+    /// The same limiter counting one request in `sample`, each count
+    /// standing for `sample` (`count_sample`): for a key-value store with
+    /// a write quota. The count stays an unbiased estimate of the rate, so
+    /// the limit holds on average, and a tenant near its quota is refused a
+    /// little early or late by the draw.
+    pub fn sampled(self, sample: u32) -> Self {
+        Self {
+            sample: u64::from(sample.max(1)),
+            ..self
         }
     }
 
@@ -210,10 +225,15 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
     /// previous ([`opened_window`]; its marker is read
     /// ahead with the counts), so a tenant keeps at most two windows and
     /// the marker. Errors are ignored: a lost count only makes the limit
-    /// looser.
-    pub fn count(&self, policy: &RatePolicy, now: UnixMillis) {
+    /// looser. Sampled ([`Self::sampled`]), `roll` decides whether this
+    /// request is the one in `sample` that is written.
+    pub fn count(&self, policy: &RatePolicy, now: UnixMillis, roll: u64) {
+        if roll % self.sample != 0 {
+            return;
+        }
+        let weight = i64::try_from(self.sample).unwrap_or(1);
         let epoch = now.as_millis() / Self::window_ms(policy);
-        if self.counters.add(&self.count_key(policy, epoch), 1) == Ok(1) {
+        if self.counters.add(&self.count_key(policy, epoch), weight) == Ok(weight) {
             opened_window(self.counters, &self.family(policy), epoch, |e| {
                 vec![self.count_key(policy, e)]
             });
@@ -274,7 +294,7 @@ mod tests {
     fn request(l: &RateLimiter<'_, LocalCounters>, ms: u64) -> RateVerdict {
         let v = l.check(at(ms)).unwrap();
         if v.allowed {
-            l.count(&v.policy, at(ms));
+            l.count(&v.policy, at(ms), 0);
         }
         v
     }
@@ -303,6 +323,39 @@ mod tests {
             })
             .count();
         assert_eq!(windows, 1, "{:?}", counters.keys());
+    }
+
+    /// Sampled one in 16: of 1,600 requests in a window, about 100 are
+    /// written, each for 16, and the count stays near what happened.
+    #[test]
+    fn a_sampled_count_writes_one_request_in_sample_and_stays_near_the_truth() {
+        let counters = LocalCounters::default();
+        let l = RateLimiter::new(&counters, settings(1_000_000, 10), "acme", None).sampled(16);
+        let mut rolls = 0x9E37_79B9_7F4A_7C15_u64;
+        let writes_before = counters.writes();
+        for i in 0..1_600_u64 {
+            // An even draw per request, as the gateway's jitter gives.
+            rolls = rolls
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            // Inside one 10 s window.
+            let now = at(i);
+            let v = l.check(now).unwrap();
+            l.count(&v.policy, now, rolls >> 11);
+        }
+        let written = counters.writes() - writes_before;
+        assert!(
+            (60..=160).contains(&written),
+            "{written} writes for 1,600 requests"
+        );
+        let counted = counters
+            .read(&["meridian/rate/acme/10/170000000".to_owned()])
+            .unwrap()[0];
+        assert_eq!(counted % 16, 0);
+        assert!(
+            (1_200..=2_000).contains(&counted),
+            "counted {counted} of 1,600"
+        );
     }
 
     #[test]

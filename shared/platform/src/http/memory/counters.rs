@@ -147,6 +147,8 @@ pub struct LocalCounters {
     /// How many reads reached the map (reads answered from what was read
     /// ahead do not; a read ahead does).
     reads: Cell<usize>,
+    /// How many writes (adds, sets, forgets) reached the map.
+    writes: Cell<usize>,
     /// The byte entries (the resolution cache's), kept apart from the
     /// numbers [`Self::len`] and [`Self::keys`] report.
     pub entries: LocalEntries,
@@ -176,11 +178,22 @@ impl LocalCounters {
     fn count_read(&self) {
         self.reads.set(self.reads.get() + 1);
     }
+
+    /// How many writes (adds, sets, forgets: one each, as a store's calls
+    /// are counted against a write quota) reached the store.
+    pub fn writes(&self) -> usize {
+        self.writes.get()
+    }
+
+    fn count_write(&self) {
+        self.writes.set(self.writes.get() + 1);
+    }
 }
 
 impl Counters for LocalCounters {
     fn add(&self, key: &str, delta: i64) -> Result<i64, String> {
         self.held.drop_key(key);
+        self.count_write();
         let mut map = self.numbers.borrow_mut();
         let value = map.entry(key.to_owned()).or_insert(0);
         *value += delta;
@@ -201,11 +214,13 @@ impl Counters for LocalCounters {
 
     fn set(&self, key: &str, value: i64) -> Result<(), String> {
         self.held.drop_key(key);
+        self.count_write();
         self.numbers.borrow_mut().insert(key.to_owned(), value);
         Ok(())
     }
 
     fn forget(&self, keys: &[String]) -> Result<(), String> {
+        self.count_write();
         let mut map = self.numbers.borrow_mut();
         for key in keys {
             self.held.drop_key(key);

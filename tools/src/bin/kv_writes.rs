@@ -1,0 +1,136 @@
+//! Key-value writes per second at a steady request rate: the gateway's
+//! counts against a store's write quota (Akamai Functions: 50 a second per
+//! app). Starts the app twice in one run — every request counted
+//! (`count_sample = 1`) and sampled (`count_sample = N`) — with the
+//! `default` store in a file whose writes a trigger stamps
+//! (`SpinApp::record_store_writes`), drives `GET /v1/{t}/residents` at a
+//! fixed rate from paced threads over ten tenants (each well inside its
+//! own rate limit), and prints the writes of each second.
+//!
+//! Run: `scripts/kv-writes.sh` (the Akamai profile: its build, PostgreSQL)
+//! or `cargo run -p meridian-tools --bin kv_writes -- RATE SECONDS SAMPLE`.
+//! Fails when the sampled app writes more than `MAX_WRITES_PER_SECOND` in
+//! any whole second, or serves less than 95 % of what was sent.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use meridian_e2e::api::Tenant;
+use meridian_e2e::{SpinApp, SpinOptions};
+
+/// Akamai Functions' published key-value write quota, per app.
+const MAX_WRITES_PER_SECOND: i64 = 50;
+/// Tenants the load is spread over, so that none meets its rate limit.
+const TENANTS: usize = 10;
+
+struct Run {
+    sent: u64,
+    ok: u64,
+    /// Answered 429: a tenant's sampled count over its quota.
+    limited: u64,
+    /// Writes in each whole second of the load.
+    writes: Vec<i64>,
+}
+
+fn run(rate: u64, seconds: u64, sample: u32) -> Result<Run> {
+    let options = SpinOptions::default()
+        .variable("count_sample", sample.to_string())
+        .variable("tenant_concurrency_limit", "off");
+    let options = SpinOptions {
+        key_value_file: true,
+        ..options
+    };
+    let app = SpinApp::start_with(options);
+    let tenants: Vec<Tenant> = (0..TENANTS)
+        .map(|i| {
+            let t = app.tenant(&format!("kv{i}"));
+            t.resident("Ada");
+            t
+        })
+        .collect();
+    app.record_store_writes();
+    let started_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis();
+    let (sent, ok, limited) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    // Paced senders: each sends every `interval`, from its own offset.
+    let senders = 50u64;
+    let interval = Duration::from_secs_f64(senders as f64 / rate as f64);
+    let start = Instant::now() + Duration::from_millis(200);
+    std::thread::scope(|s| {
+        for sender in 0..senders {
+            let (sent, ok, limited, tenants) = (&sent, &ok, &limited, &tenants);
+            s.spawn(move || {
+                let tenant = &tenants[sender as usize % TENANTS];
+                let offset = interval.mul_f64(sender as f64 / senders as f64);
+                let mut next = start + offset;
+                while next < start + Duration::from_secs(seconds) {
+                    if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(wait);
+                    }
+                    sent.fetch_add(1, Ordering::Relaxed);
+                    match tenant.get("/residents?limit=20").send().status {
+                        200 => ok.fetch_add(1, Ordering::Relaxed),
+                        429 => limited.fetch_add(1, Ordering::Relaxed),
+                        _ => 0,
+                    };
+                    next += interval;
+                }
+            });
+        }
+    });
+    // Whole seconds inside the load only.
+    let first = i64::try_from(started_ms / 1000)? + 1;
+    let last = first + i64::try_from(seconds)? - 2;
+    let per_second = app.store_writes_per_second();
+    let writes = (first..=last)
+        .map(|s| {
+            per_second
+                .iter()
+                .find(|(at, _)| *at == s)
+                .map_or(0, |(_, n)| *n)
+        })
+        .collect();
+    Ok(Run {
+        sent: sent.into_inner(),
+        ok: ok.into_inner(),
+        limited: limited.into_inner(),
+        writes,
+    })
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let number = |i: usize, default: u64| -> Result<u64> {
+        args.get(i)
+            .map_or(Ok(default), |a| a.parse())
+            .with_context(|| format!("argument {}: a number", i + 1))
+    };
+    let (rate, seconds, sample) = (number(0, 500)?, number(1, 10)?, number(2, 64)?);
+    let sample = u32::try_from(sample)?;
+    let mut failed = Vec::new();
+    for count_sample in [1, sample] {
+        let r = run(rate, seconds, count_sample)?;
+        let peak = r.writes.iter().copied().max().unwrap_or(0);
+        let mean = r.writes.iter().sum::<i64>() as f64 / r.writes.len().max(1) as f64;
+        println!(
+            "count_sample {count_sample:>4}: {} sent at {rate}/s ({} tenants, each at half its rate limit), {} answered 200, {} 429; key-value writes per second: mean {mean:.1}, peak {peak} ({:?})",
+            r.sent, TENANTS, r.ok, r.limited, r.writes
+        );
+        if count_sample == sample {
+            if peak > MAX_WRITES_PER_SECOND {
+                failed.push(format!(
+                    "{peak} writes in one second, over {MAX_WRITES_PER_SECOND}"
+                ));
+            }
+            if (r.ok as f64) < 0.95 * r.sent as f64 {
+                failed.push(format!("only {} of {} answered 200", r.ok, r.sent));
+            }
+        }
+    }
+    if !failed.is_empty() {
+        bail!("count_sample {sample}: {}", failed.join("; "));
+    }
+    Ok(())
+}
