@@ -5,9 +5,12 @@
 # and PG_DATA_DIR / PG_RUN_AS for `pg_as`; `stop_postgres` stops it and
 # removes its directory.
 pg_bin() {
-  local dir
-  dir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
-  echo "${dir:-}"
+  # The server's programs: a client-only install has the directory too.
+  local dir found=""
+  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V); do
+    [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ] && found="$dir"
+  done
+  echo "$found"
 }
 
 # Runs a server program as the user the server runs as.
@@ -27,9 +30,13 @@ start_postgres() {
   fi
   local bin port password
   bin="$(pg_bin)"
-  # The server refuses to run as root: Debian's package made `postgres`.
+  # The server refuses to run as root: Debian's package made `postgres`
+  # (`nobody` where an image lacks it).
   PG_RUN_AS="$(id -un)"
-  [ "$(id -u)" -eq 0 ] && PG_RUN_AS=postgres
+  if [ "$(id -u)" -eq 0 ]; then
+    PG_RUN_AS=postgres
+    id postgres >/dev/null 2>&1 || PG_RUN_AS=nobody
+  fi
   PG_DIR="$(mktemp -d /tmp/meridian-pg.XXXXXX)"
   PG_DATA_DIR="$PG_DIR/data"
   password="$(head -c 18 /dev/urandom | base64 | tr -d '/+=')"
