@@ -208,6 +208,11 @@ impl<D: Database, C: Clock> Store<D, C> {
                 Err(DbError::Locked(_)) if left(self.clock.now()).is_zero() => {
                     return Err(DbError::Budget(ctx.spent()))
                 }
+                // PostgreSQL waited in one piece, and a refused statement
+                // has aborted the transaction it was in: never again here.
+                Err(e @ DbError::Locked(_)) if self.db.dialect() == Dialect::Postgres => {
+                    return Err(e)
+                }
                 Err(DbError::Locked(_)) if self.lock_wait.get() == LockWait::Unsupported => {
                     self.db.pause(pause.min(left(self.clock.now())));
                     pause = (pause * 2).min(MAX_LOCK_PAUSE);
@@ -488,6 +493,39 @@ mod tests {
             now,
             "billing",
         )
+    }
+
+    /// A PostgreSQL server whose lock wait ran out early: the transaction
+    /// the statement was in is aborted, so the store answers at once.
+    #[test]
+    fn on_postgres_a_refused_lock_is_never_tried_again() {
+        struct Postgres<'c>(Recorder<'c>);
+        impl Database for Postgres<'_> {
+            fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+                self.0.run(sql, params)
+            }
+            fn dialect(&self) -> Dialect {
+                Dialect::Postgres
+            }
+            fn lock_slice(&self) -> Duration {
+                Duration::MAX
+            }
+            /// The server gives up a millisecond short of the wait (the
+            /// clocks' rounding): a sliced SQLite wait would try again.
+            fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
+                self.0
+                    .wait
+                    .set(wait.saturating_sub(Duration::from_millis(1)));
+                Ok(())
+            }
+        }
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let db = Postgres(Recorder::new(&clock));
+        db.0.locked.set(true);
+        let store = Store::new(&db, &clock);
+        let err = store.query(&ctx(400), "SELECT 1", &[]).unwrap_err();
+        assert!(matches!(err, DbError::Locked(_)), "{err:?}");
+        assert_eq!(db.0.count("SELECT 1"), 1);
     }
 
     #[test]
