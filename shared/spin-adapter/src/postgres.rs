@@ -184,6 +184,12 @@ fn map_error(e: Error) -> DbError {
             let code = sqlstate_in(&message).unwrap_or_default().to_owned();
             by_state(&code, message)
         }
+        // Spin 3.6's host reports some server errors as the server's
+        // message alone: read by its words.
+        Error::QueryFailed(QueryError::Text(message)) if state_of_words(&message).is_some() => {
+            let code = state_of_words(&message).unwrap_or_default();
+            by_state(code, message)
+        }
         Error::QueryFailed(QueryError::Text(message)) if lost(&message) => {
             DbError::Unavailable(StorageFault::Unreachable, message)
         }
@@ -206,6 +212,33 @@ fn sqlstate_in(text: &str) -> Option<&str> {
         })
     };
     after("code: \"").or_else(|| after("SqlState(E"))
+}
+
+/// The SQLSTATE a server's message names in words (PostgreSQL's own
+/// messages for the errors the store acts on).
+fn state_of_words(message: &str) -> Option<&'static str> {
+    const WORDS: [(&str, &str); 10] = [
+        ("read-only transaction", "25006"),
+        ("violates unique constraint", "23505"),
+        ("violates foreign key constraint", "23503"),
+        ("violates check constraint", "23514"),
+        ("violates not-null constraint", "23502"),
+        ("due to lock timeout", "55P03"),
+        ("due to statement timeout", "57014"),
+        ("deadlock detected", "40P01"),
+        ("could not serialize access", "40001"),
+        ("No space left on device", "53100"),
+    ];
+    if message.contains("ERROR: relation") && message.contains("does not exist") {
+        return Some("42P01");
+    }
+    if message.contains("ERROR: column") && message.contains("does not exist") {
+        return Some("42703");
+    }
+    WORDS
+        .iter()
+        .find(|(words, _)| message.contains(words))
+        .map(|(_, code)| *code)
 }
 
 /// Whether a driver's text says the connection to the server is gone.
@@ -353,6 +386,23 @@ mod tests {
         assert_eq!(sqlstate_in(text), Some("25006"));
         assert_eq!(sqlstate_in("x SqlState(E40P01) y"), Some("40P01"));
         assert_eq!(sqlstate_in("no code here"), None);
+        // Spin 3.6's text of the same error: the server's message alone.
+        let words = "db error: ERROR: cannot execute SELECT in a read-only transaction";
+        assert!(matches!(
+            map_error(Error::QueryFailed(QueryError::Text(words.into()))),
+            DbError::Unavailable(StorageFault::ReadOnly, _)
+        ));
+        let missing = r#"db error: ERROR: relation "residents" does not exist"#;
+        assert!(matches!(
+            map_error(Error::QueryFailed(QueryError::Text(missing.into()))),
+            DbError::Missing(_)
+        ));
+        let duplicate =
+            "db error: ERROR: duplicate key value violates unique constraint \"tenants_slug_key\"";
+        assert!(matches!(
+            map_error(Error::QueryFailed(QueryError::Text(duplicate.into()))),
+            DbError::Constraint(_)
+        ));
         assert!(matches!(
             map_error(Error::QueryFailed(QueryError::Text(text.into()))),
             DbError::Unavailable(StorageFault::ReadOnly, _)
