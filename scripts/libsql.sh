@@ -21,11 +21,13 @@ cd "$(dirname "$0")/.."
 ensure_sqld
 export SQLD_BIN="$(realpath "$SQLD_BIN")"
 echo "libSQL: $("$SQLD_BIN" --version)"
-echo "left out: a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline (a SQLite file lock; the libSQL server owns the file)"
+# shellcheck source=scripts/lib/skips.sh
+. scripts/lib/skips.sh
+args=()
+skip_tests args "a SQLite file lock; the libSQL server owns the file" "$SQLITE_LOCK_TEST"
 # One test at a time: each app brings three sqld of its own, and on a small
 # machine two apps at once starve them until sqld interrupts statements
 # (SQLITE_INTERRUPT). A migration interrupted is migrated again; any other
 # statement is answered a retryable 503, which a test that expects its
 # write to succeed reports as a failure (RELIABILITY.md "Known gaps").
-MERIDIAN_DB=libsql exec cargo test -p meridian-e2e --test '*' --no-fail-fast "$@" -- --test-threads=1 \
-  --skip a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline
+MERIDIAN_DB=libsql exec cargo test -p meridian-e2e --test '*' --no-fail-fast "$@" -- --test-threads=1 "${args[@]}"

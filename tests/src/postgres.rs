@@ -64,16 +64,21 @@ impl PgDatabases {
 
     /// The Spin variables that put the services on these databases.
     pub fn variables(&self) -> Vec<(&'static str, String)> {
-        let host = self
-            .server
-            .rsplit_once('@')
-            .map_or(self.server.as_str(), |(_, host)| host);
         vec![
-            ("postgres_host", format!("postgres://{host}")),
+            ("postgres_host", self.host()),
             ("identity_postgres", self.address("identity")),
             ("community_postgres", self.address("community")),
             ("billing_postgres", self.address("billing")),
         ]
+    }
+
+    /// The server as `allowed_outbound_hosts` names it: `postgres://host:port`.
+    pub fn host(&self) -> String {
+        let host = self
+            .server
+            .rsplit_once('@')
+            .map_or(self.server.as_str(), |(_, host)| host);
+        format!("postgres://{host}")
     }
 
     /// Runs `sql` with `psql` on `database` (a service, or `postgres`) and

@@ -139,7 +139,7 @@ impl SpinOptions {
             ),
         ];
         let variables = self.variables.iter().map(|(name, value)| {
-            let name = format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase());
+            let name = spin_variable(name);
             (name, value.clone())
         });
         let env = self.env.iter().map(|(n, v)| ((*n).to_owned(), v.clone()));
@@ -148,12 +148,7 @@ impl SpinOptions {
             .postgres
             .iter()
             .flat_map(crate::postgres::PgDatabases::variables)
-            .map(|(name, value)| {
-                (
-                    format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),
-                    value,
-                )
-            });
+            .map(|(name, value)| (spin_variable(name), value));
         // `MERIDIAN_DB=one`: every service opens the one label.
         let one = self.one_db().then(|| {
             (
@@ -166,12 +161,7 @@ impl SpinOptions {
         let hosted = profile()
             .into_iter()
             .flat_map(Profile::variables)
-            .map(|(name, value)| {
-                (
-                    format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),
-                    value.to_owned(),
-                )
-            });
+            .map(|(name, value)| (spin_variable(name), value.to_owned()));
         tokens
             .into_iter()
             .chain(one)
@@ -507,26 +497,20 @@ impl SpinApp {
         let state = tempfile::tempdir().expect("state directory");
         // On PostgreSQL, the same database as `main`'s service, by address.
         let (pg_host, pg_variable) = match &main.postgres {
-            Some(pg) => {
-                let variables = pg.variables();
-                let host = variables
-                    .iter()
-                    .find(|(name, _)| *name == "postgres_host")
-                    .map(|(_, value)| value.clone());
-                (
-                    host,
-                    format!("postgres_address = {:?}\n", pg.address(service)),
-                )
-            }
+            Some(pg) => (
+                Some(pg.host()),
+                format!("postgres_address = {:?}\n", pg.address(service)),
+            ),
             None => (None, String::new()),
         };
         let mut allowed: Vec<String> = urls.iter().map(|(_, url)| url.clone()).collect();
         allowed.extend(pg_host);
         let wasm = component_wasm(service);
         let manifest = state.path().join("spin.toml");
+        // As the run's hosted profile deploys it, if any.
         std::fs::write(
             &manifest,
-            format!(
+            for_profile(format!(
                 "spin_manifest_version = 2\n\n[application]\nname = \"meridian-{service}-only\"\n\n\
                  [variables]\ninternal_token = {{ required = true, secret = true }}\n\
                  admin_token = {{ required = true, secret = true }}\n\
@@ -546,13 +530,9 @@ impl SpinApp {
                 urls.iter()
                     .map(|(name, url)| format!("{name} = {url:?}\n"))
                     .collect::<String>()
-            ),
+            )),
         )
         .expect("manifest");
-        if profile().is_some() {
-            let text = std::fs::read_to_string(&manifest).expect("manifest");
-            std::fs::write(&manifest, for_profile(text)).expect("manifest");
-        }
         let mut runtime_config = main.state.path().join("runtime-config.toml");
         if main.spin_defaults {
             // `main` runs on Spin's defaults (a hosted profile): this
@@ -1300,6 +1280,11 @@ pub const ONE_DATABASE: &str = "default";
 /// (`MERIDIAN_DB=one`).
 pub fn one_database() -> bool {
     std::env::var("MERIDIAN_DB").as_deref() == Ok("one") || profile() == Some(Profile::Cloud)
+}
+
+/// The environment variable that sets the Spin variable `name`.
+fn spin_variable(name: &str) -> String {
+    format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase())
 }
 
 /// A hosted platform's profile the suite runs as (`MERIDIAN_PROFILE`,

@@ -169,8 +169,7 @@ impl<E: Calls> Exchange<'_, E> {
             limiter.mark_refused(&v, now, MAX_HOLD);
             return Err(v.problem().into());
         }
-        let roll = self.upstream.jitter.clone().next_u64();
-        limiter.count(&v.policy, now, roll);
+        limiter.count(&v.policy, now, || self.upstream.jitter.clone().next_u64());
         v.remaining = v.remaining.saturating_sub(1);
         self.trace.rate = Some(v);
         Ok(())

@@ -13,8 +13,17 @@ use crate::postgres::SpinPostgres;
 #[cfg(not(feature = "without-sqlite"))]
 use crate::sqlite::SpinSqlite;
 
-/// One request's connection to the service's database.
-pub enum SpinDb {
+/// One request's connection to the service's database, and whether a
+/// statement on it found a table or column missing: the schema is behind
+/// the code (a fresh database, or a migration not yet applied). The flag
+/// stays readable after the connection is handed to the store.
+pub struct SpinDb {
+    connection: Connection,
+    schema_behind: Rc<Cell<bool>>,
+}
+
+/// The engine underneath.
+enum Connection {
     /// A SQLite database, by label.
     #[cfg(not(feature = "without-sqlite"))]
     Sqlite(SpinSqlite),
@@ -25,10 +34,10 @@ pub enum SpinDb {
 impl SpinDb {
     /// Opens what `choice` names.
     pub fn open(choice: &Engine, label: &str) -> Result<Self, DbError> {
-        Ok(match choice {
+        let connection = match choice {
             #[cfg(not(feature = "without-sqlite"))]
             Engine::Sqlite { one } => {
-                Self::Sqlite(SpinSqlite::open(one.as_deref().unwrap_or(label))?)
+                Connection::Sqlite(SpinSqlite::open(one.as_deref().unwrap_or(label))?)
             }
             #[cfg(feature = "without-sqlite")]
             Engine::Sqlite { .. } => {
@@ -39,50 +48,46 @@ impl SpinDb {
                         .into(),
                 ));
             }
-            Engine::Postgres { address } => Self::Postgres(SpinPostgres::open(address)?),
+            Engine::Postgres { address } => Connection::Postgres(SpinPostgres::open(address)?),
+        };
+        Ok(Self {
+            connection,
+            schema_behind: Rc::default(),
         })
     }
 
     /// The flag a statement sets when it finds the schema behind the code.
     pub fn schema_behind(&self) -> Rc<Cell<bool>> {
-        match self {
-            #[cfg(not(feature = "without-sqlite"))]
-            Self::Sqlite(db) => db.schema_behind(),
-            Self::Postgres(db) => db.schema_behind(),
-        }
+        self.schema_behind.clone()
     }
 }
 
 impl Database for SpinDb {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
-        match self {
+        let result = match &self.connection {
             #[cfg(not(feature = "without-sqlite"))]
-            Self::Sqlite(db) => db.run(sql, params),
-            Self::Postgres(db) => db.run(sql, params),
+            Connection::Sqlite(db) => db.run(sql, params),
+            Connection::Postgres(db) => db.run(sql, params),
+        };
+        if matches!(result, Err(DbError::Missing(_))) {
+            self.schema_behind.set(true);
         }
+        result
     }
 
     fn dialect(&self) -> Dialect {
-        match self {
+        match &self.connection {
             #[cfg(not(feature = "without-sqlite"))]
-            Self::Sqlite(db) => db.dialect(),
-            Self::Postgres(db) => db.dialect(),
-        }
-    }
-
-    fn lock_slice(&self) -> Duration {
-        match self {
-            #[cfg(not(feature = "without-sqlite"))]
-            Self::Sqlite(db) => db.lock_slice(),
-            Self::Postgres(db) => db.lock_slice(),
+            Connection::Sqlite(db) => db.dialect(),
+            Connection::Postgres(db) => db.dialect(),
         }
     }
 
     fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
-        match self {
+        match &self.connection {
             #[cfg(not(feature = "without-sqlite"))]
-            Self::Sqlite(db) => db.set_lock_wait(wait),
-            Self::Postgres(db) => db.set_lock_wait(wait),
+            Connection::Sqlite(db) => db.set_lock_wait(wait),
+            Connection::Postgres(db) => db.set_lock_wait(wait),
         }
     }
 }

@@ -12,8 +12,6 @@
 //! one extra scan of the rows already found, and goes when the host is
 //! fixed.
 
-use std::cell::Cell;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,55 +23,33 @@ use spin_sdk::pg4::{Connection, DbValue, ParameterValue, PgError as Error, Query
 /// (`postgres://user:password@host:port/database`).
 pub struct SpinPostgres {
     connection: Connection,
-    /// Set when a statement found a table or column missing.
-    schema_behind: Rc<Cell<bool>>,
 }
 
 impl SpinPostgres {
     /// Opens a connection to `address` (taken from Spin's pool).
     pub fn open(address: &str) -> Result<Self, DbError> {
         let connection = Connection::open(address).map_err(map_error)?;
-        Ok(Self {
-            connection,
-            schema_behind: Rc::default(),
-        })
-    }
-
-    /// Whether a statement has found the schema behind the code.
-    pub fn schema_behind(&self) -> Rc<Cell<bool>> {
-        self.schema_behind.clone()
+        Ok(Self { connection })
     }
 }
 
 impl Database for SpinPostgres {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         let params: Vec<ParameterValue> = params.iter().map(to_pg).collect();
-        let failed = |e| {
-            let e = map_error(e);
-            if matches!(e, DbError::Missing(_)) {
-                self.schema_behind.set(true);
-            }
-            e
-        };
         if !returns_rows(sql) {
-            self.connection.execute(sql, &params).map_err(failed)?;
+            self.connection.execute(sql, &params).map_err(map_error)?;
             return Ok(Vec::new());
         }
         let result = self
             .connection
             .query(&at_least_one_row(sql), &params)
-            .map_err(failed)?;
+            .map_err(map_error)?;
         let names = result.columns.into_iter().map(|c| c.name).collect();
         unpadded(names, result.rows)
     }
 
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
-    }
-
-    /// PostgreSQL queues lock waiters fairly: one wait to the deadline.
-    fn lock_slice(&self) -> Duration {
-        Duration::MAX
     }
 
     /// Both server-side bounds at once, for this connection's session:

@@ -1,7 +1,5 @@
 //! Spin SQLite behind the platform's `Database` trait.
 
-use std::cell::Cell;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use meridian_platform::store::db::{Database, DbError, Row, StorageFault, Value};
@@ -10,38 +8,20 @@ use spin_sdk::sqlite::{Connection, Error, Value as SpinValue};
 /// A connection to one of the app's SQLite databases, by label.
 pub struct SpinSqlite {
     connection: Connection,
-    /// Set when a statement found a table or column missing: the schema is
-    /// behind the code (a fresh database, or a migration not yet applied).
-    schema_behind: Rc<Cell<bool>>,
 }
 
 impl SpinSqlite {
     /// Opens the database with this label (`identity`, `community`, `billing`).
     pub fn open(label: &str) -> Result<Self, DbError> {
         let connection = Connection::open(label).map_err(map_error)?;
-        Ok(Self {
-            connection,
-            schema_behind: Rc::default(),
-        })
-    }
-
-    /// Whether a statement has found the schema behind the code; it stays
-    /// readable after the connection is handed on.
-    pub fn schema_behind(&self) -> Rc<Cell<bool>> {
-        self.schema_behind.clone()
+        Ok(Self { connection })
     }
 }
 
 impl Database for SpinSqlite {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         let params: Vec<SpinValue> = params.iter().map(to_spin).collect();
-        let result = self.connection.execute(sql, &params).map_err(|e| {
-            let e = map_error(e);
-            if matches!(e, DbError::Missing(_)) {
-                self.schema_behind.set(true);
-            }
-            e
-        })?;
+        let result = self.connection.execute(sql, &params).map_err(map_error)?;
         let columns: Arc<[String]> = result.columns.into();
         Ok(result
             .rows

@@ -35,12 +35,9 @@ struct Run {
 
 fn run(rate: u64, seconds: u64, sample: u32) -> Result<Run> {
     let options = SpinOptions::default()
+        .key_value_file()
         .variable("count_sample", sample.to_string())
         .variable("tenant_concurrency_limit", "off");
-    let options = SpinOptions {
-        key_value_file: true,
-        ..options
-    };
     let app = SpinApp::start_with(options);
     let tenants: Vec<Tenant> = (0..TENANTS)
         .map(|i| {

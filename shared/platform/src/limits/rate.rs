@@ -225,10 +225,11 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
     /// previous ([`opened_window`]; its marker is read
     /// ahead with the counts), so a tenant keeps at most two windows and
     /// the marker. Errors are ignored: a lost count only makes the limit
-    /// looser. Sampled ([`Self::sampled`]), `roll` decides whether this
-    /// request is the one in `sample` that is written.
-    pub fn count(&self, policy: &RatePolicy, now: UnixMillis, roll: u64) {
-        if roll % self.sample != 0 {
+    /// looser. Sampled ([`Self::sampled`]), a draw of `roll` decides
+    /// whether this request is the one in `sample` that is written (no
+    /// draw is made when every request is counted).
+    pub fn count(&self, policy: &RatePolicy, now: UnixMillis, roll: impl FnOnce() -> u64) {
+        if self.sample > 1 && roll() % self.sample != 0 {
             return;
         }
         let weight = i64::try_from(self.sample).unwrap_or(1);
@@ -294,7 +295,7 @@ mod tests {
     fn request(l: &RateLimiter<'_, LocalCounters>, ms: u64) -> RateVerdict {
         let v = l.check(at(ms)).unwrap();
         if v.allowed {
-            l.count(&v.policy, at(ms), 0);
+            l.count(&v.policy, at(ms), || unreachable!("counted without a draw"));
         }
         v
     }
@@ -341,7 +342,7 @@ mod tests {
             // Inside one 10 s window.
             let now = at(i);
             let v = l.check(now).unwrap();
-            l.count(&v.policy, now, rolls >> 11);
+            l.count(&v.policy, now, || rolls >> 11);
         }
         let written = counters.writes() - writes_before;
         assert!(

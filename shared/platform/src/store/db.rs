@@ -27,14 +27,6 @@ pub trait Database {
         Dialect::Sqlite
     }
 
-    /// The longest one lock wait lasts before the store tries again
-    /// ([`LOCK_SLICE`] for SQLite, whose busy handler starves a long
-    /// waiter). A PostgreSQL server queues lock waiters fairly, so one
-    /// wait may run to the work deadline.
-    fn lock_slice(&self) -> Duration {
-        LOCK_SLICE
-    }
-
     /// Bounds how long the next statements wait for another connection's
     /// lock before failing with [`DbError::Locked`] — and, on a database
     /// that can bound it (PostgreSQL's `statement_timeout`), how long each
@@ -59,10 +51,6 @@ impl<D: Database + ?Sized> Database for &D {
 
     fn dialect(&self) -> Dialect {
         (**self).dialect()
-    }
-
-    fn lock_slice(&self) -> Duration {
-        (**self).lock_slice()
     }
 
     fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
@@ -265,7 +253,7 @@ impl<D: Database, C: Clock> Store<D, C> {
         let wait = until
             .remaining(now)
             .saturating_sub(LOCK_WAIT_SLACK)
-            .min(self.db.lock_slice());
+            .min(self.lock_slice());
         match self.db.set_lock_wait(wait) {
             Ok(()) => self.lock_wait.set(LockWait::Set(wait)),
             // A remote libSQL refuses pragmas ("unsupported statement"):
@@ -274,6 +262,17 @@ impl<D: Database, C: Clock> Store<D, C> {
             Err(_) => self.lock_wait.set(LockWait::Unsupported),
         }
         true
+    }
+
+    /// The longest one lock wait lasts before the store tries again:
+    /// [`LOCK_SLICE`] on SQLite, whose busy handler starves a long waiter;
+    /// on PostgreSQL, which queues lock waiters fairly, one wait to the
+    /// work deadline.
+    fn lock_slice(&self) -> Duration {
+        match self.db.dialect() {
+            Dialect::Sqlite => LOCK_SLICE,
+            Dialect::Postgres => Duration::MAX,
+        }
     }
 
     /// Whether a statement that started at `started` and met a held lock
@@ -299,9 +298,10 @@ impl<D: Database, C: Clock> Store<D, C> {
         self.query(ctx, sql, params).map(drop)
     }
 
-    /// Runs `work` inside a transaction that holds the service's write lock
-    /// (`begin`), rolling back when it fails. The rollback runs whatever the budget: leaving a transaction
-    /// open would be worse than finishing a little late.
+    /// Runs `work` inside a transaction that holds the service's write
+    /// lock (`begin`), rolling back when it fails. The rollback runs
+    /// whatever the budget: leaving a transaction open would be worse than
+    /// finishing a little late.
     pub fn transaction<T, E: From<DbError>>(
         &self,
         ctx: &RequestContext,
@@ -506,9 +506,6 @@ mod tests {
             }
             fn dialect(&self) -> Dialect {
                 Dialect::Postgres
-            }
-            fn lock_slice(&self) -> Duration {
-                Duration::MAX
             }
             /// The server gives up a millisecond short of the wait (the
             /// clocks' rounding): a sliced SQLite wait would try again.
