@@ -11,10 +11,18 @@
 #                                 only), key-value `store` + `batch`
 #                                 (target/platforms/akamai)
 #
+#   scripts/build-for.sh --features PLATFORM   prints that build's cargo
+#                                 features (the test command lints with them)
+#
 # docs/deploy.md says what each build gives up; the test command checks
 # every build's imports against its platform (tools/src/bin/platforms.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+print_features=""
+if [ "${1:-}" = "--features" ]; then
+  print_features=1
+  shift
+fi
 platform="${1:-spin}"
 shift || true
 case "$platform" in
@@ -23,6 +31,10 @@ case "$platform" in
   akamai) features="gateway/without-atomics,billing/without-atomics,identity/without-sqlite,community/without-sqlite,billing/without-sqlite" ;;
   *) echo "usage: scripts/build-for.sh spin|cloud|akamai" >&2; exit 2 ;;
 esac
+if [ -n "$print_features" ]; then
+  echo "$features"
+  exit 0
+fi
 components=(-p gateway -p identity -p community -p billing)
 if [ -z "$features" ]; then
   cargo build --target wasm32-wasip2 --release "$@" "${components[@]}"

@@ -35,8 +35,10 @@ step "clippy (wasm32-wasip2 components)"
 cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing -p hang -p meridian-spin -p floor -p hello -- -D warnings
 
 step "clippy (wasm32-wasip2: the builds for Fermyon Cloud and Akamai Functions, scripts/build-for.sh)"
-cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p billing --features gateway/without-atomics,gateway/without-batch,identity/without-batch,billing/without-atomics,billing/without-batch -- -D warnings
-cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing --features gateway/without-atomics,billing/without-atomics,identity/without-sqlite,community/without-sqlite,billing/without-sqlite -- -D warnings
+for platform in cloud akamai; do
+  cargo clippy --target wasm32-wasip2 --locked -p gateway -p identity -p community -p billing \
+    --features "$(scripts/build-for.sh --features "$platform")" -- -D warnings
+done
 
 step "cargo doc --no-deps: the workspace's documentation builds without a warning"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked --quiet
