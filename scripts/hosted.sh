@@ -8,20 +8,23 @@
 #   scripts/hosted.sh akamai [CARGO_TEST_ARGS...]   Akamai Functions: the
 #       `akamai` build (no SQLite, key-value `store` + `batch`), no SQLite
 #       label granted, every service on PostgreSQL (a throw-away server, as
-#       scripts/postgres.sh starts it), no runtime configuration file.
+#       scripts/postgres.sh starts it) and the counts there too
+#       (`counts_postgres`: no key-value write), no runtime configuration
+#       file.
 #
 # Needs `spin` (PATH or SPIN_BIN). Builds the profile (scripts/build-for.sh)
 # and the default build the suite's fixtures use.
 #
 # Left out, and said so:
-# - what the build gives up by design, without `atomics` (a count is a read
-#   and a write; docs/deploy.md): `concurrent_invocations_lose_no_count`;
+# - in the cloud profile, what the build gives up by design without
+#   `atomics` (a count is a read and a write; docs/deploy.md):
+#   `concurrent_invocations_lose_no_count`;
 #   the three tests that set a tenant concurrency limit of 2 (a lost
 #   increment lets a third request in — seen: 4 of a burst of 6 served —
 #   and a lost decrement holds a slot, which is why the profile turns the
 #   limit off); and the failure memory's
 #   sequential-client comparison, where the cloud build did one request
-#   worse in 1 of 20 runs (40 vs 39 successes) on 2026-12-06;
+#   worse in 1 of 20 runs (40 vs 39 successes);
 # - what needs a SQLite file (the storage fault tests, the held-lock test,
 #   the libSQL deploy test) — one-database.sh and postgres.sh say why.
 # Tests that inspect the key-value store through a file, pin variables or
@@ -43,12 +46,14 @@ cargo build --target wasm32-wasip2 --release "${cargo_args[@]}" -p hang >/dev/nu
 # shellcheck source=scripts/lib/skips.sh
 . scripts/lib/skips.sh
 args=()
-skip_tests args "the build has no atomics: docs/deploy.md" \
-  concurrent_invocations_lose_no_count \
-  a_client_with_as_many_connections_as_the_limit_is_never_refused \
-  a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_and_another_tenant_does_not \
-  a_vouched_callers_429s_at_the_limit_spend_none_of_its_rate \
-  a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_memory
+if [ "$platform" = cloud ]; then
+  skip_tests args "the build has no atomics: docs/deploy.md" \
+    concurrent_invocations_lose_no_count \
+    a_client_with_as_many_connections_as_the_limit_is_never_refused \
+    a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_and_another_tenant_does_not \
+    a_vouched_callers_429s_at_the_limit_spend_none_of_its_rate \
+    a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_memory
+fi
 skip_tests args "a SQLite file or runtime configuration" \
   "${SQLITE_FILE_FAULT_TESTS[@]}" "$SQLITE_LOCK_TEST" "$LIBSQL_CONFIG_TEST"
 export MERIDIAN_PROFILE="$platform"

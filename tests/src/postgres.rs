@@ -6,6 +6,11 @@
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// The counts' table as the components create it on first use
+/// (meridian_platform::http::memory::TableCounters).
+const COUNTS_TABLE_DDL: &str = "CREATE TABLE IF NOT EXISTS meridian_counts \
+     (name TEXT PRIMARY KEY, number BIGINT NOT NULL DEFAULT 0, bytes BYTEA)";
+
 /// The server's address when the suite runs on PostgreSQL.
 pub fn server() -> Option<String> {
     if std::env::var("MERIDIAN_DB").as_deref() != Ok("postgres") {
@@ -16,11 +21,12 @@ pub fn server() -> Option<String> {
     Some(address.trim_end_matches('/').to_owned())
 }
 
-/// One app's three databases on the server.
+/// One app's three databases on the server, and in the Akamai profile a
+/// fourth for the counts (`counts_postgres`).
 #[derive(Debug, Clone)]
 pub struct PgDatabases {
     server: String,
-    /// The database of each service, by service.
+    /// The database of each service (and `counts`), by service.
     names: Vec<(&'static str, String)>,
 }
 
@@ -34,8 +40,10 @@ impl PgDatabases {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
+        let counts = crate::spin::profile() == Some(crate::spin::Profile::Akamai);
         let names: Vec<_> = ["identity", "community", "billing"]
             .into_iter()
+            .chain(counts.then_some("counts"))
             .map(|service| (service, format!("{run}_{service}")))
             .collect();
         let dbs = Self {
@@ -62,14 +70,72 @@ impl PgDatabases {
         format!("{}/{name}", self.server)
     }
 
-    /// The Spin variables that put the services on these databases.
+    /// The Spin variables that put the services (and the counts) on these
+    /// databases.
     pub fn variables(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut variables = vec![
             ("postgres_host", self.host()),
             ("identity_postgres", self.address("identity")),
             ("community_postgres", self.address("community")),
             ("billing_postgres", self.address("billing")),
-        ]
+        ];
+        if self.has_counts() {
+            variables.push(("counts_postgres", self.address("counts")));
+        }
+        variables
+    }
+
+    /// Whether the app's counts are on this server (`counts_postgres`).
+    pub fn has_counts(&self) -> bool {
+        self.names.iter().any(|(s, _)| *s == "counts")
+    }
+
+    /// Every key in the counts' table (none before its first write).
+    pub fn count_keys(&self) -> Vec<String> {
+        self.psql(
+            "counts",
+            &format!("{COUNTS_TABLE_DDL}; SELECT name FROM meridian_counts"),
+        )
+        .lines()
+        .map(str::to_owned)
+        .collect()
+    }
+
+    /// The value under `key` in the counts' table: an entry's bytes, or a
+    /// count as a key-value store keeps an increment (8 little-endian
+    /// bytes).
+    pub fn count_value(&self, key: &str) -> Option<Vec<u8>> {
+        let key = key.replace('\'', "''");
+        let out = self.psql(
+            "counts",
+            &format!(
+                "{COUNTS_TABLE_DDL}; SELECT coalesce(encode(bytes, 'hex'), '') || '|' || number \
+                 FROM meridian_counts WHERE name = '{key}'"
+            ),
+        );
+        let (hex, number) = out.trim().split_once('|')?;
+        if hex.is_empty() {
+            return Some(number.parse::<i64>().ok()?.to_le_bytes().to_vec());
+        }
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+            .collect()
+    }
+
+    /// Writes `value` under `key` in the counts' table, as anything that
+    /// can reach the database could.
+    pub fn put_count_entry(&self, key: &str, value: &[u8]) {
+        let hex: String = value.iter().map(|b| format!("{b:02x}")).collect();
+        let key = key.replace('\'', "''");
+        self.psql(
+            "counts",
+            &format!(
+                "{COUNTS_TABLE_DDL}; INSERT INTO meridian_counts (name, bytes) \
+                 VALUES ('{key}', decode('{hex}', 'hex')) \
+                 ON CONFLICT (name) DO UPDATE SET bytes = excluded.bytes"
+            ),
+        );
     }
 
     /// The server as `allowed_outbound_hosts` names it: `postgres://host:port`.

@@ -161,7 +161,7 @@ impl SpinOptions {
         let hosted = profile()
             .into_iter()
             .flat_map(Profile::variables)
-            .map(|(name, value)| (spin_variable(name), value.to_owned()));
+            .map(|(name, value)| (spin_variable(name), (*value).to_owned()));
         tokens
             .into_iter()
             .chain(one)
@@ -391,8 +391,12 @@ impl SpinApp {
     }
 
     /// Every key in the app's `default` key-value store (started with
-    /// [`SpinOptions::key_value_file`]).
+    /// [`SpinOptions::key_value_file`]), or in its counts' table where
+    /// `counts_postgres` puts them (the Akamai profile).
     pub fn key_value_keys(&self) -> Vec<String> {
+        if let Some(pg) = self.postgres.as_ref().filter(|pg| pg.has_counts()) {
+            return pg.count_keys();
+        }
         let store =
             rusqlite::Connection::open(self.key_value_store()).expect("the key-value store");
         let mut keys = store
@@ -415,8 +419,13 @@ impl SpinApp {
             rusqlite::Connection::open(self.key_value_store()).expect("the key-value store");
         let stamp = "INSERT INTO meridian_writes VALUES \
                      (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))";
-        let mut sql =
-            String::from("CREATE TABLE IF NOT EXISTS meridian_writes (at_ms INTEGER NOT NULL);\n");
+        // The store's table as Spin creates it on first open
+        // (crates/key-value-spin): an app that has not yet written has none.
+        let mut sql = String::from(
+            "CREATE TABLE IF NOT EXISTS spin_key_value (store TEXT NOT NULL, \
+             key TEXT NOT NULL, value BLOB NOT NULL, PRIMARY KEY (store, key));\n\
+             CREATE TABLE IF NOT EXISTS meridian_writes (at_ms INTEGER NOT NULL);\n",
+        );
         for (name, event) in [("i", "INSERT"), ("u", "UPDATE"), ("d", "DELETE")] {
             sql.push_str(&format!(
                 "CREATE TRIGGER IF NOT EXISTS meridian_writes_{name} AFTER {event} \
@@ -444,10 +453,32 @@ impl SpinApp {
         rows
     }
 
+    /// The value under `key` in the app's `default` key-value store
+    /// (started with [`SpinOptions::key_value_file`]), or in its counts'
+    /// table where `counts_postgres` puts them (a count as the store keeps
+    /// an increment: 8 little-endian bytes).
+    pub fn key_value(&self, key: &str) -> Option<Vec<u8>> {
+        if let Some(pg) = self.postgres.as_ref().filter(|pg| pg.has_counts()) {
+            return pg.count_value(key);
+        }
+        let store = rusqlite::Connection::open(self.key_value_store()).ok()?;
+        store
+            .query_row(
+                "SELECT value FROM spin_key_value WHERE store = 'default' AND key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .ok()
+    }
+
     /// Writes `value` under `key` in the app's `default` key-value store
-    /// (started with [`SpinOptions::key_value_file`]), as anything else
-    /// that can reach the store could.
+    /// (started with [`SpinOptions::key_value_file`]), or in its counts'
+    /// table where `counts_postgres` puts them, as anything else that can
+    /// reach the store could.
     pub fn put_key_value(&self, key: &str, value: &[u8]) {
+        if let Some(pg) = self.postgres.as_ref().filter(|pg| pg.has_counts()) {
+            return pg.put_count_entry(key, value);
+        }
         let store =
             rusqlite::Connection::open(self.key_value_store()).expect("the key-value store");
         store
@@ -1301,15 +1332,18 @@ pub enum Profile {
 }
 
 impl Profile {
-    /// The settings its platform needs beside the build: a tenant's count
-    /// of requests in progress is exact only with atomic increments, and
-    /// neither build has them (a lost decrement would hold a slot until
-    /// the window passes), so the concurrency limit is off. (Akamai's write
-    /// quota is met only with `count_sample`, whose cost
-    /// `tools/src/bin/kv_writes.rs` measures; the profile keeps exact
-    /// counts.)
-    fn variables(self) -> [(&'static str, &'static str); 1] {
-        [("tenant_concurrency_limit", "off")]
+    /// The settings its platform needs beside the build. Cloud: a
+    /// tenant's count of requests in progress is exact only with atomic
+    /// increments, which its key-value store lacks (a lost decrement would
+    /// hold a slot until the window passes), so the concurrency limit is
+    /// off. Akamai: the counts are in PostgreSQL (`counts_postgres`, set
+    /// with the services' databases), where every increment is atomic and
+    /// no key-value write is spent on them.
+    fn variables(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Self::Cloud => &[("tenant_concurrency_limit", "off")],
+            Self::Akamai => &[],
+        }
     }
 
     /// Where its build's Wasm is, under the repository's `target/`.

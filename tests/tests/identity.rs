@@ -143,15 +143,11 @@ fn admins_manage_members_and_others_may_not() {
 fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
     let app = SpinApp::start_with(SpinOptions::default().key_value_file());
     // The remembered resolutions the store holds for acme.
-    let entries = || -> i64 {
-        rusqlite::Connection::open(app.key_value_store())
-            .expect("the key-value store")
-            .query_row(
-                "SELECT COUNT(*) FROM spin_key_value WHERE key LIKE 'resolution:acme:%'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap()
+    let entries = || {
+        app.key_value_keys()
+            .iter()
+            .filter(|key| key.starts_with("resolution:acme:"))
+            .count()
     };
     let client = app.client();
     let acme = app.tenant("acme");

@@ -179,23 +179,16 @@ fn concurrent_invocations_lose_no_count() {
         }
     });
     assert_eq!(stand_in.count("/v1"), 80);
-    let store = rusqlite::Connection::open(app.key_value_store()).expect("the key-value store");
     let pair = format!(
         "meridian/gateway/{}/",
         stand_in.url().trim_start_matches("http://")
     );
     let mut counted = 0;
-    let mut rows = store
-        .prepare("SELECT key, value FROM spin_key_value WHERE key LIKE ?1 || '%/calls'")
-        .unwrap();
-    let values = rows
-        .query_map([&pair], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
-        })
-        .unwrap();
-    for value in values {
-        let (_, bytes) = value.unwrap();
-        counted += i64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    for key in app.key_value_keys() {
+        if key.starts_with(&pair) && key.ends_with("/calls") {
+            let bytes = app.key_value(&key).expect("a counted window");
+            counted += i64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+        }
     }
     assert_eq!(
         counted, 80,

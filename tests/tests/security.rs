@@ -261,12 +261,5 @@ fn tenant_body() -> serde_json::Value {
 
 /// A value in the app's key-value store.
 fn read_value(app: &SpinApp, key: &str) -> Option<Vec<u8>> {
-    let store = rusqlite::Connection::open(app.key_value_store()).ok()?;
-    store
-        .query_row(
-            "SELECT value FROM spin_key_value WHERE store = 'default' AND key = ?1",
-            [key],
-            |r| r.get(0),
-        )
-        .ok()
+    app.key_value(key)
 }

@@ -1,14 +1,19 @@
-//! The failure memory's counters and the resolution cache's entries in
-//! Spin's key-value store (`wasi:keyvalue`, the store labelled `default`):
-//! atomic increments, and batch reads (a request's reads read ahead in one,
-//! [`Counters::read_ahead`]).
+//! The failure memory's counters and the resolution cache's entries,
+//! shared by every invocation: in Spin's key-value store (`wasi:keyvalue`,
+//! the store labelled `default`) — atomic increments, and batch reads (a
+//! request's reads read ahead in one, [`Counters::read_ahead`]) — or, when
+//! `counts_address` names a PostgreSQL database, in its `meridian_counts`
+//! table (a host whose key-value store has no `atomics` or too few writes:
+//! Akamai Functions; docs/storage.md).
 //! Locally the store is Spin's SQLite file; on a cluster the runtime
 //! configuration maps `default` to Redis (or another shared store), so every
 //! replica sees the same history.
 
 use std::cell::OnceCell;
+use std::time::Duration;
 
-use meridian_platform::http::memory::{decode_number as decode, Counters, Held};
+use meridian_platform::http::memory::{decode_number as decode, Counters, Held, TableCounters};
+use meridian_platform::store::db::Database;
 use meridian_platform::tenancy::cache::Entries;
 #[cfg(not(feature = "without-atomics"))]
 use spin_sdk::wit::wasi::keyvalue::atomics;
@@ -16,18 +21,109 @@ use spin_sdk::wit::wasi::keyvalue::atomics;
 use spin_sdk::wit::wasi::keyvalue::batch;
 use spin_sdk::wit::wasi::keyvalue::store;
 
+use crate::postgres::SpinPostgres;
+
 /// The key-value store label the components are granted.
 pub const STORE: &str = "default";
 
-/// Counters in the `default` store, opened on first use.
+/// How long one statement on the counts' PostgreSQL may wait or run: a
+/// count is never worth a request's budget (a failed one reads as none).
+const TABLE_WAIT: Duration = Duration::from_millis(250);
+
+/// The counts of this instance, wherever the variables put them: chosen,
+/// and opened, on first use.
 #[derive(Default)]
 pub struct SpinCounters {
+    store: OnceCell<Store>,
+}
+
+enum Store {
+    KeyValue(KeyValueCounters),
+    Table(Result<TableCounters<SpinPostgres>, String>),
+}
+
+impl SpinCounters {
+    fn store(&self) -> &Store {
+        self.store
+            .get_or_init(|| match crate::vars::get("counts_address") {
+                None => Store::KeyValue(KeyValueCounters::default()),
+                Some(address) => Store::Table(
+                    SpinPostgres::open(&address)
+                        .and_then(|db| db.set_lock_wait(TABLE_WAIT).map(|()| db))
+                        .map(TableCounters::new)
+                        .map_err(|e| format!("opening the counts' database: {e}")),
+                ),
+            })
+    }
+
+    /// The counters to use, or why there are none.
+    fn counters(&self) -> Result<&dyn CountStore, String> {
+        match self.store() {
+            Store::KeyValue(kv) => Ok(kv),
+            Store::Table(table) => table
+                .as_ref()
+                .map(|t| t as &dyn CountStore)
+                .map_err(Clone::clone),
+        }
+    }
+}
+
+/// Counters with entries beside them.
+trait CountStore: Counters + Entries {}
+impl<T: Counters + Entries> CountStore for T {}
+
+impl Counters for SpinCounters {
+    fn add(&self, key: &str, delta: i64) -> Result<i64, String> {
+        self.counters()?.add(key, delta)
+    }
+
+    fn read(&self, keys: &[String]) -> Result<Vec<i64>, String> {
+        self.counters()?.read(keys)
+    }
+
+    fn set(&self, key: &str, value: i64) -> Result<(), String> {
+        self.counters()?.set(key, value)
+    }
+
+    fn forget(&self, keys: &[String]) -> Result<(), String> {
+        self.counters()?.forget(keys)
+    }
+
+    /// Nothing to read chooses and opens nothing (see
+    /// [`KeyValueCounters::read_ahead`]).
+    fn read_ahead(&self, keys: &[String]) {
+        if keys.is_empty() {
+            return;
+        }
+        if let Ok(counters) = self.counters() {
+            counters.read_ahead(keys);
+        }
+    }
+}
+
+impl Entries for SpinCounters {
+    fn entries(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String> {
+        self.counters()?.entries(keys)
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), String> {
+        self.counters()?.put(key, value)
+    }
+
+    fn remove(&self, keys: &[String]) -> Result<(), String> {
+        self.counters()?.remove(keys)
+    }
+}
+
+/// Counters in the `default` store, opened on first use.
+#[derive(Default)]
+struct KeyValueCounters {
     bucket: OnceCell<Result<store::Bucket, String>>,
     /// What was read ahead, until the reads that want it.
     held: Held,
 }
 
-impl SpinCounters {
+impl KeyValueCounters {
     fn bucket(&self) -> Result<&store::Bucket, String> {
         self.bucket
             .get_or_init(|| store::open(STORE).map_err(|e| format!("{e:?}")))
@@ -60,7 +156,7 @@ impl SpinCounters {
     }
 }
 
-impl Counters for SpinCounters {
+impl Counters for KeyValueCounters {
     #[cfg(not(feature = "without-atomics"))]
     fn add(&self, key: &str, delta: i64) -> Result<i64, String> {
         self.held.drop_key(key);
@@ -135,7 +231,7 @@ impl Counters for SpinCounters {
     }
 }
 
-impl Entries for SpinCounters {
+impl Entries for KeyValueCounters {
     fn entries(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String> {
         match self.held.take(keys) {
             Some(values) => Ok(values),

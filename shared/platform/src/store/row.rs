@@ -87,6 +87,18 @@ impl Row {
             .ok_or_else(|| DbError::Decode(format!("no column {column} in the result")))
     }
 
+    /// A column as bytes, `None` when it is NULL.
+    pub fn opt_blob(&self, column: &str) -> Result<Option<&[u8]>, DbError> {
+        match self.value(column)? {
+            Value::Null => Ok(None),
+            Value::Blob(b) => Ok(Some(b)),
+            other => Err(DbError::Decode(format!(
+                "column {column}: expected bytes, got {}",
+                other.kind()
+            ))),
+        }
+    }
+
     /// A column as an integer.
     pub fn integer(&self, column: &str) -> Result<i64, DbError> {
         match self.value(column)? {

@@ -61,11 +61,13 @@ mod breaker;
 mod config;
 mod counters;
 mod retry_budget;
+mod table;
 mod window;
 
 pub use breaker::{Admit, Outcome};
 pub use config::MemoryConfig;
 pub use counters::{decode_number, opened_window, window_marker, Counters, Held, LocalCounters};
+pub use table::{TableCounters, TABLE as COUNTS_TABLE};
 pub use window::Recent;
 
 /// The memory of one caller's calls to one downstream.
