@@ -12,6 +12,11 @@
 #                                    (~1 min; writes target/bench/perf.json only)
 #   scripts/bench.sh -- ARGS         the driver's own arguments instead, e.g.
 #                                    -- --only p2 --per-budget 30
+#   scripts/bench.sh --postgres      GET /v1/{t}/residents with every service
+#                                    on a throw-away PostgreSQL, against the
+#                                    floor's same read through `pg4` on the
+#                                    same server (~2 min; writes its section
+#                                    of BENCHMARKS.md, BENCHMARKS-postgres.svg)
 #   scripts/bench.sh --goodput [S]   goodput under overload beside the floor
 #                                    (tools/src/bin/goodput.rs, S s per point,
 #                                    default 5; ~13 min at 4): closed and open loop,
@@ -47,6 +52,13 @@ case "${1:-}" in
   --)
     shift
     args=("$@") ;;
+  --postgres)
+    # shellcheck source=scripts/lib/postgres.sh
+    . scripts/lib/postgres.sh
+    start_postgres
+    trap stop_postgres EXIT
+    export MERIDIAN_DB=postgres
+    args=(--postgres --seconds 10 --rounds 3 --write) ;;
   --goodput)
     exec env SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-tools --release --bin goodput -- \
       --seconds "${2:-5}" ;;

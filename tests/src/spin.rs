@@ -506,6 +506,26 @@ impl SpinApp {
         floor
     }
 
+    /// The floor app with its PostgreSQL routes too (`GET /pg/residents`):
+    /// `mid` on `pg`'s identity database, `back` on its community one.
+    pub fn start_floor_on(pg: &crate::postgres::PgDatabases) -> Self {
+        let options = SpinOptions::default()
+            .variable("pg_host", pg.host())
+            .variable("pg_mid", pg.address("identity"))
+            .variable("pg_back", pg.address("community"));
+        let floor = Self::start_manifest_with(
+            &repo_root().join("bench/floor.toml"),
+            &["mid", "back", "side", "ledger"],
+            "/healthz",
+            &options,
+        );
+        for setup in ["/setup", "/pg/setup"] {
+            let answer = floor.client().send("POST", setup, &[], None);
+            assert_eq!(answer.status, 200, "floor {setup}: {}", answer.body);
+        }
+        floor
+    }
+
     /// A second `spin up` serving only the community component, publicly,
     /// on the same databases as `main`: the real community for a
     /// fault-injecting proxy to forward to (it still demands the internal
@@ -591,6 +611,16 @@ impl SpinApp {
     /// `bench/floor.toml`), each SQLite label in `labels` a file in its own
     /// state directory, started once `ready` answers 200.
     pub fn start_manifest(manifest: &Path, labels: &[&str], ready: &str) -> Self {
+        Self::start_manifest_with(manifest, labels, ready, &SpinOptions::default())
+    }
+
+    /// The same, with `options`' variables.
+    pub fn start_manifest_with(
+        manifest: &Path,
+        labels: &[&str],
+        ready: &str,
+        options: &SpinOptions,
+    ) -> Self {
         let state = tempfile::tempdir().expect("state directory");
         let config: String = labels
             .iter()
@@ -598,7 +628,7 @@ impl SpinApp {
             .collect();
         let runtime_config = state.path().join("runtime-config.toml");
         std::fs::write(&runtime_config, config).expect("runtime config");
-        let mut app = Self::launch(state, &SpinOptions::default(), manifest, &runtime_config);
+        let mut app = Self::launch(state, options, manifest, &runtime_config);
         app.structured_logs = false;
         app.wait_until_up(ready, Some(200));
         app

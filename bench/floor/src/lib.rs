@@ -26,11 +26,16 @@
 //!   ratio measures
 //!   Meridian's overhead (budget, retries, validation, logs), not its
 //!   features.
+//! - **PostgreSQL** (`GET /pg/residents`, after `POST /pg/setup`): the
+//!   SQLite read's hops and statements through Spin's `pg4`, `mid` and
+//!   `back` each on the database its `pg_address` variable names (`pg.rs`).
 //!
 //! Nothing else: no budget, no validation beyond what the SQL needs, no
 //! logs. `POST /setup` creates and fills the tables.
 // Wasm only: its export names are not valid symbols for a host cdylib.
 #![cfg(target_arch = "wasm32")]
+
+mod pg;
 
 use spin_sdk::http::{send, Method, Request, Response};
 use spin_sdk::http_component;
@@ -65,6 +70,37 @@ async fn handle(req: Request) -> Response {
             call(Method::Get, "http://mid.spin.internal/mid/noop", None, Vec::new()).await;
             call(Method::Get, "http://back.spin.internal/back/noop", None, Vec::new()).await
         }
+        (Method::Post, "/pg/setup") => {
+            for target in [
+                "http://mid.spin.internal/mid/pg/setup",
+                "http://back.spin.internal/back/pg/setup",
+            ] {
+                let answer = call(Method::Post, target, None, Vec::new()).await;
+                if answer.status() != &200 {
+                    return answer;
+                }
+            }
+            status(200)
+        }
+        (Method::Get, "/pg/residents") => {
+            let token = req
+                .header("authorization")
+                .and_then(|v| v.as_str())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or_default()
+                .to_owned();
+            let resolved = call(Method::Get, "http://mid.spin.internal/mid/pg/resolve", Some(&token), Vec::new()).await;
+            if resolved.status() != &200 {
+                return resolved;
+            }
+            let tenant = String::from_utf8_lossy(resolved.body()).into_owned();
+            let url = format!("http://back.spin.internal/back/pg/residents?tenant={tenant}");
+            call(Method::Get, &url, None, Vec::new()).await
+        }
+        (Method::Post, "/mid/pg/setup") => pg::mid_setup(),
+        (Method::Get, "/mid/pg/resolve") => pg::resolve(&req),
+        (Method::Post, "/back/pg/setup") => pg::back_setup(),
+        (Method::Get, "/back/pg/residents") => pg::residents(&req),
         (Method::Get, "/sqlite/residents")
         | (Method::Post, "/sqlite/invoices")
         | (Method::Post, "/samework/invoices") => {

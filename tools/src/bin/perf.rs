@@ -55,6 +55,9 @@ struct Args {
     /// beside it, in the same alternating rounds): the cache's effect,
     /// same run.
     uncached: bool,
+    /// Measure the read on PostgreSQL against the floor on the same server
+    /// (`MERIDIAN_DB=postgres`; scripts/bench.sh --postgres) and nothing else.
+    postgres: bool,
 }
 
 impl Args {
@@ -67,6 +70,7 @@ impl Args {
             write: false,
             only: None,
             uncached: false,
+            postgres: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -89,6 +93,7 @@ impl Args {
                 }
                 "--write" => args.write = true,
                 "--uncached" => args.uncached = true,
+                "--postgres" => args.postgres = true,
                 "--only" => {
                     let part = it.next().context("--only needs p1, p2 or p3")?;
                     ensure!(
@@ -577,6 +582,9 @@ fn main() -> Result<()> {
         time_to_504(&args)?;
         return Ok(());
     }
+    if args.postgres {
+        return postgres(&args);
+    }
     let sizes = sizes()?;
     let floor = SpinApp::start_floor();
     // One tenant at full speed: its limits would be the measure. The
@@ -738,7 +746,12 @@ fn main() -> Result<()> {
     let markdown = report.markdown();
     println!("{markdown}");
     if args.write {
-        write_section(&repo_root().join("BENCHMARKS.md"), &markdown)?;
+        write_section(
+            &repo_root().join("BENCHMARKS.md"),
+            (BEGIN, END),
+            "Against the floor",
+            &markdown,
+        )?;
         std::fs::write(repo_root().join("BENCHMARKS.svg"), report.svg())?;
         eprintln!("wrote BENCHMARKS.md and BENCHMARKS.svg");
     }
@@ -760,6 +773,110 @@ fn main() -> Result<()> {
     }
     Ok(())
 }
+
+/// `GET /v1/{t}/residents?limit=20` with every service on PostgreSQL,
+/// against the floor's same read through `pg4` on the same server, at 1
+/// and 8 connections in alternating rounds: its own section of
+/// BENCHMARKS.md and BENCHMARKS-postgres.svg with `--write`.
+fn postgres(args: &Args) -> Result<()> {
+    let server = meridian_e2e::postgres::server().context(
+        "--postgres needs MERIDIAN_DB=postgres and MERIDIAN_POSTGRES (scripts/bench.sh --postgres)",
+    )?;
+    let floor = SpinApp::start_floor_on(&meridian_e2e::postgres::PgDatabases::create(&server));
+    let (app, tenant, _) = bench_app(
+        SpinOptions::default()
+            .variable("tenant_rate_limit", "off")
+            .variable("tenant_concurrency_limit", "10000"),
+    )?;
+    let target = |name, url: String, token: &str| Target {
+        name,
+        url,
+        method: "GET",
+        headers: vec![("authorization".to_owned(), format!("Bearer {token}"))],
+        body: None,
+        keyed: false,
+    };
+    let reads = [
+        target(
+            PG_FLOOR,
+            format!("{}/pg/residents", floor.url()),
+            "floor-token",
+        ),
+        target(
+            "Meridian",
+            format!("{}{}", app.url(), tenant.path("/residents?limit=20")),
+            &tenant.token,
+        ),
+    ];
+    let mut measured = Vec::new();
+    for connections in [1, 8] {
+        measured.push(measure(
+            "GET /v1/{t}/residents?limit=20 on PostgreSQL",
+            &reads,
+            connections,
+            args,
+        )?);
+    }
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "- **Command:** `scripts/bench.sh --postgres` (`perf --postgres --seconds {} --rounds {} --write`)\n\
+         - **When, where:** {}; {}; {}; PostgreSQL 15 on loopback; `wrk` 4.1, one thread, keep-alive.\n\
+         - The floor runs the same read through `pg4` on the same server: `mid` resolves the token (one indexed read), `back` reads a page of 20 residents (bench/floor/src/pg.rs). Meridian's services are each on a database of their own; its counts stay in the key-value store.\n\
+         - Targets: p50 ≤ 1.3× the floor's, throughput ≥ 0.75×.\n",
+        args.seconds,
+        args.rounds,
+        command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        machine(),
+        spin_version(),
+    );
+    let _ = writeln!(
+        md,
+        "| connections | target | req/s | p50 ms | p99 ms | p50 ÷ floor | req/s ÷ floor |\n|---|---|---|---|---|---|---|"
+    );
+    for m in &measured {
+        let floor = m.run(PG_FLOOR);
+        for (name, run) in &m.runs {
+            ensure!(
+                run.failures == 0,
+                "{} c={} {name}: {} failed answers ({:?})",
+                m.scenario,
+                m.connections,
+                run.failures,
+                run.statuses
+            );
+            let _ = writeln!(
+                md,
+                "| {} | {name} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                m.connections,
+                run.rps(),
+                run.at(50.0),
+                run.at(99.0),
+                run.at(50.0) / floor.at(50.0),
+                run.rps() / floor.rps()
+            );
+        }
+    }
+    md.push_str("\n![Latency on PostgreSQL](BENCHMARKS-postgres.svg)\n");
+    println!("{md}");
+    if args.write {
+        write_section(
+            &repo_root().join("BENCHMARKS.md"),
+            (PG_BEGIN, PG_END),
+            "On PostgreSQL, against its floor",
+            &md,
+        )?;
+        std::fs::write(
+            repo_root().join("BENCHMARKS-postgres.svg"),
+            picture(&measured, &[]),
+        )?;
+        eprintln!("wrote BENCHMARKS.md and BENCHMARKS-postgres.svg");
+    }
+    Ok(())
+}
+
+/// The PostgreSQL read's floor.
+const PG_FLOOR: &str = "floor, PostgreSQL";
 
 struct Report<'a> {
     args: &'a Args,
@@ -1023,19 +1140,26 @@ impl Report<'_> {
     /// Five panels: the latency CDFs (GET and POST, 1 and 8 connections)
     /// and the time-to-504 per budget.
     fn svg(&self) -> String {
+        picture(self.measured, self.expiry)
+    }
+}
+
+/// Each measurement's latency CDF, one panel each, and the time-to-504's
+/// when there is one.
+fn picture(measured: &[Measured], expiry: &[Expiry]) -> String {
+    {
         const W: f64 = 420.0;
         const H: f64 = 260.0;
         const COLORS: [&str; 4] = ["#9e9e9e", "#1f77b4", "#d62728", "#2ca02c"];
         // The same target in the same color in every panel.
         let color_of = |name: &str, j: usize| match name {
             "floor, no-op" => COLORS[0],
-            FLOOR => COLORS[1],
+            FLOOR | PG_FLOOR => COLORS[1],
             SAME_WORK => COLORS[3],
             "Meridian" => COLORS[2],
             _ => COLORS[j % COLORS.len()],
         };
-        let mut panels: Vec<Panel> = self
-            .measured
+        let mut panels: Vec<Panel> = measured
             .iter()
             .map(|m| {
                 (
@@ -1053,24 +1177,28 @@ impl Report<'_> {
                 )
             })
             .collect();
-        panels.push((
-            "time-to-504 behind a hung downstream".to_owned(),
-            "answer time − budget, ms (dashed: the target band)".to_owned(),
-            self.expiry
-                .iter()
-                .map(|e| {
-                    let n = e.times.len() as f64;
-                    (
-                        format!("{} ms", e.budget_ms),
-                        e.times
-                            .iter()
-                            .enumerate()
-                            .map(|(i, t)| (t - e.budget_ms as f64, (i as f64 + 1.0) * 100.0 / n))
-                            .collect(),
-                    )
-                })
-                .collect(),
-        ));
+        panels.extend((!expiry.is_empty()).then(|| {
+            (
+                "time-to-504 behind a hung downstream".to_owned(),
+                "answer time − budget, ms (dashed: the target band)".to_owned(),
+                expiry
+                    .iter()
+                    .map(|e| {
+                        let n = e.times.len() as f64;
+                        (
+                            format!("{} ms", e.budget_ms),
+                            e.times
+                                .iter()
+                                .enumerate()
+                                .map(|(i, t)| {
+                                    (t - e.budget_ms as f64, (i as f64 + 1.0) * 100.0 / n)
+                                })
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            )
+        }));
         let cols = 2.0;
         let rows = (panels.len() as f64 / cols).ceil();
         let mut svg = format!(
@@ -1083,7 +1211,7 @@ impl Report<'_> {
             let (left, right, top, bottom) = (ox + 50.0, ox + W - 15.0, oy + 30.0, oy + H - 40.0);
             let xs = series.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.0));
             let (mut lo, mut hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-            let latency = i < self.measured.len();
+            let latency = i < measured.len();
             if latency {
                 lo = 0.0;
                 // The tail past p99 would flatten the rest.
@@ -1177,11 +1305,22 @@ const END: &str = "<!-- perf:end -->";
 
 /// Replaces the floor section of `path` (between the markers) with
 /// `section`; adds it after the title the first time.
-fn write_section(path: &Path, section: &str) -> Result<()> {
+/// The PostgreSQL section's markers (`--postgres`).
+const PG_BEGIN: &str = "<!-- perf-postgres:begin (written by scripts/bench.sh --postgres) -->";
+const PG_END: &str = "<!-- perf-postgres:end -->";
+
+/// Replaces the block between `(begin, end)` in `path` with `title` and
+/// `section`, or puts it before the first section when there is none.
+fn write_section(
+    path: &Path,
+    (begin, end): (&str, &str),
+    title: &str,
+    section: &str,
+) -> Result<()> {
     let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-    let block = format!("{BEGIN}\n## Against the floor\n\n{section}{END}");
-    let updated = match (text.find(BEGIN), text.find(END)) {
-        (Some(b), Some(e)) if b < e => format!("{}{block}{}", &text[..b], &text[e + END.len()..]),
+    let block = format!("{begin}\n## {title}\n\n{section}{end}");
+    let updated = match (text.find(begin), text.find(end)) {
+        (Some(b), Some(e)) if b < e => format!("{}{block}{}", &text[..b], &text[e + end.len()..]),
         _ => {
             let at = text.find("\n## ").map_or(text.len(), |i| i + 1);
             format!("{}{block}\n\n{}", &text[..at], &text[at..])
