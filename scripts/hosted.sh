@@ -23,8 +23,8 @@
 #   increment lets a third request in — seen: 4 of a burst of 6 served —
 #   and a lost decrement holds a slot, which is why the profile turns the
 #   limit off); and the failure memory's
-#   sequential-client comparison, where the cloud build did one request
-#   worse in 1 of 20 runs (40 vs 39 successes);
+#   sequential-client comparison, where a lost count can cost the memory
+#   a request that the memory off serves (seen once in 20 runs);
 # - what needs a SQLite file (the storage fault tests, the held-lock test,
 #   the libSQL deploy test) — one-database.sh and postgres.sh say why.
 # Tests that inspect the key-value store through a file, pin variables or

@@ -125,7 +125,7 @@ fn a_retry_the_shared_budget_refuses_is_not_made_and_the_answer_says_so() {
         &stand_in,
         &[
             ("retry_budget_percent", "0"),
-            ("retry_budget_min_retries", "2"),
+            ("retry_budget_min_per_second", "0.2"),
             ("breaker_min_volume", "100000"),
         ],
     );

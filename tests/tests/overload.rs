@@ -241,22 +241,22 @@ fn partly_failing(seed: Arc<AtomicU64>) -> StandIn {
     })
 }
 
-/// A sequential client: 40 reads one after another, community failing
+/// A sequential client: 120 reads one after another, community failing
 /// 30 % of calls. In every one of 20 fresh runs (each against a stand-in of
 /// its own, at an address the failure memory has no history of — a
 /// restart alone would not empty a store that persists, as a hosted
-/// platform's does), the memory on succeeds at least as often as
-/// off on the same draw of failures: the breaker never trips on a partial
-/// failure, and a fresh client's retries fit the retry budget's floor (30
-/// per window; 40 reads at 30 % need about 16). A longer run meets the
-/// budget itself — 20 % of first attempts, by design (BENCHMARKS.md: 1.2
-/// attempts per request at 30 % failing) — and then trades some of its
-/// successes for load on the failing service; 60 reads did in 3 of 20 runs
-/// (one or two requests fewer each).
+/// platform's does), the memory on serves at least 112 of the 120, and at
+/// least as many as off on the same draw of failures: the breaker never
+/// trips on a partial failure, and a quiet client's retries (120 reads at
+/// 30 % need about 50) fit the retry budget's floor of 10 a second (100
+/// per 10 s window, Finagle's `minRetriesPerSec`), where 20 % of its first
+/// attempts alone would allow 24. A busy caller meets the 20 % itself
+/// (BENCHMARKS.md: 1.2 attempts per request at 30 % failing).
 #[test]
 fn a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_memory() {
     const RUNS: u64 = 20;
-    const READS: usize = 40;
+    const READS: usize = 120;
+    const AT_LEAST: usize = 112;
     let seed = Arc::new(AtomicU64::new(0));
     let options = |stand_in: &StandIn, memory: &str| {
         SpinOptions::default()
@@ -281,13 +281,13 @@ fn a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_mem
                 .count();
         }
         let [off, on] = succeeded;
-        if on < off {
+        if on < off || on < AT_LEAST {
             worse.push((run, off, on));
         }
     }
     assert!(
         worse.is_empty(),
-        "(run, successes off, successes on) where the memory did worse: {worse:?}"
+        "(run, successes off, successes on) where the memory did worse than off or served under {AT_LEAST} of {READS}: {worse:?}"
     );
 }
 

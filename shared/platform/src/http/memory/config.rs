@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::time::duration_ms;
 
 /// The settings (Spin variables `retry_budget_*`, `breaker_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MemoryConfig {
     /// Off: every call is made and every allowed retry too, as before.
     pub enabled: bool,
@@ -13,8 +13,11 @@ pub struct MemoryConfig {
     pub window: Duration,
     /// Retries allowed, as a percentage of first attempts in the window.
     pub retry_percent: u32,
-    /// Retries always allowed per window.
-    pub min_retries: u32,
+    /// Retries always allowed, per second of the window (Finagle's
+    /// `minRetriesPerSec`): a quiet caller's retries, which the percentage
+    /// of its few first attempts would refuse. A fraction is a retry every
+    /// so many seconds (0.2: one in five seconds).
+    pub min_retries_per_second: f64,
     /// Attempts in the window before the breaker may open.
     pub min_volume: u32,
     /// Failed attempts, in percent, that open it.
@@ -28,10 +31,13 @@ pub struct MemoryConfig {
 }
 
 impl Default for MemoryConfig {
-    /// Finagle's and linkerd's budget: 20 % over 10 s. The floor is 3
-    /// retries a second (Finagle's is 10), low enough that at 30 % failures
-    /// a service seeing a few dozen requests a second stays near 1.2
-    /// attempts per request. The breaker needs 20 attempts and four in
+    /// Finagle's and linkerd's budget: 20 % over 10 s, and Finagle's floor
+    /// of 10 retries a second: a sequential client at 30 % failures needs
+    /// about 0.4 retries per read, which 20 % of its first attempts would
+    /// refuse (95 of 120 reads served at a floor of 3 a second, 112 or
+    /// more at 10); a caller busy enough for the floor to matter less than
+    /// the percentage (50 requests a second and up) is held to 1.2 attempts
+    /// per request. The breaker needs 20 attempts and four in
     /// five of them failing (Hystrix's volume; a trip point well above
     /// what an early streak of a 30 % failure reaches: P(≥ 16 of 20) is
     /// about 5·10⁻⁶); it probes every 500 ms, so recovery is seen within a
@@ -42,7 +48,7 @@ impl Default for MemoryConfig {
             enabled: true,
             window: Duration::from_secs(10),
             retry_percent: 20,
-            min_retries: 30,
+            min_retries_per_second: 10.0,
             min_volume: 20,
             trip_percent: 80,
             probe_interval: Duration::from_millis(500),
@@ -52,9 +58,15 @@ impl Default for MemoryConfig {
 }
 
 impl MemoryConfig {
+    /// The retries always allowed in one window: the floor a second, for
+    /// the window's length.
+    pub fn min_retries(&self) -> f64 {
+        self.min_retries_per_second * self.window.as_secs_f64()
+    }
+
     /// The settings from Spin variables (`get` returns a variable's value,
     /// `None` when unset): `failure_memory` (`on`/`off`),
-    /// `retry_budget_percent`, `retry_budget_min_retries`,
+    /// `retry_budget_percent`, `retry_budget_min_per_second`,
     /// `breaker_min_volume`, `breaker_trip_percent`, `breaker_probe_ms`,
     /// `failure_window_ms`, `failure_memory_sample`; an unset one keeps its
     /// default.
@@ -91,7 +103,18 @@ impl MemoryConfig {
             enabled,
             window: millis("failure_window_ms", d.window, 1_000..=600_000)?,
             retry_percent: count("retry_budget_percent", d.retry_percent, 0..=100)?,
-            min_retries: count("retry_budget_min_retries", d.min_retries, 0..=100_000)?,
+            min_retries_per_second: match get("retry_budget_min_per_second") {
+                None => d.min_retries_per_second,
+                Some(raw) => raw
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|n| (0.0..=10_000.0).contains(n))
+                    .ok_or_else(|| {
+                        "retry_budget_min_per_second must be a number from 0 to 10000 (0.2: one retry in five seconds)"
+                            .to_owned()
+                    })?,
+            },
             min_volume: count("breaker_min_volume", d.min_volume, 1..=100_000)?,
             trip_percent: count("breaker_trip_percent", d.trip_percent, 1..=100)?,
             probe_interval: millis("breaker_probe_ms", d.probe_interval, 10..=60_000)?,

@@ -20,7 +20,8 @@
 //!
 //! Retry budget (Finagle's `RetryBudget`, linkerd's retry budget): a retry
 //! is allowed while retries stay under `retry_percent` of first attempts
-//! in the window, or under the floor of `min_retries` per window, so a
+//! in the window, or under the floor of `min_retries_per_second` (10 a
+//! second, for the window's length: Finagle's `minRetriesPerSec`), so a
 //! quiet service can still retry an occasional failure.
 //!
 //! Breaker: a failure after which at least `min_volume` attempts are in
@@ -156,9 +157,12 @@ mod tests {
             "retry_budget_percent" => Some("10".into()),
             "breaker_probe_ms" => Some("250".into()),
             "failure_memory_sample" => Some("1".into()),
+            "retry_budget_min_per_second" => Some(" 0.2 ".into()),
             _ => None,
         })
         .unwrap();
+        assert_eq!(custom.min_retries_per_second, 0.2);
+        assert_eq!(custom.min_retries(), 2.0, "0.2 a second over 10 s");
         assert!(!custom.enabled);
         assert_eq!(custom.retry_percent, 10);
         assert_eq!(custom.probe_interval, Duration::from_millis(250));
@@ -169,6 +173,10 @@ mod tests {
             ("breaker_trip_percent", "0"),
             ("failure_window_ms", "ten"),
             ("failure_memory_sample", "0"),
+            ("retry_budget_min_per_second", "-1"),
+            ("retry_budget_min_per_second", "NaN"),
+            ("retry_budget_min_per_second", "ten"),
+            ("retry_budget_min_per_second", "10001"),
         ] {
             let err = MemoryConfig::parse(|n| (n == name).then(|| value.to_owned())).unwrap_err();
             assert!(err.contains(name), "{err}");

@@ -18,7 +18,7 @@ impl<K: Counters> FailureMemory<'_, K> {
         };
         let recent = current.plus(&previous);
         let allowed = (recent.calls * f64::from(self.config.retry_percent) / 100.0)
-            .max(f64::from(self.config.min_retries));
+            .max(self.config.min_retries());
         let epoch = self.epoch(now);
         let key = self.key(epoch, "retries");
         let Ok(claimed) = self.counters.add(&key, 1) else {
@@ -44,18 +44,18 @@ mod tests {
     fn retries_stay_under_a_fifth_of_first_attempts_above_the_floor() {
         let counters = LocalCounters::default();
         let m = memory(&counters);
-        for _ in 0..500 {
+        for _ in 0..1_000 {
             m.first_attempt(at(0), 0);
         }
-        // 500 first attempts allow 100 retries; 30 is the floor.
+        // 1,000 first attempts allow 200 retries; 100 is the floor.
         let mut granted = 0;
-        for _ in 0..200 {
+        for _ in 0..300 {
             if m.may_retry(at(0)) {
                 granted += 1;
             }
         }
-        assert_eq!(granted, 100);
-        assert_eq!(m.recent(at(0)).retries, 100.0, "refused claims given back");
+        assert_eq!(granted, 200);
+        assert_eq!(m.recent(at(0)).retries, 200.0, "refused claims given back");
     }
 
     #[test]
@@ -63,10 +63,27 @@ mod tests {
         let counters = LocalCounters::default();
         let m = memory(&counters);
         m.first_attempt(at(0), 0);
-        for _ in 0..30 {
+        // 10 a second, over the 10 s window.
+        for _ in 0..100 {
             assert!(m.may_retry(at(0)));
         }
         assert!(!m.may_retry(at(0)));
+    }
+
+    /// The floor is a rate: the same 10 a second over a shorter window is
+    /// fewer retries in it.
+    #[test]
+    fn the_floor_is_per_second_of_the_window() {
+        let counters = LocalCounters::default();
+        let config = MemoryConfig {
+            sample: 1,
+            window: std::time::Duration::from_secs(2),
+            ..MemoryConfig::default()
+        };
+        let m = FailureMemory::new(&counters, config, "gateway", "community");
+        m.first_attempt(at(0), 0);
+        let granted = (0..50).filter(|_| m.may_retry(at(0))).count();
+        assert_eq!(granted, 20);
     }
 
     /// Invocations racing for the last retries of a window: each claims
@@ -80,19 +97,19 @@ mod tests {
         for _ in 0..100 {
             m.first_attempt(at(0), 0);
         }
-        // 30 retries allowed (the floor); already 25 made.
-        for _ in 0..25 {
+        // 100 retries allowed (the floor); already 95 made.
+        for _ in 0..95 {
             assert!(m.may_retry(at(0)));
         }
         let racers = 8;
         let stale = m.recent(at(0));
         let granted = (0..racers).filter(|_| m.may_retry(at(0))).count();
-        assert_eq!(stale.retries, 25.0, "what every racer read");
+        assert_eq!(stale.retries, 95.0, "what every racer read");
         assert_eq!(granted, 5, "the budget's remainder, not one more");
         let after = m.recent(at(0));
         assert_eq!(after.calls, 100.0, "no first attempt lost");
         assert_eq!(
-            after.retries, 30.0,
+            after.retries, 100.0,
             "no retry lost, refused ones given back"
         );
     }
