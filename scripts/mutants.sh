@@ -15,6 +15,7 @@ exec cargo mutants \
   --file 'shared/platform/src/budget/*.rs' \
   --file 'shared/platform/src/http/retry/*.rs' \
   --file 'shared/platform/src/store/idempotency/*.rs' \
+  --file 'shared/platform/src/http/idempotency/*.rs' \
   --test-package meridian-platform \
   --test-package meridian-testing \
   --jobs 2 \

@@ -63,6 +63,14 @@ else
   echo "test result: FAILED. 0 passed; 1 failed (the platforms check)" >>"$results"
 fi
 
+step "layers: the platform's modules import downward only, in no circle (tools/src/bin/layers.rs)"
+if cargo run -q --locked -p meridian-tools --bin layers; then
+  echo "test result: ok. 1 passed; 0 failed (the layers check)" >>"$results"
+else
+  failed_runs=$((failed_runs + 1))
+  echo "test result: FAILED. 0 passed; 1 failed (the layers check)" >>"$results"
+fi
+
 spin_bin="${SPIN_BIN:-$(command -v spin || true)}"
 e2e_skipped=""
 if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then

@@ -1,9 +1,9 @@
 //! Billing's collaborators: its store, the upstream caller for community,
 //! and the platform admin token that guards the public relay trigger.
 
+use meridian_platform::http::scoped::Scoped;
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::store::db::{Database, Store};
-use meridian_platform::store::scoped::Scoped;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, Problem, RequestContext};
 

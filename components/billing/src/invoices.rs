@@ -3,6 +3,8 @@
 //! resident at community, write invoice + idempotency record + outbox event
 //! in one transaction, then deliver the event if time allows.
 
+use meridian_platform::http::idempotency::{self, Begun, IdempotencyKey, Written};
+use meridian_platform::http::page::PageRequest;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::SendError;
@@ -10,8 +12,6 @@ use meridian_platform::ids::new_id;
 use meridian_platform::input::query::query_param;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::log::journal::{self, Event};
-use meridian_platform::store::idempotency::{self, Begun, IdempotencyKey, Written};
-use meridian_platform::store::page::PageRequest;
 use meridian_platform::wire::problem::FieldError;
 use meridian_platform::{ErrorCode, Problem, RequestContext};
 use serde_json::json;

@@ -2,10 +2,10 @@
 //! lowers the balance atomically, marks the invoice paid at zero, and emits
 //! `payment.received` in the same transaction.
 
+use meridian_platform::http::idempotency::Written;
 use meridian_platform::http::prelude::*;
 use meridian_platform::ids::new_id;
 use meridian_platform::input::validate::JsonBody;
-use meridian_platform::store::idempotency::Written;
 use meridian_platform::wire::problem::FieldError;
 use meridian_platform::Problem;
 use serde_json::json;

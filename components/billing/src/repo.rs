@@ -4,9 +4,9 @@
 //! budget before each statement; every query filters by tenant (the
 //! relay's outbox scan is the one cross-tenant read, by design).
 
+use meridian_platform::http::page::Window;
+use meridian_platform::http::scoped::Scoped;
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
-use meridian_platform::store::page::Window;
-use meridian_platform::store::scoped::Scoped;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 

@@ -516,10 +516,10 @@ fn a_keyed_invoice_is_created_once_replayed_and_guarded() {
         (422, "idempotency_key_reused")
     );
     // A duplicate arriving while the first still holds the key: 409.
-    let key = meridian_platform::store::idempotency::IdempotencyKey::parse("inv-2").unwrap();
+    let key = meridian_platform::http::idempotency::IdempotencyKey::parse("inv-2").unwrap();
     let ctx = h.ctx(TENANT, MANAGER, Role::Manager);
     let body = invoice_body(&resident, 800).to_string();
-    meridian_platform::store::idempotency::begin(
+    meridian_platform::http::idempotency::begin(
         &h.app.store,
         &ctx,
         Some(&key),

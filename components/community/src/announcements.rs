@@ -2,10 +2,10 @@
 //! managers). Members read them with `GET`, a plain page of the store's
 //! rows in publication order, served from the route table (`lib.rs`).
 
+use meridian_platform::http::idempotency::Written;
 use meridian_platform::http::prelude::*;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
-use meridian_platform::store::idempotency::Written;
 use meridian_platform::{Clock, Problem};
 
 use crate::app::Community;

@@ -1,7 +1,7 @@
 //! Community's collaborators.
 
+use meridian_platform::http::scoped::Scoped;
 use meridian_platform::store::db::{Database, Store};
-use meridian_platform::store::scoped::Scoped;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, Problem, RequestContext};
 

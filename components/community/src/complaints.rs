@@ -2,12 +2,12 @@
 //! /v1/{tenant}/complaints/{id}`. Any member files; residents see their
 //! own; admins and managers see all and move them along.
 
+use meridian_platform::http::idempotency::Written;
 use meridian_platform::http::prelude::*;
+use meridian_platform::http::scoped::Scoped;
 use meridian_platform::input::query::query_param;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
-use meridian_platform::store::idempotency::Written;
-use meridian_platform::store::scoped::Scoped;
 use meridian_platform::tenancy::TenantScope;
 use meridian_platform::wire::problem::FieldError;
 use meridian_platform::{Clock, ErrorCode, Problem};

@@ -2,11 +2,11 @@
 //! (`POST /internal/events`) is keyed by event id, so a repeated delivery
 //! changes nothing and still succeeds.
 
+use meridian_platform::http::page::PageRequest;
 use meridian_platform::http::prelude::*;
 use meridian_platform::ids::parse_id;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
-use meridian_platform::store::page::PageRequest;
 use meridian_platform::tenancy::TenantId;
 use meridian_platform::time::Timestamp;
 use meridian_platform::wire::headers;

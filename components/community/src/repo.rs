@@ -3,9 +3,9 @@
 //! store checks the budget before each statement; every query filters by
 //! tenant.
 
+use meridian_platform::http::page::Window;
+use meridian_platform::http::scoped::Scoped;
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
-use meridian_platform::store::page::Window;
-use meridian_platform::store::scoped::Scoped;
 use meridian_platform::tenancy::TenantId;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};

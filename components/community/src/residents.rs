@@ -3,12 +3,12 @@
 //! list (`GET /v1/{tenant}/residents`) is a plain page of the store's rows,
 //! served from the route table (`lib.rs`).
 
+use meridian_platform::http::idempotency::Written;
 use meridian_platform::http::prelude::*;
+use meridian_platform::http::scoped::Scoped;
 use meridian_platform::ids::parse_id;
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::store::db::Database;
-use meridian_platform::store::idempotency::Written;
-use meridian_platform::store::scoped::Scoped;
 use meridian_platform::wire::problem::FieldError;
 use meridian_platform::{Clock, Problem};
 

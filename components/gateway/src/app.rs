@@ -3,15 +3,15 @@
 
 use meridian_platform::budget::{answer_reserve, request_start, steps};
 use meridian_platform::http::body::BodyError;
+use meridian_platform::http::idempotency::IdempotencyKey;
 use meridian_platform::http::pipeline::{self, Hop, InHand};
 use meridian_platform::http::prelude::*;
+use meridian_platform::http::request_line::{RequestLine, Served};
 use meridian_platform::http::retry::Jitter;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::log::journal;
-use meridian_platform::log::{RequestLine, Served};
 use meridian_platform::service::Answer;
-use meridian_platform::store::idempotency::IdempotencyKey;
 use meridian_platform::wire::headers;
 use meridian_platform::wire::request_id::RequestId;
 use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, UnixMillis};

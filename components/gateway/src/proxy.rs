@@ -1,11 +1,11 @@
 //! Forwarding a public request to the service that owns it.
 
+use meridian_platform::http::idempotency::IdempotencyKey;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::SendError;
 use meridian_platform::log::journal::{self, Event};
-use meridian_platform::store::idempotency::IdempotencyKey;
 use meridian_platform::{ErrorCode, Problem};
 
 use crate::edge::{forwardable_headers, is_returnable, Credentials};

@@ -1,9 +1,9 @@
 //! Identity's collaborators, and helpers its handlers share.
 
+use meridian_platform::http::scoped::Scoped;
 use meridian_platform::limits::rate::refused_key;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::store::db::{Database, Store};
-use meridian_platform::store::scoped::Scoped;
 use meridian_platform::tenancy::cache::{self, Entries};
 use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::time::Timestamp;

@@ -1,10 +1,10 @@
 //! `GET, POST /v1/{tenant}/members` and `DELETE /v1/{tenant}/members/{id}` (admins).
 
+use meridian_platform::http::idempotency::Written;
 use meridian_platform::http::prelude::*;
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Database;
-use meridian_platform::store::idempotency::Written;
 use meridian_platform::tenancy::{ActorId, Role};
 use meridian_platform::{Clock, ErrorCode, Problem};
 use serde_json::json;

@@ -6,9 +6,9 @@
 //! row is named by its typed id: a tenant's, a membership's, a platform
 //! user's, a person's (`ActorId`) or a token's cannot be passed for another.
 
+use meridian_platform::http::page::Window;
+use meridian_platform::http::scoped::Scoped;
 use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
-use meridian_platform::store::page::Window;
-use meridian_platform::store::scoped::Scoped;
 use meridian_platform::tenancy::{ActorId, Role, TenantId, TenantSlug};
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};

@@ -1,12 +1,12 @@
 //! `POST /v1/tenants` (platform admin) and `GET /v1/{tenant}`.
 
+use meridian_platform::http::idempotency::{self, Begun, IdempotencyKey, StoredResponse, Written};
 use meridian_platform::http::prelude::*;
+use meridian_platform::http::scoped::Scoped;
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};
 use meridian_platform::store::db::Database;
-use meridian_platform::store::idempotency::{self, Begun, IdempotencyKey, StoredResponse, Written};
-use meridian_platform::store::scoped::Scoped;
 use meridian_platform::tenancy::{ActorId, Role, TenantId, TenantScope, TenantSlug};
 use meridian_platform::{Clock, ErrorCode, Problem};
 use serde_json::json;

@@ -1,10 +1,10 @@
 //! `POST /v1/{tenant}/tokens` and `DELETE /v1/{tenant}/tokens/{id}`.
 
+use meridian_platform::http::idempotency::Written;
 use meridian_platform::http::prelude::*;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Database;
-use meridian_platform::store::idempotency::Written;
 use meridian_platform::tenancy::Role;
 use meridian_platform::{Clock, ErrorCode, Problem};
 use serde_json::json;

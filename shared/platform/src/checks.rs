@@ -21,9 +21,9 @@ use crate::budget::deadline::Deadline;
 use crate::budget::propagation::{Arrival, BudgetHeaders, MAX_PROPAGATED_BUDGET};
 use crate::budget::BudgetConfig;
 use crate::http::body::{BodyBuffer, BodyError};
+use crate::http::idempotency::IdempotencyKey;
+use crate::http::page::{PageRequest, MAX_LIMIT};
 use crate::input::validate::JsonBody;
-use crate::store::idempotency::IdempotencyKey;
-use crate::store::page::{PageRequest, MAX_LIMIT};
 use crate::time::UnixMillis;
 
 const NOW: u64 = 1_700_000_000_000;

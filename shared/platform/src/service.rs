@@ -8,17 +8,17 @@
 
 use std::cell::Cell;
 use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 
 use crate::budget::admission::InternalGate;
 use crate::budget::propagation::DEFAULT_SKEW_THRESHOLD;
 use crate::http::body::BodyError;
-use crate::http::message::{self, Request, RequestExt, Response, ResponseExt};
+use crate::http::message::{self, Request, RequestExt, ResponseExt};
+pub use crate::http::pipeline::Answer;
 use crate::http::pipeline::{Admission, Hop};
+use crate::http::request_line::{route_template, RequestLine, Served};
 use crate::http::routes::{self, Endpoint};
 use crate::log::journal::{self, Event};
-use crate::log::{route_template, RequestLine, Served};
 use crate::store::db::{failure, Database, DbError, Dialect, Store};
 use crate::store::migrate::{migrate, Migration, MigrationError};
 use crate::wire::headers;
@@ -234,45 +234,6 @@ where
             second
         }
         Err(problem) => message::problem(&ctx, problem).into(),
-    }
-}
-
-/// What a hop gives back: the response, and work to do once it has been
-/// sent, which the caller need not wait for (a write's event deliveries,
-/// the gateway's admission bookkeeping). `'a`: what that work may borrow
-/// (the hop itself; a service's handler moves what it needs).
-pub struct Answer<'a> {
-    /// Sent as soon as the handler returns.
-    pub response: Response,
-    /// Run after the response has gone.
-    pub after: Option<Pin<Box<dyn Future<Output = ()> + 'a>>>,
-}
-
-impl<'a> Answer<'a> {
-    /// `response` now, then `after`.
-    pub fn then(response: Response, after: impl Future<Output = ()> + 'a) -> Self {
-        Self {
-            response,
-            after: Some(Box::pin(after)),
-        }
-    }
-
-    /// The response, once the work left for after it is done: for a
-    /// caller with nothing to send first (tests, host callers).
-    pub async fn finish(self) -> Response {
-        if let Some(after) = self.after {
-            after.await;
-        }
-        self.response
-    }
-}
-
-impl From<Response> for Answer<'_> {
-    fn from(response: Response) -> Self {
-        Self {
-            response,
-            after: None,
-        }
     }
 }
 

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
+use meridian_platform::http::idempotency::{claim, Claimed, IdempotencyKey, Scope};
 use meridian_platform::store::db::Store;
-use meridian_platform::store::idempotency::{claim, Claimed, IdempotencyKey, Scope};
 use meridian_platform::store::migrate::{migrate, Migration};
 use meridian_platform::time::ManualClock;
 use meridian_platform::UnixMillis;

@@ -89,8 +89,8 @@ impl Counters for SpinCounters {
         self.counters()?.forget(keys)
     }
 
-    /// Nothing to read chooses and opens nothing (see
-    /// [`KeyValueCounters::read_ahead`]).
+    /// Nothing to read chooses and opens nothing: with every feature that
+    /// keeps state off, the store may be one that cannot be reached.
     fn read_ahead(&self, keys: &[String]) {
         if keys.is_empty() {
             return;

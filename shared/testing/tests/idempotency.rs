@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
-use meridian_platform::http::ResponseExt;
-use meridian_platform::store::db::Store;
-use meridian_platform::store::idempotency::{
+use meridian_platform::http::idempotency::{
     claim, complete, fingerprint, release, Claimed, IdempotencyError, IdempotencyKey, Scope,
     StoredResponse,
 };
+use meridian_platform::http::ResponseExt;
+use meridian_platform::store::db::Store;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{RequestContext, UnixMillis};
 use meridian_testing::{context_at, HostSqlite};
@@ -154,7 +154,7 @@ fn a_record_is_kept_for_exactly_the_retention_period() {
     // DESIGN: "kept at least 24 hours" — spelled out, not read from the
     // constant under test.
     let day = Duration::from_secs(24 * 3600);
-    assert_eq!(meridian_platform::store::idempotency::RETENTION, day);
+    assert_eq!(meridian_platform::http::idempotency::RETENTION, day);
     s.clock().advance(day - Duration::from_millis(1));
     assert_eq!(
         claim(&s, &ctx_of(&s, 1_000), &scope(&k, "u1"), &fp),
@@ -171,7 +171,7 @@ fn a_record_is_kept_for_exactly_the_retention_period() {
 
 #[test]
 fn an_abandoned_write_gives_its_key_back_at_once() {
-    use meridian_platform::store::idempotency::{begin, Begun};
+    use meridian_platform::http::idempotency::{begin, Begun};
     let s = store();
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
@@ -188,7 +188,7 @@ fn an_abandoned_write_gives_its_key_back_at_once() {
 
 #[test]
 fn a_write_that_ran_out_of_budget_leaves_its_claim_to_end_at_the_deadline() {
-    use meridian_platform::store::idempotency::{begin, Begun};
+    use meridian_platform::http::idempotency::{begin, Begun};
     use meridian_platform::wire::problem::{ErrorCode, Problem};
     let s = store();
     let k = key("k1");
@@ -221,7 +221,7 @@ fn a_write_that_ran_out_of_budget_leaves_its_claim_to_end_at_the_deadline() {
 
 #[test]
 fn a_replay_answers_with_the_stored_status_and_body() {
-    use meridian_platform::store::idempotency::{begin, Begun};
+    use meridian_platform::http::idempotency::{begin, Begun};
     let s = store();
     let ctx = ctx_of(&s, 1_000);
     for (k, stored) in [

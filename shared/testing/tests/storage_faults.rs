@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
+use meridian_platform::http::idempotency::{begin, Begun, IdempotencyKey, Written};
 use meridian_platform::store::db::{Database, DbError, StorageFault, Store, Value};
-use meridian_platform::store::idempotency::{begin, Begun, IdempotencyKey, Written};
 use meridian_platform::time::ManualClock;
 use meridian_platform::wire::problem::ErrorCode;
 use meridian_platform::{Clock, RequestContext, UnixMillis};

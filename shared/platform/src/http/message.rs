@@ -34,7 +34,7 @@ pub trait RequestExt {
     fn query(&self) -> &str;
     /// Path and query, as the request line had them.
     fn path_and_query(&self) -> &str;
-    /// The path's segments ([`crate::http::routes::segments`]).
+    /// The path's segments ([`segments`]).
     fn segments(&self) -> Vec<&str>;
 }
 
@@ -62,7 +62,7 @@ impl RequestExt for Request {
     }
 
     fn segments(&self) -> Vec<&str> {
-        crate::http::routes::segments(self.path())
+        segments(self.path())
     }
 }
 
@@ -177,6 +177,12 @@ pub fn problem_for(request_id: &str, problem: Problem) -> Response {
 /// `204 No Content`.
 pub fn no_content() -> Response {
     response(StatusCode::NO_CONTENT, http::HeaderMap::new(), Vec::new())
+}
+
+/// A path's segments, without the leading empty one: what the route
+/// tables' `lookup`, `dispatch` and `template` take.
+pub fn segments(path: &str) -> Vec<&str> {
+    path.trim_start_matches('/').split('/').collect()
 }
 
 #[cfg(test)]

@@ -3,12 +3,17 @@
 //! upstream caller and its retries.
 
 pub mod body;
+pub mod idempotency;
 pub mod memory;
 pub mod message;
 pub mod outbound;
+pub mod page;
 pub mod pipeline;
+pub mod request_line;
 pub mod retry;
 pub mod routes;
+pub mod scoped;
+pub mod storage;
 pub mod upstream;
 
 pub use message::{Request, RequestExt, Response, ResponseExt};

@@ -6,10 +6,12 @@
 //! for it by implementing [`Hop`]; `meridian-spin` runs [`run`] on Spin's
 //! request and sends the answer, host tests run it on bytes in hand.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use crate::budget::deadline::Deadline;
 use crate::http::body::{BodyError, MAX_BODY_BYTES};
-use crate::http::message::Request;
-use crate::service::Answer;
+use crate::http::message::{Request, Response};
 
 /// What admission made of a request's head.
 pub enum Admission<A> {
@@ -100,6 +102,44 @@ impl Body for InHand {
         match self.0.len() > limit {
             true => Err(BodyError::TooLarge(limit)),
             false => Ok(self.0),
+        }
+    }
+}
+/// What a hop gives back: the response, and work to do once it has been
+/// sent, which the caller need not wait for (a write's event deliveries,
+/// the gateway's admission bookkeeping). `'a`: what that work may borrow
+/// (the hop itself; a service's handler moves what it needs).
+pub struct Answer<'a> {
+    /// Sent as soon as the handler returns.
+    pub response: Response,
+    /// Run after the response has gone.
+    pub after: Option<Pin<Box<dyn Future<Output = ()> + 'a>>>,
+}
+
+impl<'a> Answer<'a> {
+    /// `response` now, then `after`.
+    pub fn then(response: Response, after: impl Future<Output = ()> + 'a) -> Self {
+        Self {
+            response,
+            after: Some(Box::pin(after)),
+        }
+    }
+
+    /// The response, once the work left for after it is done: for a
+    /// caller with nothing to send first (tests, host callers).
+    pub async fn finish(self) -> Response {
+        if let Some(after) = self.after {
+            after.await;
+        }
+        self.response
+    }
+}
+
+impl From<Response> for Answer<'_> {
+    fn from(response: Response) -> Self {
+        Self {
+            response,
+            after: None,
         }
     }
 }

@@ -278,11 +278,7 @@ pub fn allow<Op>(table: &[Endpoint<Op>], template: &str) -> String {
     methods.join(", ")
 }
 
-/// A path's segments, without the leading empty one: what [`lookup`],
-/// [`dispatch`] and [`template`] take.
-pub fn segments(path: &str) -> Vec<&str> {
-    path.trim_start_matches('/').split('/').collect()
-}
+pub use crate::http::message::segments;
 
 /// The template of the row the path `segments` matches, if any.
 pub fn template<Op>(table: &[Endpoint<Op>], segments: &[&str]) -> Option<&'static str> {

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use crate::budget::context::RequestContext;
 use crate::http::memory::{Admit, Counters, FailureMemory, MemoryConfig, Outcome};
+use crate::http::request_line::route_template;
 use crate::http::retry::{self, classify_status, Jitter, RetryPolicy, Sleeper, Verdict};
 use crate::http::{HttpClient, Request, Response, ResponseExt, SendError};
 use crate::log::journal::{self, CallRecord, Event};
-use crate::log::route_template;
 use crate::tenancy::cache::Entries;
 use crate::time::{duration_ms, Clock};
 use crate::wire::headers::RETRY_AFTER;

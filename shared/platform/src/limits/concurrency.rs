@@ -18,19 +18,9 @@ use std::time::Duration;
 
 use crate::http::memory::{opened_window, window_marker, Counters};
 use crate::limits::policy::LimitSetting;
+pub use crate::limits::policy::{limit_in_range, MAX_CONCURRENCY};
 use crate::time::UnixMillis;
 use crate::wire::problem::Problem;
-
-/// The largest limit a setting or an override may give.
-pub const MAX_CONCURRENCY: u32 = 10_000;
-
-/// `n` as a limit of requests in progress, if it is one (1–10,000): the
-/// one range the variable and an override are both held to.
-pub fn limit_in_range(n: u64) -> Option<u32> {
-    u32::try_from(n)
-        .ok()
-        .filter(|limit| (1..=MAX_CONCURRENCY).contains(limit))
-}
 
 /// The limiter's setting: the Spin variable `tenant_concurrency_limit`,
 /// a number of requests (the default, 8) or `off`.

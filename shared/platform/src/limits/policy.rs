@@ -4,8 +4,18 @@
 
 use std::time::Duration;
 
-use crate::limits::concurrency::{limit_in_range, MAX_CONCURRENCY};
 use crate::wire::problem::FieldError;
+
+/// The largest concurrency limit a setting or an override may give.
+pub const MAX_CONCURRENCY: u32 = 10_000;
+
+/// `n` as a limit of requests in progress, if it is one (1–10,000): the
+/// one range the variable and an override are both held to.
+pub fn limit_in_range(n: u64) -> Option<u32> {
+    u32::try_from(n)
+        .ok()
+        .filter(|limit| (1..=MAX_CONCURRENCY).contains(limit))
+}
 
 /// At most `quota` requests in any `window`; and, when an override sets
 /// it, at most `concurrency` in progress at once.

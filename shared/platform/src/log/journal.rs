@@ -109,7 +109,7 @@ pub fn spent() -> Spent {
 }
 
 /// The component, request id and trace id [`begin`] was given.
-pub(super) fn scope() -> (&'static str, String, Option<String>) {
+pub(crate) fn scope() -> (&'static str, String, Option<String>) {
     JOURNAL.with(|j| {
         let scope = &j.borrow().scope;
         (

@@ -7,6 +7,4 @@ pub mod dialect;
 pub mod error;
 pub mod idempotency;
 pub mod migrate;
-pub mod page;
 pub mod row;
-pub mod scoped;

@@ -40,12 +40,6 @@ macro_rules! uuid_newtype {
                 Self(Uuid::now_v7())
             }
         }
-
-        impl From<&$t> for crate::store::db::Value {
-            fn from(id: &$t) -> Self {
-                id.to_string().into()
-            }
-        }
     };
 }
 

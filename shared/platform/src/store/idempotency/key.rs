@@ -2,10 +2,6 @@
 
 use thiserror::Error;
 
-use crate::http::message::{Request, RequestExt};
-use crate::wire::headers;
-use crate::wire::problem::{ErrorCode, Problem};
-
 /// Longest key accepted.
 pub const MAX_KEY_LEN: usize = 255;
 
@@ -26,16 +22,6 @@ impl IdempotencyKey {
             && raw.bytes().all(|b| b.is_ascii_graphic());
         ok.then(|| Self(raw.to_owned()))
             .ok_or(InvalidIdempotencyKey)
-    }
-
-    /// The `Idempotency-Key` a request carries, if any; a malformed key is
-    /// a 400 `invalid_idempotency_key`.
-    pub fn of(request: &Request) -> Result<Option<Self>, Problem> {
-        request
-            .header(headers::IDEMPOTENCY_KEY)
-            .map(Self::parse)
-            .transpose()
-            .map_err(|e| Problem::new(ErrorCode::InvalidIdempotencyKey, e.to_string()))
     }
 
     /// The key's text.
@@ -75,30 +61,5 @@ mod tests {
             let key = IdempotencyKey::parse(&k).unwrap();
             prop_assert_eq!(key.as_str(), k.as_str());
         }
-    }
-
-    #[test]
-    fn a_request_carries_its_key_or_none_and_a_malformed_one_is_a_400() {
-        let request = |key: Option<&str>| {
-            let mut r = http::Request::builder()
-                .method("POST")
-                .uri("/v1/acme/invoices");
-            if let Some(k) = key {
-                r = r.header("Idempotency-Key", k);
-            }
-            r.body(Vec::new()).unwrap()
-        };
-        assert_eq!(
-            IdempotencyKey::of(&request(Some("k-1")))
-                .unwrap()
-                .map(|k| k.as_str().to_owned()),
-            Some("k-1".to_owned())
-        );
-        assert_eq!(IdempotencyKey::of(&request(None)).unwrap(), None);
-        let p = IdempotencyKey::of(&request(Some("a b"))).unwrap_err();
-        assert_eq!(
-            (p.status().as_u16(), p.code()),
-            (400, ErrorCode::InvalidIdempotencyKey)
-        );
     }
 }

@@ -1,13 +1,13 @@
-//! Idempotency: the key a client sends to make a write safe to repeat, and
-//! the store that makes the write happen once.
+//! Idempotency's storage: the key a client sends to make a write safe to
+//! repeat, and the records that make the write happen once (claimed,
+//! completed with the answer to replay, released). The HTTP side — the
+//! header, the keyed write's answer — is `crate::http::idempotency`.
 
 mod key;
 mod store;
-mod write;
 
 pub use key::{IdempotencyKey, InvalidIdempotencyKey, MAX_KEY_LEN};
 pub use store::{
     claim, complete, fingerprint, release, Claimed, IdempotencyError, Scope, StoredResponse,
     RETENTION,
 };
-pub use write::{begin, write_once, Begun, KeyedWrite, Written};

@@ -24,7 +24,6 @@ use crate::budget::context::RequestContext;
 use crate::log::journal::{self, Event};
 use crate::store::db::{Database, DbError, Row, Store, Value};
 use crate::time::Clock;
-use crate::wire::problem::{ErrorCode, Problem};
 
 /// How long a completed record is kept: at least a day.
 pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
@@ -72,17 +71,6 @@ pub enum IdempotencyError {
     /// Storage failed.
     #[error(transparent)]
     Db(#[from] DbError),
-}
-
-impl IdempotencyError {
-    /// The problem this is answered with.
-    pub fn into_problem(self) -> Problem {
-        match self {
-            Self::Reused => Problem::new(ErrorCode::IdempotencyKeyReused, self.to_string()),
-            Self::InProgress => Problem::new(ErrorCode::IdempotencyKeyInProgress, self.to_string()),
-            Self::Db(e) => e.into(),
-        }
-    }
 }
 
 /// The request's fingerprint: SHA-256 of the body, after canonicalising

@@ -1,12 +1,13 @@
 //! A write made exactly once for the caller: claim the key, do the work and
 //! complete the record in one transaction, or replay what was done before.
 
-use super::key::IdempotencyKey;
-use super::store::{claim, complete, fingerprint, release, Claimed, Scope, StoredResponse};
 use crate::budget::context::RequestContext;
 use crate::http::message::{self, Response, ResponseExt};
 use crate::http::routes::Incoming;
 use crate::store::db::{Database, Store};
+use crate::store::idempotency::{
+    claim, complete, fingerprint, release, Claimed, IdempotencyKey, Scope, StoredResponse,
+};
 use crate::time::Clock;
 use crate::wire::headers::IDEMPOTENT_REPLAYED;
 use crate::wire::problem::Problem;

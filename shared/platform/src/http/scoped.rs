@@ -4,11 +4,11 @@
 //! for), and the request's context travels with it.
 
 use crate::budget::context::RequestContext;
+use crate::http::idempotency::{write_once, Written};
 use crate::http::message::Response;
+use crate::http::page::{PageRequest, Window};
 use crate::http::routes::Incoming;
 use crate::store::db::{Database, Store, Value};
-use crate::store::idempotency::{write_once, Written};
-use crate::store::page::{PageRequest, Window};
 use crate::tenancy::TenantScope;
 use crate::time::Clock;
 use crate::wire::problem::Problem;

@@ -1,0 +1,66 @@
+//! What a storage error is answered with: the store gives rows and domain
+//! errors ([`DbError`]); this is where they become problem documents — the
+//! hop's 504 for a spent budget, the retryable 503 `storage_unavailable`
+//! for a lock, an interruption or a storage fault, a 409 for a constraint,
+//! and a 500 whose cause is logged, never sent.
+
+use crate::log::journal::{self, Event};
+use crate::store::error::{failure, DbError};
+use crate::wire::problem::{ErrorCode, Problem};
+
+impl From<DbError> for Problem {
+    /// Budget: the hop's 504. Constraint: a 409. Anything else: a 500 whose
+    /// cause is logged, never sent.
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::Budget(spent) => spent.into(),
+            // Transient: the same request may succeed at once.
+            DbError::Locked(detail) => busy(
+                "storage locked",
+                detail,
+                "the service's storage is busy; try again",
+            ),
+            // A write interrupted inside its transaction was rolled back
+            // with it; one interrupted at its commit may have landed, so a
+            // write is retried with its Idempotency-Key, answered once.
+            DbError::Interrupted(detail) => busy(
+                "storage interrupted",
+                detail,
+                "the service's storage interrupted the request under load; try again (with the same Idempotency-Key for a write)",
+            ),
+            DbError::Unavailable(fault, detail) => {
+                journal::event(Event::Failure {
+                    what: fault.failure(),
+                    cause: detail,
+                });
+                Problem::new(
+                    ErrorCode::StorageUnavailable,
+                    "the service's storage cannot take writes or reads right now; nothing was written, try again later",
+                )
+            }
+            DbError::Constraint(detail) => {
+                failure("storage constraint", detail);
+                Problem::new(
+                    ErrorCode::Conflict,
+                    "the write conflicts with existing data",
+                )
+            }
+            // Not logged here: usually the answer is replaced once the
+            // schema is brought up to date (see the variant).
+            DbError::Missing(_) => Problem::new(ErrorCode::Internal, "an internal error occurred"),
+            other => {
+                failure("storage", other.to_string());
+                Problem::new(ErrorCode::Internal, "an internal error occurred")
+            }
+        }
+    }
+}
+
+/// A transient storage failure (a lock, serialization or deadlock refusal,
+/// an interrupted statement): logged as `what`, answered the retryable
+/// `503 storage_unavailable` that says `said`, which the caller may try
+/// again within its budget.
+fn busy(what: &'static str, detail: String, said: &str) -> Problem {
+    failure(what, detail);
+    Problem::new(ErrorCode::StorageUnavailable, said)
+}
