@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The counts' table as the components create it on first use
-/// (meridian_platform::http::memory::TableCounters).
+/// (meridian_platform::counts::TableCounters).
 const COUNTS_TABLE_DDL: &str = "CREATE TABLE IF NOT EXISTS meridian_counts \
      (name TEXT PRIMARY KEY, number BIGINT NOT NULL DEFAULT 0, bytes BYTEA)";
 

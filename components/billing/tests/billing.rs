@@ -5,7 +5,8 @@
 // code that reads client bytes (Cargo.toml, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use meridian_platform::http::memory::{LocalCounters, MemoryConfig};
+use meridian_platform::counts::LocalCounters;
+use meridian_platform::http::memory::MemoryConfig;
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! under overload, the headers every tenant answer carries, and the
 //! platform admin's overrides (`/ops/tenants/{tenant}/limits`).
 
-use meridian_platform::http::memory::{opened_window, Counters};
+use meridian_platform::counts::{opened_window, Counters};
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::{Jitter, Sleeper};
 use meridian_platform::http::upstream::{Calls, Upstream};

@@ -7,7 +7,8 @@
 // code that reads client bytes (Cargo.toml, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use meridian_platform::http::memory::{LocalCounters, MemoryConfig};
+use meridian_platform::counts::LocalCounters;
+use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::tenancy::cache::LocalEntries;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -965,7 +965,7 @@ fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_before_any_forward()
 /// nothing about its tenant's load.
 #[test]
 fn a_vouched_caller_whose_tenant_has_no_slot_free_is_refused_with_nothing_written() {
-    use meridian_platform::http::memory::Counters;
+    use meridian_platform::counts::Counters;
     let mut h = limited(1_000, vec![ok("{}")]);
     h.gateway.config.concurrency = ConcurrencySettings::parse(Some("1")).unwrap();
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);

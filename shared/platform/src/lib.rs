@@ -7,6 +7,7 @@
 
 // By concern; each group's module says what it holds.
 pub mod budget;
+pub mod counts;
 pub mod http;
 pub mod input;
 pub mod limits;

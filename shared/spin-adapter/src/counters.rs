@@ -12,7 +12,7 @@
 use std::cell::OnceCell;
 use std::time::Duration;
 
-use meridian_platform::http::memory::{decode_number as decode, Counters, Held, TableCounters};
+use meridian_platform::counts::{decode_number as decode, Counters, Held, TableCounters};
 use meridian_platform::store::db::Database;
 use meridian_platform::tenancy::cache::Entries;
 #[cfg(not(feature = "without-atomics"))]

@@ -258,7 +258,7 @@ impl<H: meridian_platform::http::HttpClient> meridian_platform::http::upstream::
     type Clock = &'static meridian_platform::time::ManualClock;
     type Sleeper = ClockSleeper<'static>;
     type Jitter = NoJitter;
-    type Counters = meridian_platform::http::memory::LocalCounters;
+    type Counters = meridian_platform::counts::LocalCounters;
 }
 
 /// The upstream caller of a host test: `http` on `clock`, which only
@@ -273,7 +273,7 @@ where
         Clock = &'static meridian_platform::time::ManualClock,
         Sleeper = ClockSleeper<'static>,
         Jitter = NoJitter,
-        Counters = meridian_platform::http::memory::LocalCounters,
+        Counters = meridian_platform::counts::LocalCounters,
     >,
 {
     meridian_platform::http::upstream::Upstream {

@@ -4,7 +4,7 @@
 //! same statements run in the Akamai profile's end-to-end run,
 //! `scripts/hosted.sh akamai`.)
 
-use meridian_platform::http::memory::{Counters, TableCounters, COUNTS_TABLE};
+use meridian_platform::counts::{Counters, TableCounters, TABLE as COUNTS_TABLE};
 use meridian_platform::store::db::Database;
 use meridian_platform::tenancy::cache::Entries;
 use meridian_testing::HostSqlite;

@@ -28,6 +28,10 @@ const LAYERS: &[&[&str]] = &[
     &["budget"],
     // Storage: rows and statements within the budget.
     &["store"],
+    // The counts every invocation shares (a key-value store's, or a SQL
+    // table's), which the failure memory, the limits and the resolution
+    // cache keep.
+    &["counts"],
     // HTTP: messages, routes, the pipeline, outbound calls, the failure
     // memory.
     &["http"],

@@ -5,7 +5,8 @@ use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use crate::budget::context::RequestContext;
-use crate::http::memory::{Admit, Counters, FailureMemory, MemoryConfig, Outcome};
+use crate::counts::Counters;
+use crate::http::memory::{Admit, FailureMemory, MemoryConfig, Outcome};
 use crate::http::request_line::route_template;
 use crate::http::retry::{self, classify_status, Jitter, RetryPolicy, Sleeper, Verdict};
 use crate::http::{HttpClient, Request, Response, ResponseExt, SendError};

@@ -45,7 +45,7 @@
 
 use std::time::Duration;
 
-use crate::http::memory::{opened_window, Counters};
+use crate::counts::{opened_window, Counters};
 use crate::time::{duration_ms, UnixMillis};
 
 /// The admission settings (Spin variable `admission`: `on`, `off`).
@@ -416,7 +416,7 @@ impl<'a, K: Counters> Admission<'a, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::memory::LocalCounters;
+    use crate::counts::LocalCounters;
 
     fn at(ms: u64) -> UnixMillis {
         UnixMillis::from_millis(1_700_000_000_000 + ms)

@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use crate::http::memory::{opened_window, window_marker, Counters};
+use crate::counts::{opened_window, window_marker, Counters};
 use crate::limits::policy::LimitSetting;
 pub use crate::limits::policy::{limit_in_range, MAX_CONCURRENCY};
 use crate::time::UnixMillis;
@@ -248,7 +248,7 @@ impl<'a, K: Counters> ConcurrencyLimiter<'a, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::memory::LocalCounters;
+    use crate::counts::LocalCounters;
 
     fn at(ms: u64) -> UnixMillis {
         UnixMillis::from_millis(1_700_000_000_000 + ms)

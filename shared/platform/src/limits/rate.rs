@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::http::memory::{opened_window, window_marker, Counters};
+use crate::counts::{opened_window, window_marker, Counters};
 use crate::limits::policy::{RatePolicy, RateSettings};
 use crate::secrets::token_hash;
 use crate::time::UnixMillis;
@@ -274,7 +274,7 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::memory::LocalCounters;
+    use crate::counts::LocalCounters;
 
     fn at(ms: u64) -> UnixMillis {
         UnixMillis::from_millis(1_700_000_000_000 + ms)

@@ -60,15 +60,14 @@
 
 mod breaker;
 mod config;
-mod counters;
 mod retry_budget;
-mod table;
 mod window;
 
+use crate::counts::Counters;
+#[cfg(test)]
+use crate::counts::LocalCounters;
 pub use breaker::{Admit, Outcome};
 pub use config::MemoryConfig;
-pub use counters::{decode_number, opened_window, window_marker, Counters, Held, LocalCounters};
-pub use table::{TableCounters, TABLE as COUNTS_TABLE};
 pub use window::Recent;
 
 /// The memory of one caller's calls to one downstream.

@@ -5,8 +5,8 @@
 
 use crate::time::UnixMillis;
 
-use super::counters::opened_window;
 use super::{Counters, FailureMemory};
+use crate::counts::opened_window;
 
 /// What the window says about one caller → downstream pair.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

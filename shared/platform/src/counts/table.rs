@@ -6,7 +6,7 @@
 //! `SELECT`. The table (`meridian_counts`) is created on first use.
 //! docs/storage.md, "Counts in PostgreSQL".
 
-use super::counters::{Counters, Held};
+use super::{Counters, Held};
 use crate::store::db::{Database, DbError, Dialect, Row, Value};
 use crate::tenancy::cache::Entries;
 

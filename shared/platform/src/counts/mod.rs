@@ -1,6 +1,15 @@
-//! The counters the failure memory and admission keep: the trait a shared
-//! store implements, and a map for tests and host use; and what a store
-//! read ahead holds until the reads that want it ([`Held`]).
+//! The counts every invocation shares, and the one place the key-value
+//! guards keep them: the failure memory (`crate::http::memory`), the
+//! tenant limits and admission (`crate::limits`) and the resolution cache
+//! (`crate::tenancy::cache`'s entries) all sit on [`Counters`]. A shared
+//! store implements it — Spin's key-value store in `meridian-spin`, or a
+//! SQL table ([`TableCounters`], for a host whose store has no atomic
+//! increments) — and [`LocalCounters`] is a map for tests and host use;
+//! [`Held`] is what a store read ahead holds until the reads that want it.
+
+mod table;
+
+pub use table::{TableCounters, TABLE};
 
 use std::cell::{Cell, RefCell};
 
