@@ -1,6 +1,7 @@
 //! Storage: the database contract with its per-statement budget checks,
-//! migrations, idempotency records, cursor pages, and the tenant-scoped
-//! handle repositories take.
+//! migrations and idempotency records. It gives rows and domain errors,
+//! never an answer: pages, the tenant-scoped handle, the keyed write and
+//! what a storage error is answered with are `crate::http`'s.
 
 pub mod db;
 pub mod dialect;
