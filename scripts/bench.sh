@@ -3,7 +3,7 @@
 # builds the release components and the floor apps (bench/), installs the
 # load generator (wrk, from Debian) when missing, starts `spin up` on
 # loopback and runs the perf driver (tools/src/bin/perf.rs), which writes
-# BENCHMARKS.md's "Against the floor" section and BENCHMARKS.svg.
+# docs/benchmarks.md's "Against the floor" section and docs/benchmarks.svg.
 #
 #   scripts/bench.sh                 the full run (~8 min: 10 s x 3 rounds per
 #                                    target at 1 and 8 connections, 50 requests
@@ -16,7 +16,7 @@
 #                                    on a throw-away PostgreSQL, against the
 #                                    floor's same read through `pg4` on the
 #                                    same server (~2 min; writes its section
-#                                    of BENCHMARKS.md, BENCHMARKS-postgres.svg)
+#                                    of docs/benchmarks.md, docs/benchmarks-postgres.svg)
 #   scripts/bench.sh --goodput [S]   goodput under overload beside the floor
 #                                    (tools/src/bin/goodput.rs, S s per point,
 #                                    default 5; ~13 min at 4): closed and open loop,

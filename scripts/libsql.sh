@@ -29,5 +29,5 @@ skip_tests args "a SQLite file lock; the libSQL server owns the file" "$SQLITE_L
 # machine two apps at once starve them until sqld interrupts statements
 # (SQLITE_INTERRUPT). A migration interrupted is migrated again; any other
 # statement is answered a retryable 503, which a test that expects its
-# write to succeed reports as a failure (RELIABILITY.md "Known gaps").
+# write to succeed reports as a failure (docs/reliability.md "Known gaps").
 MERIDIAN_DB=libsql exec cargo test -p meridian-e2e --test '*' --no-fail-fast "$@" -- --test-threads=1 "${args[@]}"

@@ -3,7 +3,7 @@
 # propagation, admission, context), retry and idempotency modules with cargo-mutants (installed from crates.io if
 # missing): every mutant must make a test of the platform or of the host
 # test kit fail. Results in mutants.out/ (caught.txt, missed.txt, …); the
-# latest figures are in RELIABILITY.md.
+# latest figures are in docs/reliability.md.
 #
 #   scripts/mutants.sh              # the whole set (~15 min on 2 cores)
 #   scripts/mutants.sh --list       # just list the mutants

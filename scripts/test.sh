@@ -98,21 +98,21 @@ if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
   if ! SPIN_BIN="$spin_bin" scripts/hosted.sh akamai --locked 2>&1 | tee -a "$results"; then
     failed_runs=$((failed_runs + 1))
   fi
-  step "benchmark slice: the failure memory, 2 s per scenario (full: memory_bench 20 8, see BENCHMARKS.md)"
+  step "benchmark slice: the failure memory, 2 s per scenario (full: memory_bench 20 8, see docs/benchmarks.md)"
   if SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-tools --bin memory_bench 2 2; then
     echo "test result: ok. 1 passed; 0 failed (the failure-memory benchmark slice)" >>"$results"
   else
     failed_runs=$((failed_runs + 1))
     echo "test result: FAILED. 0 passed; 1 failed (the failure-memory benchmark slice)" >>"$results"
   fi
-  step "benchmark slice: overload and tenant limits, 3 s (full: goodput, see BENCHMARKS.md)"
+  step "benchmark slice: overload and tenant limits, 3 s (full: goodput, see docs/benchmarks.md)"
   if SPIN_BIN="$spin_bin" cargo run -q --locked -p meridian-tools --bin goodput -- --slice; then
     echo "test result: ok. 1 passed; 0 failed (the goodput benchmark slice)" >>"$results"
   else
     failed_runs=$((failed_runs + 1))
     echo "test result: FAILED. 0 passed; 1 failed (the goodput benchmark slice)" >>"$results"
   fi
-  step "benchmark slice: against the floor app, 1 s per target (full: scripts/bench.sh, see BENCHMARKS.md)"
+  step "benchmark slice: against the floor app, 1 s per target (full: scripts/bench.sh, see docs/benchmarks.md)"
   if SPIN_BIN="$spin_bin" scripts/bench.sh --slice; then
     echo "test result: ok. 1 passed; 0 failed (the floor benchmark slice)" >>"$results"
   else

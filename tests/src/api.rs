@@ -255,7 +255,7 @@ pub fn add_resident(client: &Client, tenant: &Tenant, name: &str) -> String {
 /// id: a test's setup, not its subject. As the API asks of a client, a
 /// retryable 503 is sent again with the same `Idempotency-Key`, which makes
 /// the write exactly-once: on a loaded machine a libSQL server interrupts a
-/// write now and then (RELIABILITY.md; seen in fresh-clone runs creating an
+/// write now and then (docs/reliability.md; seen in fresh-clone runs creating an
 /// invoice and a resident for a test's setup). At most three sends, each
 /// resend printed; anything but a 201 on the last fails.
 #[track_caller]

@@ -851,7 +851,7 @@ impl SpinApp {
     /// reserve is a head start, not a guarantee: on a loaded machine its
     /// answer can come after the gateway's timer (seen in a CI run, the 504
     /// in time but named `gateway`, while billing's connection closing held
-    /// the thread the gateway was to be woken on; RELIABILITY.md). What a
+    /// the thread the gateway was to be woken on; docs/reliability.md). What a
     /// test of the service's deadline must prove either way is that the
     /// service stopped on its own, and its log says that. The lines can be
     /// written after the caller has its answer, so they are awaited for up

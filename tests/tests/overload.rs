@@ -251,7 +251,7 @@ fn partly_failing(seed: Arc<AtomicU64>) -> StandIn {
 /// 30 % need about 50) fit the retry budget's floor of 10 a second (100
 /// per 10 s window, Finagle's `minRetriesPerSec`), where 20 % of its first
 /// attempts alone would allow 24. A busy caller meets the 20 % itself
-/// (BENCHMARKS.md: 1.2 attempts per request at 30 % failing).
+/// (docs/benchmarks.md: 1.2 attempts per request at 30 % failing).
 #[test]
 fn a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_memory() {
     const RUNS: u64 = 20;

@@ -286,7 +286,7 @@ fn each_service_under(fault: Fault, dirs: &[(&'static str, PathBuf)]) {
             "{service} logged no `{what}` failure line:\n{}",
             app.logs()
         );
-        // What was tried and answered, for RELIABILITY.md (`--nocapture`).
+        // What was tried and answered, for docs/reliability.md (`--nocapture`).
         let cause = app
             .log_lines(service)
             .iter()

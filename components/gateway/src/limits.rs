@@ -98,7 +98,7 @@ impl<E: Calls> Exchange<'_, E> {
     /// tenant's admission windows, the remembered
     /// resolution, and the breakers of identity and of `service`. Each
     /// read is a host call, and the store is one lock every request waits
-    /// on (BENCHMARKS.md); the steps below then find their values held.
+    /// on (docs/benchmarks.md); the steps below then find their values held.
     pub fn read_ahead(&self, request: &Request, route: &str, slug: &str, service: Service) {
         let now = self.upstream.clock.now();
         let authorization = request.header("authorization");

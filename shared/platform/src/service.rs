@@ -162,7 +162,7 @@ impl<Op> ServiceSpec<Op> {
 /// missing) before its work. Writes do, and `/health`, which readiness
 /// probes call right after a deploy. Reads do not: the ledger read is a
 /// statement of its own, on most requests, and it cost reads up to a fifth
-/// of their throughput (BENCHMARKS.md). A read whose statements find the
+/// of their throughput (docs/benchmarks.md). A read whose statements find the
 /// schema behind brings it up to date then, and runs again (see [`serve`]);
 /// a migration that changes data but no table a read uses is applied by
 /// the next write or readiness probe.

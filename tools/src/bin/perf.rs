@@ -21,8 +21,8 @@
 //!   `statement_late` lines) and answers later than the budget.
 //! - **P5**: each `.wasm` against the spin-sdk hello-world (`bench/hello`).
 //!
-//! Writes `target/bench/perf.json`; with `--write`, also `BENCHMARKS.md`'s
-//! floor section and `BENCHMARKS.svg` (the latency CDFs and the 504 times).
+//! Writes `target/bench/perf.json`; with `--write`, also `docs/benchmarks.md`'s
+//! floor section and `docs/benchmarks.svg` (the latency CDFs and the 504 times).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -44,7 +44,7 @@ struct Args {
     per_budget: usize,
     /// Budgets for the time-to-504, ms.
     budgets: Vec<u64>,
-    /// Write BENCHMARKS.md and BENCHMARKS.svg.
+    /// Write docs/benchmarks.md and docs/benchmarks.svg.
     write: bool,
     /// Run one part alone (`p1`: the reads and writes against the floor,
     /// `p1-read` the reads only;
@@ -747,13 +747,13 @@ fn main() -> Result<()> {
     println!("{markdown}");
     if args.write {
         write_section(
-            &repo_root().join("BENCHMARKS.md"),
+            &repo_root().join("docs/benchmarks.md"),
             (BEGIN, END),
             "Against the floor",
             &markdown,
         )?;
-        std::fs::write(repo_root().join("BENCHMARKS.svg"), report.svg())?;
-        eprintln!("wrote BENCHMARKS.md and BENCHMARKS.svg");
+        std::fs::write(repo_root().join("docs/benchmarks.svg"), report.svg())?;
+        eprintln!("wrote docs/benchmarks.md and docs/benchmarks.svg");
     }
     eprintln!("wrote {}", dir.join("perf.json").display());
     // Defects, whatever the machine: work started after its deadline, or a
@@ -777,7 +777,7 @@ fn main() -> Result<()> {
 /// `GET /v1/{t}/residents?limit=20` with every service on PostgreSQL,
 /// against the floor's same read through `pg4` on the same server, at 1
 /// and 8 connections in alternating rounds: its own section of
-/// BENCHMARKS.md and BENCHMARKS-postgres.svg with `--write`.
+/// docs/benchmarks.md and docs/benchmarks-postgres.svg with `--write`.
 fn postgres(args: &Args) -> Result<()> {
     let server = meridian_e2e::postgres::server().context(
         "--postgres needs MERIDIAN_DB=postgres and MERIDIAN_POSTGRES (scripts/bench.sh --postgres)",
@@ -857,20 +857,20 @@ fn postgres(args: &Args) -> Result<()> {
             );
         }
     }
-    md.push_str("\n![Latency on PostgreSQL](BENCHMARKS-postgres.svg)\n");
+    md.push_str("\n![Latency on PostgreSQL](benchmarks-postgres.svg)\n");
     println!("{md}");
     if args.write {
         write_section(
-            &repo_root().join("BENCHMARKS.md"),
+            &repo_root().join("docs/benchmarks.md"),
             (PG_BEGIN, PG_END),
             "On PostgreSQL, against its floor",
             &md,
         )?;
         std::fs::write(
-            repo_root().join("BENCHMARKS-postgres.svg"),
+            repo_root().join("docs/benchmarks-postgres.svg"),
             picture(&measured, &[]),
         )?;
-        eprintln!("wrote BENCHMARKS.md and BENCHMARKS-postgres.svg");
+        eprintln!("wrote docs/benchmarks.md and docs/benchmarks-postgres.svg");
     }
     Ok(())
 }
@@ -959,7 +959,7 @@ impl Report<'_> {
             self.args.rounds,
             self.args.seconds,
         );
-        let _ = writeln!(md, "![Latency CDFs of Meridian and the floor, and the time-to-504 per budget](BENCHMARKS.svg)\n");
+        let _ = writeln!(md, "![Latency CDFs of Meridian and the floor, and the time-to-504 per budget](benchmarks.svg)\n");
         let _ = writeln!(md, "{}", self.targets());
         let _ = writeln!(md, "### P1: against the floor (target: p50 ≤ 1.3 ×, throughput ≥ 0.75 × the SQLite floor)\n");
         let _ = writeln!(md, "| scenario | conns | target | p50 | p99 | req/s | p50 × floor | p99 × floor | req/s × floor |");

@@ -29,12 +29,12 @@ pub type ConcurrencySettings = LimitSetting<u32>;
 impl Default for ConcurrencySettings {
     /// Eight requests in progress per tenant: about what a 2-core node
     /// serves at once at its peak (Meridian's goodput peaks at 8
-    /// connections there, BENCHMARKS.md). A tenant within its rate (100 a
+    /// connections there, docs/benchmarks.md). A tenant within its rate (100 a
     /// second on average) answered in milliseconds has one or two in
     /// progress; the limit binds when its requests queue, which is when
     /// they would take the others' share. Measured beside a 64-connection
     /// flood, a quiet tenant's p99 was lower at 8 than at 10 or 20
-    /// (BENCHMARKS.md, "Goodput under overload"); raise it per tenant,
+    /// (docs/benchmarks.md, "Goodput under overload"); raise it per tenant,
     /// or for a larger deployment, as it grows.
     fn default() -> Self {
         Self {

@@ -74,7 +74,7 @@ pub const LOCK_WAIT_SLACK: Duration = Duration::from_millis(5);
 /// and a luckier newcomer takes it: at 8 connections of keyed writes the
 /// p99 was 0.7–1.2 s. In slices of 8 ms (the handler's first three sleeps)
 /// no waiter sleeps more than 5 ms at a time, and the p99 was ~0.1 s
-/// (BENCHMARKS.md, "The keyed write in write-ahead mode").
+/// (docs/benchmarks.md, "Against the floor: the misses, and why").
 pub const LOCK_SLICE: Duration = Duration::from_millis(8);
 
 /// The longest pause between two tries at the write lock where the store
