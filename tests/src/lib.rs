@@ -8,6 +8,7 @@ mod client;
 pub mod loopback;
 pub mod otlp;
 pub mod postgres;
+pub mod proxy;
 mod spin;
 pub mod split;
 mod standin;

@@ -1600,7 +1600,7 @@ fn log_file(dir: &Path, name: &str) -> std::fs::File {
         .expect("log file")
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

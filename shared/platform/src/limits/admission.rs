@@ -53,6 +53,13 @@ use crate::time::{duration_ms, UnixMillis};
 pub struct AdmissionConfig {
     /// Off: every request is admitted, nothing is read or written.
     pub enabled: bool,
+    /// Whether it refuses in proportion to overload (the throttle and the
+    /// concurrency cap). Off behind a trusted front proxy that already
+    /// bounds the work (`admission = "proxy"`): two sheds stacked refuse
+    /// what could have been served, so only the cost history refuses —
+    /// a request whose budget left, counted from the proxy's arrival
+    /// stamp, is below what the route's requests take.
+    pub throttle: bool,
     /// The window the counts cover. Short, so that when an overload ends
     /// its memory is gone within half a second (at 1 s, goodput in the
     /// first 2 s after a flood was half of what it was before): the
@@ -85,6 +92,7 @@ impl Default for AdmissionConfig {
     fn default() -> Self {
         Self {
             enabled: true,
+            throttle: true,
             window: Duration::from_millis(250),
             k: 1.25,
             max_reject: 0.9,
@@ -109,7 +117,10 @@ impl AdmissionConfig {
         }
     }
 
-    /// From the variable's value (`None`: the default, on).
+    /// From the variable's value (`None`: the default, on): `on`, `off`,
+    /// or `proxy` — behind a trusted front proxy that caps the requests in
+    /// progress and queues the rest (deploy/haproxy/): the cost history
+    /// alone, no throttle.
     pub fn parse(raw: Option<&str>) -> Result<Self, String> {
         match raw.map(str::trim) {
             None | Some("on") => Ok(Self::default()),
@@ -117,7 +128,11 @@ impl AdmissionConfig {
                 enabled: false,
                 ..Self::default()
             }),
-            Some(other) => Err(format!("admission must be on or off, not {other:?}")),
+            Some("proxy") => Ok(Self {
+                throttle: false,
+                ..Self::default()
+            }),
+            Some(other) => Err(format!("admission must be on, off or proxy, not {other:?}")),
         }
     }
 
@@ -341,6 +356,9 @@ impl<'a, K: Counters> Admission<'a, K> {
         if let Some(cost) = cost.filter(|&cost| remaining < cost) {
             return Admitted::TooLittleBudget(cost);
         }
+        if !self.config.throttle {
+            return Admitted::Yes;
+        }
         let chance = self.chance(&route, &tenant, remaining);
         let draw = (roll % 1_000_000) as f64 / 1_000_000.0;
         if draw < chance {
@@ -484,6 +502,37 @@ mod tests {
             .filter(|&roll| a.admit(at(300), BUDGET, roll) == Admitted::Yes)
             .count();
         assert_eq!(admitted, 100, "the cap leaves a tenth through");
+    }
+
+    /// Behind a front proxy that bounds the work (`admission = "proxy"`):
+    /// the same overloaded window refuses nothing in proportion, and a
+    /// request whose budget left is below what the route's requests take
+    /// (it queued at the proxy) is still refused at once.
+    #[test]
+    fn behind_a_proxy_only_the_cost_history_refuses() {
+        let counters = LocalCounters::default();
+        let proxied = AdmissionConfig {
+            sample: 1,
+            ..AdmissionConfig::parse(Some("proxy")).unwrap()
+        };
+        let a = Admission::new(&counters, proxied, "GET /v1/{tenant}/residents");
+        for i in 0..300 {
+            match i % 3 == 0 {
+                true => a.record(at(i), true, 20 * MS, 0),
+                false => a.record(at(i), false, 100 * MS, 0),
+            }
+        }
+        assert!(rolls(1_000).all(|roll| a.admit(at(300), BUDGET, roll) == Admitted::Yes));
+        assert!(matches!(
+            a.admit(at(300), 10 * MS, 0),
+            Admitted::TooLittleBudget(_)
+        ));
+        // The same window with the throttle on refuses most of it.
+        let throttled = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        assert!(rolls(1_000).any(|roll| throttled.admit(at(300), BUDGET, roll) != Admitted::Yes));
+        assert!(AdmissionConfig::parse(Some("maybe"))
+            .unwrap_err()
+            .contains("on, off or proxy"));
     }
 
     #[test]

@@ -1,0 +1,174 @@
+//! Meridian behind its front proxy (`deploy/haproxy/haproxy.cfg`, Debian's
+//! HAProxy 2.6): a short flood ends in the proxy's cheap 503s, not in
+//! answers later than their budget. The proxy caps the requests at Spin,
+//! queues the rest for as long as a served request can still finish in
+//! time (derived from a measurement of the app at the cap, not guessed),
+//! and stamps the arrival, which the gateway trusts (`admission =
+//! "proxy"`: the proxy bounds the work, so the gateway does not shed it a
+//! second time).
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use meridian_e2e::proxy::{self, Proxy, ProxySettings};
+use meridian_e2e::{Client, SpinApp, SpinOptions};
+
+/// The budget every request of the flood carries.
+const BUDGET: Duration = Duration::from_millis(100);
+/// How much later than its budget an answer may reach the client (the
+/// suite's tolerance everywhere).
+const TOLERANCE: Duration = Duration::from_millis(10);
+/// Requests at Spin at once: about where the app's goodput peaks on a
+/// small node (docs/deploy.md, "Behind a front proxy").
+const CAP: u32 = 8;
+
+/// One answer: status, time at the client, and, when the proxy refused
+/// it, whether that was its problem document with a `Retry-After`.
+struct Answer {
+    status: u16,
+    elapsed: Duration,
+    by_proxy: bool,
+    proxy_problem: bool,
+}
+
+/// `connections` clients, each sending its next request as soon as the
+/// last is answered, for `run`.
+fn closed_loop(
+    base: &str,
+    path: &str,
+    token: &str,
+    connections: usize,
+    run: Duration,
+) -> Vec<Answer> {
+    let answers = Mutex::new(Vec::new());
+    let auth = format!("Bearer {token}");
+    let budget = BUDGET.as_millis().to_string();
+    std::thread::scope(|s| {
+        for _ in 0..connections {
+            s.spawn(|| {
+                let client = Client::new(base);
+                let until = Instant::now() + run;
+                let mut mine = Vec::new();
+                while Instant::now() < until {
+                    let headers = [
+                        ("authorization", auth.as_str()),
+                        ("x-meridian-timeout-ms", budget.as_str()),
+                    ];
+                    let Ok(r) = client.try_send("GET", path, &headers, None) else {
+                        continue;
+                    };
+                    let by_proxy = r.header("x-meridian-refused-by") == Some("proxy");
+                    let proxy_problem = by_proxy
+                        && r.status == 503
+                        && r.header("retry-after") == Some("1")
+                        && r.json()["code"] == "overloaded";
+                    mine.push(Answer {
+                        status: r.status,
+                        elapsed: r.elapsed,
+                        by_proxy,
+                        proxy_problem,
+                    });
+                }
+                if let Ok(mut all) = answers.lock() {
+                    all.extend(mine);
+                }
+            });
+        }
+    });
+    answers.into_inner().unwrap_or_default()
+}
+
+fn p99(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    let at = (times.len() * 99 / 100).min(times.len().saturating_sub(1));
+    times.get(at).copied().unwrap_or_default()
+}
+
+#[test]
+fn a_flood_behind_the_proxy_ends_in_its_503s_not_in_late_answers() {
+    assert!(
+        proxy::available(),
+        "haproxy is not installed (scripts/test.sh installs Debian's package)"
+    );
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("admission", "proxy")
+            .variable("trust_request_start", "on")
+            .variable("tenant_rate_limit", "off")
+            .variable("tenant_concurrency_limit", "10000"),
+    );
+    let acme = app.tenant("acme");
+    acme.resident("Ada");
+    let path = acme.path("/residents?limit=20");
+    // The queue's timeout: the budget, less what a served request takes at
+    // the cap (its p99, measured here, at the app itself), less the
+    // tolerance for the answer's way back.
+    let at_cap = closed_loop(
+        app.url(),
+        &path,
+        &acme.token,
+        CAP as usize,
+        Duration::from_secs(1),
+    );
+    let served: Vec<Duration> = at_cap
+        .iter()
+        .filter(|a| a.status == 200)
+        .map(|a| a.elapsed)
+        .collect();
+    assert!(!served.is_empty(), "nothing served at the cap");
+    let service = p99(served);
+    let queue = BUDGET
+        .saturating_sub(service + TOLERANCE)
+        .max(Duration::from_millis(5));
+    let proxy = Proxy::start(app.url(), ProxySettings { cap: CAP, queue });
+
+    // Sixteen clients for each request the cap lets through at once.
+    let answers = closed_loop(
+        &proxy.url(),
+        &path,
+        &acme.token,
+        16 * CAP as usize,
+        Duration::from_secs(2),
+    );
+    let total = answers.len();
+    let in_time = answers
+        .iter()
+        .filter(|a| a.status == 200 && a.elapsed <= BUDGET)
+        .count();
+    let late: Vec<(u16, u128)> = answers
+        .iter()
+        .filter(|a| a.elapsed > BUDGET + TOLERANCE)
+        .map(|a| (a.status, a.elapsed.as_millis()))
+        .collect();
+    let by_proxy = answers.iter().filter(|a| a.by_proxy).count();
+    let mut other = std::collections::BTreeMap::<u16, usize>::new();
+    for a in answers.iter().filter(|a| a.status != 200 && !a.by_proxy) {
+        *other.entry(a.status).or_default() += 1;
+    }
+    let summary = format!(
+        "at the cap of {CAP}: p99 {service:?}, so a queue of {queue:?}; the flood: {total} answers, \
+         {in_time} 200 within the budget, {by_proxy} the proxy's 503, the app's other answers \
+         {other:?} (a 504: its budget, from the proxy's stamp, too short for the route), late \
+         (status, ms) {late:?}"
+    );
+    eprintln!("{summary}");
+    assert!(by_proxy > 0, "the flood was past the cap: {summary}");
+    assert!(
+        answers
+            .iter()
+            .filter(|a| a.by_proxy)
+            .all(|a| a.proxy_problem),
+        "every refusal of the proxy is its 503 problem with Retry-After: {summary}"
+    );
+    assert!(
+        late.len() * 100 <= total,
+        "more than 1 % of answers later than the budget: {summary}"
+    );
+    // Goodput through the flood's 2 s at least half the app's own rate at
+    // the cap (its 1 s): the queue's refusals cost the app nothing.
+    let at_cap_served = at_cap.iter().filter(|a| a.status == 200).count();
+    assert!(
+        in_time >= at_cap_served,
+        "the flood's goodput fell below half the rate at the cap ({at_cap_served} a second): {summary}"
+    );
+}
