@@ -54,41 +54,26 @@ async fn handle(req: Request) -> Response {
         (Method::Get, "/healthz") => status(200),
         // front
         (Method::Post, "/setup") => {
-            for target in [
+            set_up(&[
                 "http://mid.spin.internal/mid/setup",
                 "http://back.spin.internal/back/setup",
                 "http://side.spin.internal/side/setup",
-            ] {
-                let answer = call(Method::Post, target, None, Vec::new()).await;
-                if answer.status() != &200 {
-                    return answer;
-                }
-            }
-            status(200)
+            ])
+            .await
         }
         (Method::Get, "/noop") => {
             call(Method::Get, "http://mid.spin.internal/mid/noop", None, Vec::new()).await;
             call(Method::Get, "http://back.spin.internal/back/noop", None, Vec::new()).await
         }
         (Method::Post, "/pg/setup") => {
-            for target in [
+            set_up(&[
                 "http://mid.spin.internal/mid/pg/setup",
                 "http://back.spin.internal/back/pg/setup",
-            ] {
-                let answer = call(Method::Post, target, None, Vec::new()).await;
-                if answer.status() != &200 {
-                    return answer;
-                }
-            }
-            status(200)
+            ])
+            .await
         }
         (Method::Get, "/pg/residents") => {
-            let token = req
-                .header("authorization")
-                .and_then(|v| v.as_str())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .unwrap_or_default()
-                .to_owned();
+            let token = bearer(&req);
             let resolved = call(Method::Get, "http://mid.spin.internal/mid/pg/resolve", Some(&token), Vec::new()).await;
             if resolved.status() != &200 {
                 return resolved;
@@ -104,12 +89,7 @@ async fn handle(req: Request) -> Response {
         (Method::Get, "/sqlite/residents")
         | (Method::Post, "/sqlite/invoices")
         | (Method::Post, "/samework/invoices") => {
-            let token = req
-                .header("authorization")
-                .and_then(|v| v.as_str())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .unwrap_or_default()
-                .to_owned();
+            let token = bearer(&req);
             let resolved = call(Method::Get, "http://mid.spin.internal/mid/resolve", Some(&token), Vec::new()).await;
             if resolved.status() != &200 {
                 return resolved;
@@ -411,6 +391,27 @@ fn sql(label: &str, statements: &[&str]) -> Response {
         Ok(()) => status(200),
         Err(_) => status(500),
     }
+}
+
+/// Sets up each component at `targets` in turn: 200, or the first answer
+/// that is not.
+async fn set_up(targets: &[&str]) -> Response {
+    for target in targets {
+        let answer = call(Method::Post, target, None, Vec::new()).await;
+        if answer.status() != &200 {
+            return answer;
+        }
+    }
+    status(200)
+}
+
+/// The request's bearer token (empty when it has none).
+fn bearer(req: &Request) -> String {
+    req.header("authorization")
+        .and_then(|v| v.as_str())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The `tenant` query parameter `front` adds.

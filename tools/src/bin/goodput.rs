@@ -16,7 +16,13 @@
 //! rate limit would be all a one-tenant curve measured).
 //! `--pinned-variables` runs Meridian with its variables pinned in a static
 //! provider (docs/configuration.md), which spares the runtime's blocking
-//! pool the environment lookups. Writes
+//! pool the environment lookups. `--proxy` puts Meridian and the floor app
+//! each behind its own HAProxy with the same settings
+//! (`deploy/haproxy/haproxy.cfg`; Meridian with `admission = "proxy"` and
+//! `trust_request_start` on, the proxy stamping the arrival): per budget,
+//! the cap is the connections at which Meridian's goodput peaks directly
+//! (4, 8 or 16, 1 s each) and the queue's timeout the budget less its p99
+//! at the cap less 10 ms; the closed loop then adds 16 connections. Writes
 //! `target/bench/goodput.json`.
 //!
 //! - closed loop: 1 to 256 connections, each sending its next request as
@@ -44,6 +50,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{ensure, Context, Result};
 use meridian_e2e::api::{add_resident, create_tenant, Tenant};
+use meridian_e2e::proxy::{Proxy, ProxySettings};
 use meridian_e2e::{repo_root, SpinApp, SpinOptions};
 use serde_json::json;
 
@@ -287,6 +294,38 @@ fn statuses(samples: &[Sample]) -> BTreeMap<u16, usize> {
     out
 }
 
+/// The p99 latency of the answers that were 200s, ms.
+fn p99_ok(samples: &[Sample]) -> f64 {
+    let ok: Vec<Sample> = samples
+        .iter()
+        .copied()
+        .filter(|s| s.status == 200)
+        .collect();
+    p99(&ok)
+}
+
+/// Behind a proxy: the cap and the queue's timeout for `budget`, derived
+/// from `target` (the app itself): the cap is the connections, of 4, 8
+/// and 16, at which its goodput peaks; the queue leaves a request let
+/// through at its end the p99 of a served request at the cap, and 10 ms
+/// for the answer's way back.
+fn proxy_settings(target: &Target, budget: Duration) -> ProxySettings {
+    let mut best = (0.0, 8usize, 0.0);
+    for c in [4usize, 8, 16] {
+        let m = closed(target, c, 1.0);
+        let g = goodput(&m, budget, 1.0);
+        if g > best.0 {
+            best = (g, c, p99_ok(&m));
+        }
+    }
+    let (_, cap, service_ms) = best;
+    let queue_ms = (budget.as_secs_f64() * 1e3 - service_ms - 10.0).max(5.0);
+    ProxySettings {
+        cap: u32::try_from(cap).unwrap_or(8),
+        queue: Duration::from_secs_f64(queue_ms / 1e3),
+    }
+}
+
 fn p99(samples: &[Sample]) -> f64 {
     let mut ms: Vec<f64> = samples
         .iter()
@@ -364,6 +403,8 @@ struct Args {
     /// configuration (docs/configuration.md), not looked up in the
     /// environment by every instance.
     pinned_variables: bool,
+    /// Meridian and the floor each behind its own HAProxy, same settings.
+    proxy: bool,
     /// The parts to run (`closed`, `open`, `recovery`, `quiet`; all by
     /// default).
     only: Vec<String>,
@@ -382,6 +423,7 @@ fn args() -> Result<Args> {
         stamp: false,
         concurrency: false,
         pinned_variables: false,
+        proxy: false,
         only: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -392,6 +434,7 @@ fn args() -> Result<Args> {
             "--stamp" => args.stamp = true,
             "--concurrency" => args.concurrency = true,
             "--pinned-variables" => args.pinned_variables = true,
+            "--proxy" => args.proxy = true,
             "--only" => {
                 let parts = it.next().context("--only closed,open,recovery,quiet")?;
                 args.only = parts.split(',').map(str::to_owned).collect();
@@ -511,11 +554,17 @@ fn main() -> Result<()> {
     let secs = args.seconds;
     let stamp = args.stamp;
     let pinned = args.pinned_variables;
-    // Meridian as configured for the run: trusting the stamp, and its
-    // variables pinned in a static provider, when asked.
+    let behind_proxy = args.proxy;
+    // Meridian as configured for the run: trusting the stamp (the load's
+    // or the proxy's), admission leaving the bounding to the proxy, and
+    // its variables pinned in a static provider, when asked.
     let configured = |options: SpinOptions| {
-        let options = match stamp {
+        let options = match stamp || behind_proxy {
             true => options.variable("trust_request_start", "on"),
+            false => options,
+        };
+        let options = match behind_proxy {
+            true => options.variable("admission", "proxy"),
             false => options,
         };
         match pinned {
@@ -524,7 +573,8 @@ fn main() -> Result<()> {
         }
     };
     let mut report = json!({"seconds": secs, "stamped": stamp,
-        "concurrency_limited": args.concurrency, "pinned_variables": pinned});
+        "concurrency_limited": args.concurrency, "pinned_variables": pinned,
+        "behind_proxy": behind_proxy});
     // Tenant limits off for the one-tenant curves (they would be the
     // measure; the concurrency limiter counts, at a limit no run reaches,
     // so its cost is in the curves; what holds goodput is admission) unless
@@ -550,22 +600,55 @@ fn main() -> Result<()> {
         let floor = SpinApp::start_floor();
         for budget_ms in [100u64, 300] {
             let budget = Duration::from_millis(budget_ms);
-            let ours = ours_at(budget_ms);
-            let theirs = Target::new(floor.url(), "/sqlite/residents", "floor-token", budget_ms);
+            let mut ours = ours_at(budget_ms);
+            let mut theirs =
+                Target::new(floor.url(), "/sqlite/residents", "floor-token", budget_ms);
+            // Behind a proxy each: the same settings for both, derived
+            // from Meridian at this budget.
+            let proxies = behind_proxy.then(|| {
+                let settings = proxy_settings(&ours, budget);
+                eprintln!(
+                    "budget {budget_ms} ms: proxies with a cap of {} and a queue of {:?}",
+                    settings.cap, settings.queue
+                );
+                (
+                    Proxy::start(app.url(), settings),
+                    Proxy::start(floor.url(), settings),
+                )
+            });
+            if let Some((p_ours, p_theirs)) = &proxies {
+                ours = Target {
+                    addr: p_ours.url().trim_start_matches("http://").to_owned(),
+                    ..ours
+                };
+                theirs = Target {
+                    addr: p_theirs.url().trim_start_matches("http://").to_owned(),
+                    ..theirs
+                };
+                report[format!("proxy_{budget_ms}")] = json!({"cap": p_ours.settings.cap,
+                    "queue_ms": p_ours.settings.queue.as_secs_f64() * 1e3});
+            }
+            let connections: &[usize] = match behind_proxy {
+                true => &[1, 8, 16, 32, 64, 128, 256],
+                false => &[1, 8, 32, 64, 128, 256],
+            };
             let mut curve = Vec::new();
             let mut peak: f64 = 0.0;
             // The open loop's rates are multiples of the closed loop's peak.
-            for c in [1usize, 8, 32, 64, 128, 256] {
+            for &c in connections {
                 let m = closed(&ours, c, secs);
                 let f = closed(&theirs, c, secs);
                 let (gm, gf) = (goodput(&m, budget, secs), goodput(&f, budget, secs));
                 peak = peak.max(gm);
                 eprintln!(
-                    "budget {budget_ms} ms, {c} connections: Meridian {gm:.0}/s {:?}, floor {gf:.0}/s {:?}",
+                    "budget {budget_ms} ms, {c} connections: Meridian {gm:.0}/s (p99 of its 200s {:.1} ms) {:?}, floor {gf:.0}/s (p99 {:.1} ms) {:?}",
+                    p99_ok(&m),
                     statuses(&m),
+                    p99_ok(&f),
                     statuses(&f)
                 );
                 curve.push(json!({"connections": c, "meridian": gm, "floor": gf,
+                    "meridian_p99_ok_ms": p99_ok(&m), "floor_p99_ok_ms": p99_ok(&f),
                     "meridian_statuses": format!("{:?}", statuses(&m)), "floor_statuses": format!("{:?}", statuses(&f))}));
             }
             let mut open_curve = Vec::new();
@@ -578,13 +661,14 @@ fn main() -> Result<()> {
                 let f = open(&theirs, rate, secs, 256);
                 let (gm, gf) = (goodput(&m, budget, secs), goodput(&f, budget, secs));
                 eprintln!(
-                    "budget {budget_ms} ms, open loop {x}× peak ({rate:.0}/s): Meridian {gm:.0}/s ({:.0} % of peak) {:?}, floor {gf:.0}/s",
+                    "budget {budget_ms} ms, open loop {x}× peak ({rate:.0}/s): Meridian {gm:.0}/s ({:.0} % of peak, p99 of its 200s {:.1} ms) {:?}, floor {gf:.0}/s",
                     100.0 * gm / peak.max(1.0),
+                    p99_ok(&m),
                     statuses(&m)
                 );
                 open_curve.push(
                     json!({"times_peak": x, "rate": rate, "meridian": gm, "floor": gf,
-                    "meridian_share_of_peak": gm / peak.max(1.0)}),
+                    "meridian_share_of_peak": gm / peak.max(1.0), "meridian_p99_ok_ms": p99_ok(&m)}),
                 );
             }
             report[format!("budget_{budget_ms}")] =

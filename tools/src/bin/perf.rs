@@ -270,6 +270,21 @@ impl Measured {
         }
     }
 
+    /// An error naming the first target that had a failed answer.
+    fn no_failures(&self) -> Result<()> {
+        for (name, run) in &self.runs {
+            ensure!(
+                run.failures == 0,
+                "{} c={} {name}: {} failed answers ({:?})",
+                self.scenario,
+                self.connections,
+                run.failures,
+                run.statuses
+            );
+        }
+        Ok(())
+    }
+
     fn run(&self, name: &str) -> &Run {
         &self
             .runs
@@ -710,16 +725,7 @@ fn main() -> Result<()> {
                 ours.rps() / floor.rps()
             );
         }
-        for (name, run) in &m.runs {
-            ensure!(
-                run.failures == 0,
-                "{} c={} {name}: {} failed answers ({:?})",
-                m.scenario,
-                m.connections,
-                run.failures,
-                run.statuses
-            );
-        }
+        m.no_failures()?;
     }
     if args.only.as_deref().is_some_and(|p| p.starts_with("p1")) {
         return Ok(());
@@ -836,15 +842,8 @@ fn postgres(args: &Args) -> Result<()> {
     );
     for m in &measured {
         let floor = m.run(PG_FLOOR);
+        m.no_failures()?;
         for (name, run) in &m.runs {
-            ensure!(
-                run.failures == 0,
-                "{} c={} {name}: {} failed answers ({:?})",
-                m.scenario,
-                m.connections,
-                run.failures,
-                run.statuses
-            );
             let _ = writeln!(
                 md,
                 "| {} | {name} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} |",
