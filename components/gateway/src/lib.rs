@@ -12,6 +12,7 @@ pub mod proxy;
 pub mod ready;
 pub mod resolve;
 pub mod routes;
+pub mod tenant_limits;
 pub mod timing;
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.
