@@ -109,7 +109,9 @@ impl Sample {
 }
 
 /// A keep-alive HTTP/1.1 connection that sends `GET`s and reads whole
-/// answers (content-length bodies, as Spin sends buffered ones).
+/// answers: a `content-length` body, or a chunked one (Spin sends the
+/// floor app's answers chunked; reading only the length left their chunks
+/// in the stream, and every other request on the connection broke).
 struct Conn {
     reader: BufReader<TcpStream>,
     /// The whole request (a head ending in its blank line).
@@ -157,6 +159,7 @@ impl Conn {
         self.reader.read_line(&mut line).ok()?;
         let status = line.split_whitespace().nth(1)?.parse().ok()?;
         let mut length = 0usize;
+        let mut chunked = false;
         loop {
             line.clear();
             self.reader.read_line(&mut line).ok()?;
@@ -167,12 +170,31 @@ impl Conn {
             if let Some((name, value)) = header.split_once(':') {
                 if name.eq_ignore_ascii_case("content-length") {
                     length = value.trim().parse().ok()?;
+                } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                    chunked = value.trim().eq_ignore_ascii_case("chunked");
                 }
             }
         }
-        let mut body = vec![0; length];
-        self.reader.read_exact(&mut body).ok()?;
-        Some(status)
+        if !chunked {
+            let mut body = vec![0; length];
+            self.reader.read_exact(&mut body).ok()?;
+            return Some(status);
+        }
+        // Chunks: a hexadecimal size line, the data and its CRLF, until
+        // the empty chunk and the blank line after it (no trailers).
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line).ok()?;
+            let size_text = line.trim_end().split(';').next()?;
+            let size = usize::from_str_radix(size_text.trim(), 16).ok()?;
+            let mut data = vec![0; size + 2];
+            if size == 0 {
+                line.clear();
+                self.reader.read_line(&mut line).ok()?;
+                return Some(status);
+            }
+            self.reader.read_exact(&mut data).ok()?;
+        }
     }
 }
 
