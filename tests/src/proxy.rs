@@ -17,6 +17,28 @@ pub struct ProxySettings {
     pub cap: u32,
     /// The longest a request waits in the queue before the proxy's 503.
     pub queue: Duration,
+    /// The most requests waiting; one more gets the 503 at once.
+    pub max_queue: u32,
+}
+
+impl ProxySettings {
+    /// The settings for requests with `budget`, from how the app serves
+    /// at `cap` requests at once (`p50` and `p99` of a served request):
+    /// the queue leaves a request let through at its end the p99 and 10 ms
+    /// for the answer's way back, and holds as many as the cap serves in
+    /// that wait — one more could only be served late, so it is refused
+    /// at once rather than after waiting the queue out.
+    pub fn derived(budget: Duration, cap: u32, p50: Duration, p99: Duration) -> Self {
+        let queue = budget
+            .saturating_sub(p99 + Duration::from_millis(10))
+            .max(Duration::from_millis(5));
+        let per_slot = queue.as_secs_f64() / p50.as_secs_f64().max(1e-3);
+        Self {
+            cap,
+            queue,
+            max_queue: ((f64::from(cap) * per_slot) as u32).max(1),
+        }
+    }
 }
 
 /// One running HAProxy.
@@ -53,6 +75,7 @@ impl Proxy {
                 "MERIDIAN_PROXY_QUEUE_MS",
                 settings.queue.as_millis().max(1).to_string(),
             )
+            .env("MERIDIAN_PROXY_MAX_QUEUE", settings.max_queue.to_string())
             .env("MERIDIAN_PROXY_ERRORS", &dir)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -78,9 +78,9 @@ fn closed_loop(
     answers.into_inner().unwrap_or_default()
 }
 
-fn p99(mut times: Vec<Duration>) -> Duration {
+fn percentile(mut times: Vec<Duration>, p: usize) -> Duration {
     times.sort();
-    let at = (times.len() * 99 / 100).min(times.len().saturating_sub(1));
+    let at = (times.len() * p / 100).min(times.len().saturating_sub(1));
     times.get(at).copied().unwrap_or_default()
 }
 
@@ -116,11 +116,10 @@ fn a_flood_behind_the_proxy_ends_in_its_503s_not_in_late_answers() {
         .map(|a| a.elapsed)
         .collect();
     assert!(!served.is_empty(), "nothing served at the cap");
-    let service = p99(served);
-    let queue = BUDGET
-        .saturating_sub(service + TOLERANCE)
-        .max(Duration::from_millis(5));
-    let proxy = Proxy::start(app.url(), ProxySettings { cap: CAP, queue });
+    let (p50, service) = (percentile(served.clone(), 50), percentile(served, 99));
+    let settings = ProxySettings::derived(BUDGET, CAP, p50, service);
+    let queue = settings.queue;
+    let proxy = Proxy::start(app.url(), settings);
 
     // Sixteen clients for each request the cap lets through at once.
     let answers = closed_loop(
@@ -146,10 +145,12 @@ fn a_flood_behind_the_proxy_ends_in_its_503s_not_in_late_answers() {
         *other.entry(a.status).or_default() += 1;
     }
     let summary = format!(
-        "at the cap of {CAP}: p99 {service:?}, so a queue of {queue:?}; the flood: {total} answers, \
+        "at the cap of {CAP}: p50 {p50:?}, p99 {service:?}, so a queue of {queue:?} for at most {} \
+         requests; the flood: {total} answers, \
          {in_time} 200 within the budget, {by_proxy} the proxy's 503, the app's other answers \
          {other:?} (a 504: its budget, from the proxy's stamp, too short for the route), late \
-         (status, ms) {late:?}"
+         (status, ms) {late:?}",
+        settings.max_queue
     );
     eprintln!("{summary}");
     assert!(by_proxy > 0, "the flood was past the cap: {summary}");
