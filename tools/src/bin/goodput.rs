@@ -687,8 +687,13 @@ fn main() -> Result<()> {
                     break;
                 }
                 let rate = peak * x;
-                let m = open(&ours, rate, secs, 256);
-                let f = open(&theirs, rate, secs, 256);
+                // Enough connections that the load never waits for one of
+                // its own: a request may take up to its budget, so the
+                // rate times the budget are in flight at once (at least
+                // 256, at most 2,048 threads).
+                let workers = ((rate * budget.as_secs_f64() * 1.5) as usize).clamp(256, 2_048);
+                let m = open(&ours, rate, secs, workers);
+                let f = open(&theirs, rate, secs, workers);
                 let (gm, gf) = (goodput(&m, budget, secs), goodput(&f, budget, secs));
                 eprintln!(
                     "budget {budget_ms} ms, open loop {x}× peak ({rate:.0}/s): Meridian {gm:.0}/s ({:.0} % of peak, p99 of its 200s {:.1} ms) {:?}, floor {gf:.0}/s",
