@@ -687,11 +687,19 @@ fn main() -> Result<()> {
                     break;
                 }
                 let rate = peak * x;
-                // Enough connections that the load never waits for one of
-                // its own: a request may take up to its budget, so the
-                // rate times the budget are in flight at once (at least
-                // 256, at most 2,048 threads).
-                let workers = ((rate * budget.as_secs_f64() * 1.5) as usize).clamp(256, 2_048);
+                // Behind the proxy, enough connections that the load never
+                // waits for one of its own: a request may take up to its
+                // budget, so the rate times the budget are in flight at
+                // once (256 to 2,048 threads; the proxy holds them). At
+                // the app itself, 256: a request holds up to three
+                // instances at once (gateway, identity, a service), and
+                // past Spin's 1,000 the runtime answers its own bare 500
+                // ("maximum concurrent limit of 1000 for component
+                // instances reached"), as a run with 2,048 found.
+                let workers = match behind_proxy {
+                    true => ((rate * budget.as_secs_f64() * 1.5) as usize).clamp(256, 2_048),
+                    false => 256,
+                };
                 let m = open(&ours, rate, secs, workers);
                 let f = open(&theirs, rate, secs, workers);
                 let (gm, gf) = (goodput(&m, budget, secs), goodput(&f, budget, secs));
