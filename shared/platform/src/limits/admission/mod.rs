@@ -370,6 +370,17 @@ mod tests {
         (0..n).map(move |i| i * 1_000_000 / n)
     }
 
+    /// 300 requests: a third finish, in 20 ms; the rest run out of their
+    /// 100 ms.
+    fn a_third_finish(a: &Admission<'_, LocalCounters>) {
+        for i in 0..300 {
+            match i % 3 == 0 {
+                true => a.record(at(i), true, 20 * MS, 0),
+                false => a.record(at(i), false, 100 * MS, 0),
+            }
+        }
+    }
+
     #[test]
     fn a_route_whose_requests_finish_is_never_throttled() {
         let counters = LocalCounters::default();
@@ -389,12 +400,7 @@ mod tests {
         // (100·20 + 200·100) ms per window, allowed 100 finishing × 50 ms,
         // so 1 − 5,000 / 22,000 ≈ 77 % refused (the windows' weighing
         // keeps the shares).
-        for i in 0..300 {
-            match i % 3 == 0 {
-                true => a.record(at(i), true, 20 * MS, 0),
-                false => a.record(at(i), false, 100 * MS, 0),
-            }
-        }
+        a_third_finish(&a);
         let (load, _) = a.load(at(300));
         assert!((0.57..0.59).contains(&load.reject_chance(&exact())));
         assert!((0.76..0.78).contains(&load.concurrency_chance(50 * MS, &exact())));
@@ -426,12 +432,7 @@ mod tests {
             ..AdmissionConfig::parse(Some("proxy")).unwrap()
         };
         let a = Admission::new(&counters, proxied, "GET /v1/{tenant}/residents");
-        for i in 0..300 {
-            match i % 3 == 0 {
-                true => a.record(at(i), true, 20 * MS, 0),
-                false => a.record(at(i), false, 100 * MS, 0),
-            }
-        }
+        a_third_finish(&a);
         assert!(rolls(1_000).all(|roll| a.admit(at(300), BUDGET, roll) == Admitted::Yes));
         assert!(matches!(
             a.admit(at(300), 10 * MS, 0),
