@@ -325,11 +325,12 @@ fn p99_ok(samples: &[Sample]) -> f64 {
 
 /// A percentile (0–1) of the latency of the answers that were 200s, ms.
 fn percentile_ok(samples: &[Sample], p: f64) -> f64 {
-    let mut ms: Vec<f64> = samples
-        .iter()
-        .filter(|s| s.status == 200)
-        .map(|s| s.latency.as_secs_f64() * 1e3)
-        .collect();
+    percentile(samples.iter().filter(|s| s.status == 200), p)
+}
+
+/// A percentile (0–1) of `samples`' latency, ms (0 when there are none).
+fn percentile<'s>(samples: impl Iterator<Item = &'s Sample>, p: f64) -> f64 {
+    let mut ms: Vec<f64> = samples.map(|s| s.latency.as_secs_f64() * 1e3).collect();
     ms.sort_by(f64::total_cmp);
     ms.get(((ms.len() as f64 * p) as usize).min(ms.len().saturating_sub(1)))
         .copied()
@@ -356,14 +357,7 @@ fn proxy_settings(target: &Target, budget: Duration) -> ProxySettings {
 }
 
 fn p99(samples: &[Sample]) -> f64 {
-    let mut ms: Vec<f64> = samples
-        .iter()
-        .map(|s| s.latency.as_secs_f64() * 1e3)
-        .collect();
-    ms.sort_by(f64::total_cmp);
-    ms.get(((ms.len() as f64 * 0.99) as usize).min(ms.len().saturating_sub(1)))
-        .copied()
-        .unwrap_or(0.0)
+    percentile(samples.iter(), 0.99)
 }
 
 /// The app under test, with `tenants` each holding 20 residents.

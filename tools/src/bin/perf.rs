@@ -752,14 +752,13 @@ fn main() -> Result<()> {
     let markdown = report.markdown();
     println!("{markdown}");
     if args.write {
-        write_section(
-            &repo_root().join("docs/benchmarks.md"),
+        publish(
             (BEGIN, END),
             "Against the floor",
             &markdown,
+            "benchmarks.svg",
+            &report.svg(),
         )?;
-        std::fs::write(repo_root().join("docs/benchmarks.svg"), report.svg())?;
-        eprintln!("wrote docs/benchmarks.md and docs/benchmarks.svg");
     }
     eprintln!("wrote {}", dir.join("perf.json").display());
     // Defects, whatever the machine: work started after its deadline, or a
@@ -859,17 +858,13 @@ fn postgres(args: &Args) -> Result<()> {
     md.push_str("\n![Latency on PostgreSQL](benchmarks-postgres.svg)\n");
     println!("{md}");
     if args.write {
-        write_section(
-            &repo_root().join("docs/benchmarks.md"),
+        publish(
             (PG_BEGIN, PG_END),
             "On PostgreSQL, against its floor",
             &md,
+            "benchmarks-postgres.svg",
+            &picture(&measured, &[]),
         )?;
-        std::fs::write(
-            repo_root().join("docs/benchmarks-postgres.svg"),
-            picture(&measured, &[]),
-        )?;
-        eprintln!("wrote docs/benchmarks.md and docs/benchmarks-postgres.svg");
     }
     Ok(())
 }
@@ -1304,6 +1299,22 @@ const END: &str = "<!-- perf:end -->";
 
 /// Replaces the floor section of `path` (between the markers) with
 /// `section`; adds it after the title the first time.
+/// Writes `markdown` as the section between `markers` of
+/// docs/benchmarks.md, titled `title`, and its picture as `docs/<svg_file>`.
+fn publish(
+    markers: (&str, &str),
+    title: &str,
+    markdown: &str,
+    svg_file: &str,
+    svg: &str,
+) -> Result<()> {
+    let docs = repo_root().join("docs");
+    write_section(&docs.join("benchmarks.md"), markers, title, markdown)?;
+    std::fs::write(docs.join(svg_file), svg)?;
+    eprintln!("wrote docs/benchmarks.md and docs/{svg_file}");
+    Ok(())
+}
+
 /// The PostgreSQL section's markers (`--postgres`).
 const PG_BEGIN: &str = "<!-- perf-postgres:begin (written by scripts/bench.sh --postgres) -->";
 const PG_END: &str = "<!-- perf-postgres:end -->";

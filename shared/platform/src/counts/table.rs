@@ -53,8 +53,11 @@ impl<D: Database> TableCounters<D> {
         self.run(&sql, &texts(keys))
     }
 
-    /// The row of each of `keys`, in order.
+    /// The row of each of `keys`, in order (no statement for no keys).
     fn in_order(&self, keys: &[String]) -> Result<Vec<Option<Row>>, String> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut rows = self.rows(keys)?;
         let mut ordered = Vec::with_capacity(keys.len());
         for key in keys {
@@ -116,9 +119,6 @@ impl<D: Database> Counters for TableCounters<D> {
         if let Some(values) = self.held.take_numbers(keys) {
             return Ok(values);
         }
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
         self.in_order(keys)?
             .iter()
             .map(|row| number(row.as_ref()))
@@ -152,9 +152,6 @@ impl<D: Database> Counters for TableCounters<D> {
     /// One `SELECT` for every key: a counter held as a key-value store's
     /// increment keeps it (8 little-endian bytes), an entry as its bytes.
     fn read_ahead(&self, keys: &[String]) {
-        if keys.is_empty() {
-            return;
-        }
         let Ok(rows) = self.in_order(keys) else {
             return;
         };
@@ -176,9 +173,6 @@ impl<D: Database> Entries for TableCounters<D> {
     fn entries(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String> {
         if let Some(values) = self.held.take(keys) {
             return Ok(values);
-        }
-        if keys.is_empty() {
-            return Ok(Vec::new());
         }
         self.in_order(keys)?
             .iter()
