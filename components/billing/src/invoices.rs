@@ -3,7 +3,7 @@
 //! resident at community, write invoice + idempotency record + outbox event
 //! in one transaction, then deliver the event if time allows.
 
-use meridian_platform::http::idempotency::{self, Begun, IdempotencyKey, Written};
+use meridian_platform::http::idempotency::{self, Begun, Written};
 use meridian_platform::http::page::PageRequest;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
@@ -147,7 +147,7 @@ impl<E: Env> Billing<E> {
         let (tenant, scope) = (s.scope.tenant_id.to_string(), s.scope);
         let actor = scope.actor_id.to_string();
         let input = NewInvoice::try_from(call.body())?;
-        let key = IdempotencyKey::of(call.request)?;
+        let key = idempotency::key_of(call.request)?;
         // The claim comes first, so a concurrent duplicate is refused at
         // once instead of racing through the resident check.
         let write = match idempotency::begin(

@@ -3,7 +3,7 @@
 
 use meridian_platform::budget::{answer_reserve, request_start, steps};
 use meridian_platform::http::body::BodyError;
-use meridian_platform::http::idempotency::IdempotencyKey;
+use meridian_platform::http::idempotency;
 use meridian_platform::http::pipeline::{self, Hop, InHand};
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::request_line::{RequestLine, Served};
@@ -324,7 +324,7 @@ impl<E: Calls> Gateway<E> {
             .into());
         }
         // Reads, and writes the owner can deduplicate by key, may be repeated.
-        let policy = forwarding_policy(request.method(), IdempotencyKey::of(request)?.as_ref());
+        let policy = forwarding_policy(request.method(), idempotency::key_of(request)?.as_ref());
         Ok(Admission::Admitted { route, ctx, policy })
     }
 }

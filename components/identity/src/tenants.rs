@@ -1,6 +1,6 @@
 //! `POST /v1/tenants` (platform admin) and `GET /v1/{tenant}`.
 
-use meridian_platform::http::idempotency::{self, Begun, IdempotencyKey, StoredResponse, Written};
+use meridian_platform::http::idempotency::{self, Begun, StoredResponse, Written};
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::scoped::Scoped;
 use meridian_platform::input::validate::{normalize_email, JsonBody};
@@ -75,7 +75,7 @@ pub fn create<D: Database, C: Clock>(
         ));
     }
     let input = NewTenant::try_from(call.body())?;
-    let (key, operation) = (IdempotencyKey::of(call.request)?, call.operation());
+    let (key, operation) = (idempotency::key_of(call.request)?, call.operation());
     let write = match idempotency::begin(
         &app.store,
         ctx,

@@ -11,14 +11,17 @@ pub mod counts;
 pub mod http;
 pub mod input;
 pub mod limits;
-pub mod store;
+/// Storage: its own crate, `meridian-store`.
+pub use meridian_store as store;
+pub use meridian_store::migrations;
 pub mod wire;
 
 /// Fuzzing invariants: built only for the fuzz targets and the corpus replay.
 #[cfg(feature = "fuzzing")]
 pub mod checks;
 pub mod ids;
-pub mod log;
+/// The request's journal and its log lines: its own crate, `meridian-log`.
+pub use meridian_log as log;
 pub mod secrets;
 pub mod service;
 pub mod settings;

@@ -21,7 +21,7 @@ use spin_sdk::wit::wasi::keyvalue::atomics;
 use spin_sdk::wit::wasi::keyvalue::batch;
 use spin_sdk::wit::wasi::keyvalue::store;
 
-use crate::postgres::SpinPostgres;
+use meridian_store::spin::postgres::SpinPostgres;
 
 /// The key-value store label the components are granted.
 pub const STORE: &str = "default";

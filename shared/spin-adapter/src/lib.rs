@@ -1,5 +1,5 @@
 //! Meridian's thin adapter to Spin: budgeted outbound HTTP, a pollable
-//! sleep, SQLite and PostgreSQL behind the platform's `Database`, variables, and turning
+//! sleep, the counters in Spin's key-value store, variables, and turning
 //! platform answers into Spin responses. Logic lives in `meridian-platform`;
 //! this crate only connects it to the runtime.
 #![forbid(unsafe_code)]
@@ -7,17 +7,15 @@
 pub mod client;
 pub mod convert;
 pub mod counters;
-pub mod database;
 pub mod jitter;
-pub mod postgres;
 pub mod service;
-#[cfg(not(feature = "without-sqlite"))]
-pub mod sqlite;
 pub mod timer;
 pub mod vars;
 
 pub use client::SpinHttp;
 pub use jitter::RandomJitter;
+/// The database backends on Spin: the store's (`meridian_store::spin`).
+pub use meridian_store::spin as database;
 pub use timer::{sleep, PollSleeper};
 
 use meridian_platform::http::upstream::{Calls, Upstream};

@@ -9,7 +9,7 @@ use meridian_platform::http::idempotency::{
 use meridian_platform::http::ResponseExt;
 use meridian_platform::store::db::Store;
 use meridian_platform::time::ManualClock;
-use meridian_platform::{RequestContext, UnixMillis};
+use meridian_platform::{Problem, RequestContext, UnixMillis};
 use meridian_testing::{context_at, HostSqlite};
 
 const DDL: &str = include_str!("../../../migrations/shared/0002_idempotency_records.sql");
@@ -76,7 +76,7 @@ fn the_same_key_with_another_body_is_refused() {
     complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
     let err = claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{\"a\":2}")).unwrap_err();
     assert_eq!(err, IdempotencyError::Reused);
-    assert_eq!(err.into_problem().status(), 422);
+    assert_eq!(Problem::from(err).status(), 422);
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn a_duplicate_while_the_first_is_running_is_a_conflict() {
     assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
     let err = claim(&s, &ctx, &scope(&k, "u1"), &fp).unwrap_err();
     assert_eq!(err, IdempotencyError::InProgress);
-    assert_eq!(err.into_problem().status(), 409);
+    assert_eq!(Problem::from(err).status(), 409);
 }
 
 #[test]

@@ -3,37 +3,22 @@
 
 use std::time::Duration;
 
-use crate::budget::answer_reserve;
+pub use meridian_deadline::hop::{BudgetSpent, HopBudget};
+
 use crate::budget::deadline::Deadline;
 use crate::tenancy::{Role, TenantScope};
-use crate::time::{duration_ms, UnixMillis};
+use crate::time::UnixMillis;
 use crate::wire::problem::{ErrorCode, Problem};
 use crate::wire::request_id::RequestId;
 
-/// Everything a hop knows about the request it is serving.
+/// Everything a hop knows about the request it is serving: its budget
+/// ([`HopBudget`], which is all that storage needs of it), its id and, once
+/// resolved, its tenant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestContext {
     request_id: RequestId,
-    deadline: Deadline,
-    budget_at_arrival: Duration,
-    hop: &'static str,
+    budget: HopBudget,
     tenant: Option<TenantScope>,
-    /// Whether `deadline` already leaves this hop its answer reserve.
-    reserved: bool,
-}
-
-/// The budget cannot fit the next step; the step was not started. Every
-/// way a budget runs out — a statement refused (`DbError::Budget`), a call
-/// abandoned (`SendError::Deadline`), a downstream's own 504 seen by a
-/// service, the gateway's timer — becomes this one value, and it becomes
-/// the one 504 (`Problem::from`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BudgetSpent {
-    /// The hop that gave up.
-    pub hop: &'static str,
-    /// The budget that hop had when the request arrived there, in ms (the
-    /// one meaning of `budget_ms` on the wire).
-    pub budget_ms: u64,
 }
 
 impl From<BudgetSpent> for Problem {
@@ -48,13 +33,11 @@ impl From<BudgetSpent> for Problem {
     }
 }
 
-impl std::fmt::Display for BudgetSpent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "budget of {} ms spent at {}", self.budget_ms, self.hop)
+impl AsRef<HopBudget> for RequestContext {
+    fn as_ref(&self) -> &HopBudget {
+        &self.budget
     }
 }
-
-impl std::error::Error for BudgetSpent {}
 
 impl RequestContext {
     /// The context of a request that arrived at `now` with `deadline`, served
@@ -67,11 +50,8 @@ impl RequestContext {
     ) -> Self {
         Self {
             request_id,
-            budget_at_arrival: deadline.remaining(now),
-            deadline,
-            hop,
+            budget: HopBudget::new(deadline, now, hop),
             tenant: None,
-            reserved: false,
         }
     }
 
@@ -86,19 +66,24 @@ impl RequestContext {
         &self.request_id
     }
 
+    /// The budget this hop spends.
+    pub fn budget(&self) -> &HopBudget {
+        &self.budget
+    }
+
     /// The deadline this hop works to.
     pub fn deadline(&self) -> Deadline {
-        self.deadline
+        self.budget.deadline()
     }
 
     /// The budget this hop had when the request arrived.
     pub fn budget_at_arrival(&self) -> Duration {
-        self.budget_at_arrival
+        self.budget.budget_at_arrival()
     }
 
     /// The component serving the request.
     pub fn hop(&self) -> &'static str {
-        self.hop
+        self.budget.hop()
     }
 
     /// The resolved tenant and actor, if this request is tenant-scoped.
@@ -146,68 +131,48 @@ impl RequestContext {
         Ok((scope.tenant_id.to_string(), scope))
     }
 
-    /// The time this hop keeps back to answer: see [`answer_reserve`].
+    /// The time this hop keeps back to answer ([`HopBudget::answer_reserve`]).
     pub fn answer_reserve(&self) -> Duration {
-        answer_reserve(self.budget_at_arrival)
+        self.budget.answer_reserve()
     }
 
-    /// The last instant at which this hop may still be working on anything
-    /// but its answer: the deadline less the answer reserve. Outbound calls
-    /// (and the deadline they carry), retries, optional steps and lock
-    /// waits all end here, so that whatever they come to, the hop still has
-    /// its reserve to answer in before its caller gives up.
+    /// The last instant this hop works to ([`HopBudget::work_deadline`]).
     pub fn work_deadline(&self) -> Deadline {
-        if self.reserved {
-            self.deadline
-        } else {
-            self.deadline.child(self.answer_reserve())
-        }
+        self.budget.work_deadline()
     }
 
-    /// The context for a step this hop takes (an outbound call, an optional
-    /// step such as inline event delivery): the same request, working to
-    /// [`Self::work_deadline`]. Taking a step of a step reserves nothing
-    /// more. A step that runs out reports the *hop's* budget.
+    /// The context for a step this hop takes ([`HopBudget::for_step`]):
+    /// the same request, working to [`Self::work_deadline`].
     pub fn for_step(&self) -> RequestContext {
         Self {
-            deadline: self.work_deadline(),
-            reserved: true,
+            budget: self.budget.for_step(),
             ..self.clone()
         }
     }
 
     /// [`Self::for_step`] for a step whose outcome the hop still records
-    /// afterwards (a write): it ends `after` before the work deadline, so
-    /// that recording it does not eat into the answer reserve.
+    /// afterwards ([`HopBudget::for_step_leaving`]).
     pub fn for_step_leaving(&self, after: Duration) -> RequestContext {
-        let step = self.for_step();
         Self {
-            deadline: step.deadline.child(after),
-            ..step
+            budget: self.budget.for_step_leaving(after),
+            ..self.clone()
         }
     }
 
     /// Time left at `now`.
     pub fn remaining(&self, now: UnixMillis) -> Duration {
-        self.deadline.remaining(now)
+        self.budget.remaining(now)
     }
 
-    /// `Ok` when a step needing `needed` fits in the time left at `now`:
-    /// the check made before every statement and outbound call.
+    /// `Ok` when a step needing `needed` fits in the time left at `now`
+    /// ([`HopBudget::ensure`]).
     pub fn ensure(&self, now: UnixMillis, needed: Duration) -> Result<(), BudgetSpent> {
-        if self.deadline.allows(now, needed) {
-            Ok(())
-        } else {
-            Err(self.spent())
-        }
+        self.budget.ensure(now, needed)
     }
 
     /// The error for this hop's budget running out.
     pub fn spent(&self) -> BudgetSpent {
-        BudgetSpent {
-            hop: self.hop,
-            budget_ms: duration_ms(self.budget_at_arrival),
-        }
+        self.budget.spent()
     }
 }
 
@@ -224,85 +189,23 @@ mod tests {
         )
     }
 
-    #[test]
-    fn a_step_that_fits_is_allowed() {
-        let c = ctx(1_000, 100);
-        assert_eq!(
-            c.ensure(UnixMillis::from_millis(1_050), Duration::from_millis(10)),
-            Ok(())
-        );
-    }
+    // The budget's own rules are `meridian_deadline::hop`'s tests; these
+    // hold that the context keeps its request through a step.
 
     #[test]
-    fn a_step_that_cannot_finish_in_time_is_not_started() {
-        let c = ctx(1_000, 100);
-        let err = c
-            .ensure(UnixMillis::from_millis(1_095), Duration::from_millis(10))
-            .unwrap_err();
-        assert_eq!(
-            err,
-            BudgetSpent {
-                hop: "community",
-                budget_ms: 100
-            }
-        );
-    }
-
-    #[test]
-    fn the_context_names_its_hop_and_the_budget_it_arrived_with() {
-        let c = ctx(1_000, 250);
-        assert_eq!(c.hop(), "community");
-        assert_eq!(c.budget_at_arrival(), Duration::from_millis(250));
-        // A step keeps both: it reports the hop's budget, not its own.
-        let step = c.for_step();
-        assert_eq!(
-            (step.hop(), step.budget_at_arrival()),
-            ("community", Duration::from_millis(250))
-        );
-        assert_eq!(c.spent().to_string(), "budget of 250 ms spent at community");
-    }
-
-    #[test]
-    fn an_expired_budget_refuses_even_a_free_step() {
-        let c = ctx(1_000, 100);
-        assert!(c
-            .ensure(UnixMillis::from_millis(1_100), Duration::ZERO)
-            .is_err());
-    }
-
-    #[test]
-    fn an_optional_step_ends_an_answer_reserve_before_the_hop() {
+    fn a_step_is_the_same_request_working_to_the_hops_work_deadline() {
         let c = ctx(1_000, 400);
         let step = c.for_step();
-        let reserve = crate::budget::steps::ANSWER_COST;
-        assert_eq!(c.answer_reserve(), reserve);
-        assert_eq!(
-            step.remaining(UnixMillis::from_millis(1_000)),
-            Duration::from_millis(400) - reserve
-        );
-        // The step is spent while the hop still has its reserve to answer in.
-        let late = UnixMillis::from_millis(1_400).minus(reserve);
-        assert!(step.ensure(late, Duration::ZERO).is_err());
-        assert!(c.ensure(late, reserve).is_ok());
-        // Same request and hop: only the deadline moved.
         assert_eq!(step.request_id(), c.request_id());
+        assert_eq!(step.budget(), &c.budget().for_step());
+        assert_eq!(step.deadline(), c.work_deadline());
         assert_eq!(step.spent(), c.spent());
-        // A step of a step reserves nothing more.
-        assert_eq!(step.for_step().deadline(), step.deadline());
-        assert_eq!(step.work_deadline(), c.work_deadline());
-    }
-
-    #[test]
-    fn a_step_whose_outcome_is_recorded_ends_that_much_earlier() {
-        let c = ctx(1_000, 400);
-        let step = c.for_step_leaving(Duration::from_millis(10));
+        let leaving = c.for_step_leaving(Duration::from_millis(10));
+        assert_eq!(leaving.request_id(), c.request_id());
         assert_eq!(
-            step.deadline(),
+            leaving.deadline(),
             c.work_deadline().child(Duration::from_millis(10))
         );
-        // Still a step of this hop: its work deadline is its own.
-        assert_eq!(step.work_deadline(), step.deadline());
-        assert_eq!(step.spent(), c.spent());
     }
 
     #[test]

@@ -64,3 +64,24 @@ fn busy(what: &'static str, detail: String, said: &str) -> Problem {
     failure(what, detail);
     Problem::new(ErrorCode::StorageUnavailable, said)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_or_an_interruption_is_a_busy_service_and_a_schema_behind_a_500() {
+        for e in [
+            DbError::Locked("database is locked".into()),
+            DbError::Interrupted("interrupted".into()),
+        ] {
+            let problem = Problem::from(e);
+            assert_eq!(
+                (problem.status().as_u16(), problem.code().retryable()),
+                (503, true)
+            );
+        }
+        let problem = Problem::from(DbError::sqlite("no such table: x".into()));
+        assert_eq!(problem.status().as_u16(), 500);
+    }
+}

@@ -34,6 +34,13 @@ macro_rules! uuid_newtype {
             }
         }
 
+        /// The id as the text column it is stored in.
+        impl From<&$t> for meridian_store::row::Value {
+            fn from(id: &$t) -> Self {
+                id.to_string().into()
+            }
+        }
+
         impl $t {
             /// A new one (UUID v7), for a row about to be written.
             pub fn fresh() -> Self {

@@ -13,27 +13,29 @@ use crate::http::message::{Request, RequestExt};
 use crate::wire::headers;
 use crate::wire::problem::{ErrorCode, Problem};
 
-impl IdempotencyError {
-    /// The problem this is answered with.
-    pub fn into_problem(self) -> Problem {
-        match self {
-            Self::Reused => Problem::new(ErrorCode::IdempotencyKeyReused, self.to_string()),
-            Self::InProgress => Problem::new(ErrorCode::IdempotencyKeyInProgress, self.to_string()),
-            Self::Db(e) => e.into(),
+impl From<IdempotencyError> for Problem {
+    /// The problem a claim's refusal is answered with.
+    fn from(e: IdempotencyError) -> Self {
+        match e {
+            IdempotencyError::Reused => {
+                Problem::new(ErrorCode::IdempotencyKeyReused, e.to_string())
+            }
+            IdempotencyError::InProgress => {
+                Problem::new(ErrorCode::IdempotencyKeyInProgress, e.to_string())
+            }
+            IdempotencyError::Db(e) => e.into(),
         }
     }
 }
 
-impl IdempotencyKey {
-    /// The `Idempotency-Key` a request carries, if any; a malformed key is
-    /// a 400 `invalid_idempotency_key`.
-    pub fn of(request: &Request) -> Result<Option<Self>, Problem> {
-        request
-            .header(headers::IDEMPOTENCY_KEY)
-            .map(Self::parse)
-            .transpose()
-            .map_err(|e| Problem::new(ErrorCode::InvalidIdempotencyKey, e.to_string()))
-    }
+/// The `Idempotency-Key` a request carries, if any; a malformed key is a
+/// 400 `invalid_idempotency_key`.
+pub fn key_of(request: &Request) -> Result<Option<IdempotencyKey>, Problem> {
+    request
+        .header(headers::IDEMPOTENCY_KEY)
+        .map(IdempotencyKey::parse)
+        .transpose()
+        .map_err(|e| Problem::new(ErrorCode::InvalidIdempotencyKey, e.to_string()))
 }
 
 #[cfg(test)]
@@ -52,13 +54,13 @@ mod tests {
             r.body(Vec::new()).unwrap()
         };
         assert_eq!(
-            IdempotencyKey::of(&request(Some("k-1")))
+            key_of(&request(Some("k-1")))
                 .unwrap()
                 .map(|k| k.as_str().to_owned()),
             Some("k-1".to_owned())
         );
-        assert_eq!(IdempotencyKey::of(&request(None)).unwrap(), None);
-        let p = IdempotencyKey::of(&request(Some("a b"))).unwrap_err();
+        assert_eq!(key_of(&request(None)).unwrap(), None);
+        let p = key_of(&request(Some("a b"))).unwrap_err();
         assert_eq!(
             (p.status().as_u16(), p.code()),
             (400, ErrorCode::InvalidIdempotencyKey)

@@ -93,7 +93,7 @@ pub fn begin<'a, D: Database, C: Clock>(
             response.set_header(IDEMPOTENT_REPLAYED, "true");
             Ok(Begun::Replay(response))
         }
-        Err(e) => Err(e.into_problem()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -108,7 +108,7 @@ pub fn write_once<D: Database, C: Clock, Op>(
     let (ctx, request) = (call.ctx, call.request);
     let scope = ctx.scope()?;
     let (tenant, actor) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
-    let key = IdempotencyKey::of(request)?;
+    let key = super::key_of(request)?;
     match begin(
         store,
         ctx,

@@ -5,10 +5,10 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use crate::budget::context::RequestContext;
-use crate::budget::steps;
-use crate::log::journal;
-use crate::time::{duration_ms, Clock, UnixMillis};
+use meridian_deadline::steps;
+use meridian_deadline::time::{duration_ms, Clock, UnixMillis};
+use meridian_deadline::HopBudget;
+use meridian_log::journal;
 
 pub use super::dialect::Dialect;
 pub use super::error::{failure, DbError, StorageFault};
@@ -171,10 +171,11 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// transaction.
     pub fn query(
         &self,
-        ctx: &RequestContext,
+        ctx: &impl AsRef<HopBudget>,
         sql: &str,
         params: &[Value],
     ) -> Result<Vec<Row>, DbError> {
+        let ctx = ctx.as_ref();
         let now = self.clock.now();
         ctx.ensure(now, self.statement_budget)?;
         if self.bound_lock_wait(ctx, now) {
@@ -225,7 +226,7 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// the checks before every statement should make that never happen, and
     /// the overload benchmark counts the lines to show it. The check is one
     /// wall-clock read per statement and writes nothing while none is late.
-    fn run(&self, ctx: &RequestContext, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+    fn run(&self, ctx: &HopBudget, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         let late = self.clock.now().since(ctx.deadline().instant());
         if !late.is_zero() {
             journal::statement_late(sql.split_whitespace().next().unwrap_or_default(), late);
@@ -240,7 +241,7 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// deadline. The setting is made `LOCK_WAIT_SLACK` shorter than it could
     /// be, so it stays valid for the statements of the next few ms. Whether
     /// it had to be (re)set, which took a statement.
-    fn bound_lock_wait(&self, ctx: &RequestContext, now: UnixMillis) -> bool {
+    fn bound_lock_wait(&self, ctx: &HopBudget, now: UnixMillis) -> bool {
         let until = ctx.work_deadline();
         let fits = match self.lock_wait.get() {
             LockWait::Unsupported => return false,
@@ -291,7 +292,7 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// Runs a write if the budget can fit one.
     pub fn execute(
         &self,
-        ctx: &RequestContext,
+        ctx: &impl AsRef<HopBudget>,
         sql: &str,
         params: &[Value],
     ) -> Result<(), DbError> {
@@ -304,9 +305,10 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// finishing a little late.
     pub fn transaction<T, E: From<DbError>>(
         &self,
-        ctx: &RequestContext,
+        ctx: &impl AsRef<HopBudget>,
         work: impl FnOnce(&Self) -> Result<T, E>,
     ) -> Result<T, E> {
+        let ctx = ctx.as_ref();
         self.begin(ctx)?;
         match work(self) {
             Ok(value) => match self.execute(ctx, "COMMIT", &[]) {
@@ -332,7 +334,7 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// committed — so every read-then-write a service does inside a
     /// transaction (a payment against an invoice's balance, an idempotency
     /// claim, the row sequence) means on PostgreSQL what it means on SQLite.
-    fn begin(&self, ctx: &RequestContext) -> Result<(), DbError> {
+    fn begin(&self, ctx: &HopBudget) -> Result<(), DbError> {
         match self.db.dialect() {
             Dialect::Sqlite => self.execute(ctx, "BEGIN IMMEDIATE", &[]),
             Dialect::Postgres => {
@@ -375,9 +377,8 @@ impl<D: Database, C: Clock> Store<D, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::ManualClock;
-    use crate::wire::request_id::RequestId;
-    use crate::Deadline;
+    use meridian_deadline::time::ManualClock;
+    use meridian_deadline::Deadline;
     use std::cell::RefCell;
 
     const START: u64 = 1_700_000_000_000;
@@ -392,9 +393,6 @@ mod tests {
         }
         let other = DbError::sqlite("table half already exists".into());
         assert!(matches!(other, DbError::Sqlite(_)));
-        let problem =
-            crate::wire::problem::Problem::from(DbError::sqlite("no such table: x".into()));
-        assert_eq!(problem.status().as_u16(), 500);
     }
 
     /// Records every statement; fails with `Locked` after moving the clock
@@ -485,10 +483,9 @@ mod tests {
         }
     }
 
-    fn ctx(budget_ms: u64) -> RequestContext {
+    fn ctx(budget_ms: u64) -> HopBudget {
         let now = UnixMillis::from_millis(START);
-        RequestContext::new(
-            RequestId::parse("req-1").unwrap(),
+        HopBudget::new(
             Deadline::after(now, Duration::from_millis(budget_ms)),
             now,
             "billing",
@@ -655,11 +652,6 @@ mod tests {
         assert_eq!(db.count("COMMIT"), 0);
         assert_eq!(db.count("ROLLBACK"), 1);
         assert!(db.pauses.borrow().is_empty());
-        let problem = crate::Problem::from(err);
-        assert_eq!(
-            (problem.status().as_u16(), problem.code().retryable()),
-            (503, true)
-        );
     }
 
     #[test]
@@ -676,11 +668,6 @@ mod tests {
         db.locked.set(true);
         let err = store.query(&ctx, "SELECT 1", &[]).unwrap_err();
         assert!(matches!(err, DbError::Locked(_)));
-        let problem = crate::Problem::from(err);
-        assert_eq!(
-            (problem.status().as_u16(), problem.code().retryable()),
-            (503, true)
-        );
         assert!(db.pauses.borrow().is_empty());
     }
 

@@ -20,10 +20,10 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::key::IdempotencyKey;
-use crate::budget::context::RequestContext;
-use crate::log::journal::{self, Event};
-use crate::store::db::{Database, DbError, Row, Store, Value};
-use crate::time::Clock;
+use crate::db::{Database, DbError, Row, Store, Value};
+use meridian_deadline::time::Clock;
+use meridian_deadline::HopBudget;
+use meridian_log::journal::{self, Event};
 
 /// How long a completed record is kept: at least a day.
 pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
@@ -113,10 +113,11 @@ fn ms(v: u64) -> Value {
 /// tried once more; if it changed again the key is busy.
 pub fn claim<D: Database, C: Clock>(
     store: &Store<D, C>,
-    ctx: &RequestContext,
+    ctx: &impl AsRef<HopBudget>,
     scope: &Scope<'_>,
     fingerprint: &str,
 ) -> Result<Claimed, IdempotencyError> {
+    let ctx = ctx.as_ref();
     for _ in 0..2 {
         let now = store.clock().now().as_millis();
         if take(store, ctx, scope, fingerprint, now)? {
@@ -145,7 +146,7 @@ pub fn claim<D: Database, C: Clock>(
 /// (it can no longer complete). Whether it was taken.
 fn take<D: Database, C: Clock>(
     store: &Store<D, C>,
-    ctx: &RequestContext,
+    ctx: &HopBudget,
     scope: &Scope<'_>,
     fingerprint: &str,
     now: u64,
@@ -211,10 +212,11 @@ fn decide(row: &Row, fingerprint: &str, now: u64) -> Result<Option<Claimed>, Ide
 /// write's transaction.
 pub fn complete<D: Database, C: Clock>(
     tx: &Store<D, C>,
-    ctx: &RequestContext,
+    ctx: &impl AsRef<HopBudget>,
     scope: &Scope<'_>,
     response: &StoredResponse,
 ) -> Result<(), DbError> {
+    let ctx = ctx.as_ref();
     let mut params = vec![
         Value::Integer(i64::from(response.status.as_u16())),
         response.body.clone().into(),
@@ -250,9 +252,10 @@ pub fn complete<D: Database, C: Clock>(
 /// Drops an unfinished claim after the write failed, so a retry runs again.
 pub fn release<D: Database, C: Clock>(
     store: &Store<D, C>,
-    ctx: &RequestContext,
+    ctx: &impl AsRef<HopBudget>,
     scope: &Scope<'_>,
 ) {
+    let ctx = ctx.as_ref();
     let sql = format!(
         "DELETE FROM {} WHERE {WHERE_SCOPE} AND state = 'in_progress'",
         store.table(TABLE)

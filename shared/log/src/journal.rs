@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::time::{Clock, SystemClock, Timestamp};
+use meridian_deadline::time::{duration_ms, Clock, SystemClock};
 
 /// One outbound call as the request line reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -94,7 +94,7 @@ pub fn statement_late(statement: &str, late: Duration) {
     JOURNAL.with(|j| j.borrow_mut().spent.late_statements += 1);
     event(Event::StatementLate {
         statement: statement.to_owned(),
-        late_ms: crate::time::duration_ms(late),
+        late_ms: duration_ms(late),
     });
 }
 
@@ -109,7 +109,7 @@ pub fn spent() -> Spent {
 }
 
 /// The component, request id and trace id [`begin`] was given.
-pub(crate) fn scope() -> (&'static str, String, Option<String>) {
+pub fn scope() -> (&'static str, String, Option<String>) {
     JOURNAL.with(|j| {
         let scope = &j.borrow().scope;
         (
@@ -199,7 +199,8 @@ pub enum Event {
 
 #[derive(Serialize)]
 struct EventLine<'a> {
-    ts: Timestamp,
+    /// RFC 3339, UTC, milliseconds.
+    ts: String,
     service: &'static str,
     #[serde(skip_serializing_if = "str::is_empty")]
     request_id: &'a str,
@@ -214,7 +215,7 @@ pub fn event_line(event: &Event) -> String {
     JOURNAL.with(|j| {
         let j = j.borrow();
         let line = EventLine {
-            ts: Timestamp::at(SystemClock.now()),
+            ts: SystemClock.now().to_rfc3339(),
             service: j.scope.service,
             request_id: &j.scope.request_id,
             trace_id: j.scope.trace_id.as_deref(),

@@ -15,8 +15,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use meridian_platform::store::db::{Database, DbError, Dialect, Row, StorageFault, Value};
-use meridian_platform::time::duration_ms;
+use crate::db::{Database, DbError, Dialect, Row, StorageFault, Value};
+use meridian_deadline::time::duration_ms;
 use spin_sdk::pg4::{Connection, DbValue, ParameterValue, PgError as Error, QueryError};
 
 /// A connection to the PostgreSQL server at an address

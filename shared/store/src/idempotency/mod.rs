@@ -1,7 +1,7 @@
 //! Idempotency's storage: the key a client sends to make a write safe to
 //! repeat, and the records that make the write happen once (claimed,
 //! completed with the answer to replay, released). The HTTP side — the
-//! header, the keyed write's answer — is `crate::http::idempotency`.
+//! header, the keyed write's answer — is the platform's `http::idempotency`.
 
 mod key;
 mod store;

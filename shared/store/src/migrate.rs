@@ -3,9 +3,9 @@
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::budget::context::RequestContext;
-use crate::store::db::{Database, DbError, Dialect, Store, Value};
-use crate::time::Clock;
+use crate::db::{Database, DbError, Dialect, Store, Value};
+use meridian_deadline::time::Clock;
+use meridian_deadline::HopBudget;
 
 /// One migration file, embedded in the component at build time.
 #[derive(Debug, Clone, Copy)]
@@ -29,7 +29,7 @@ pub struct Migration {
 #[macro_export]
 macro_rules! migrations {
     ($dir:literal: $($version:literal => $name:literal $(in $from:literal)?),+ $(,)?) => {
-        &[$($crate::store::migrate::Migration {
+        &[$($crate::migrate::Migration {
             version: $version,
             name: $name,
             sql: include_str!(concat!(
@@ -84,9 +84,10 @@ fn create_ledger(table: &str, dialect: Dialect) -> String {
 /// up to date it costs one read.
 pub fn migrate<D: Database, C: Clock>(
     store: &Store<D, C>,
-    ctx: &RequestContext,
+    ctx: &impl AsRef<HopBudget>,
     migrations: &[Migration],
 ) -> Result<Vec<u32>, MigrationError> {
+    let ctx = ctx.as_ref();
     let mut versions = migrations.iter().map(|m| m.version);
     if let Some(prev) = versions.next() {
         let mut prev = prev;
@@ -196,7 +197,7 @@ fn is_settings(statements: &[&str]) -> bool {
 /// server's own is what it has.
 fn apply_settings<D: Database, C: Clock>(
     store: &Store<D, C>,
-    ctx: &RequestContext,
+    ctx: &HopBudget,
     m: &Migration,
     statements: &[&str],
     sum: &str,

@@ -1,7 +1,8 @@
 //! Structured logs: what one request did, recorded as it happens
 //! (`journal`: the calls, statements and failures of this invocation),
-//! for the request's line (`crate::http::request_line`). Ids, codes and
+//! for the request's line (the platform's `http::request_line`). Ids, codes and
 //! durations only — never a token, a body or an email.
+#![forbid(unsafe_code)]
 
 pub mod journal;
 
@@ -9,7 +10,7 @@ pub mod journal;
 /// stderr of concurrent instances of a component into one stream; a line
 /// written in pieces (as `eprintln!` does) can be split by another
 /// instance's line, and neither would parse.
-pub(crate) fn write_line(mut line: String) {
+pub fn write_line(mut line: String) {
     use std::io::Write;
     line.push('\n');
     let _ = std::io::stderr().lock().write_all(line.as_bytes());

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use super::error::DbError;
-use crate::tenancy::{ActorId, TenantId};
-use crate::time::Timestamp;
+use crate::timestamp::Timestamp;
 
 /// A SQLite value.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,19 +49,6 @@ impl From<String> for Value {
 impl From<i64> for Value {
     fn from(v: i64) -> Self {
         Self::Integer(v)
-    }
-}
-
-/// A tenant's or an actor's id, as the text column it is stored in.
-impl From<&TenantId> for Value {
-    fn from(id: &TenantId) -> Self {
-        id.to_string().into()
-    }
-}
-
-impl From<&ActorId> for Value {
-    fn from(id: &ActorId) -> Self {
-        id.to_string().into()
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use meridian_platform::store::db::{Database, DbError, Row, StorageFault, Value};
+use crate::db::{Database, DbError, Row, StorageFault, Value};
 use spin_sdk::sqlite::{Connection, Error, Value as SpinValue};
 
 /// A connection to one of the app's SQLite databases, by label.

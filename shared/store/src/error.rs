@@ -3,8 +3,8 @@
 
 use thiserror::Error;
 
-use crate::budget::context::BudgetSpent;
-use crate::log::journal::{self, Event};
+use meridian_deadline::BudgetSpent;
+use meridian_log::journal::{self, Event};
 
 /// A storage failure.
 #[derive(Debug, Error, PartialEq)]

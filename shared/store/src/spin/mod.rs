@@ -1,17 +1,23 @@
-//! The database a service runs on, as configured: Spin's SQLite (a file,
-//! or a libSQL server by the runtime config) or a PostgreSQL server.
+//! The backends on Spin, one per engine — its SQLite (`sqlite`: a file, or
+//! a libSQL server by the runtime config) and its PostgreSQL client
+//! (`postgres`, spin-sdk's `pg4`) — and [`SpinDb`], the one a service's
+//! variables choose.
 
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-#[cfg(feature = "without-sqlite")]
-use meridian_platform::store::db::StorageFault;
-use meridian_platform::store::db::{Database, DbError, Dialect, Row, Value};
-
-use crate::postgres::SpinPostgres;
+pub mod postgres;
 #[cfg(not(feature = "without-sqlite"))]
-use crate::sqlite::SpinSqlite;
+pub mod sqlite;
+
+#[cfg(feature = "without-sqlite")]
+use crate::db::StorageFault;
+use crate::db::{Database, DbError, Dialect, Row, Value};
+
+use postgres::SpinPostgres;
+#[cfg(not(feature = "without-sqlite"))]
+use sqlite::SpinSqlite;
 
 /// One request's connection to the service's database, and whether a
 /// statement on it found a table or column missing: the schema is behind
