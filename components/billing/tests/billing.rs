@@ -72,7 +72,8 @@ impl HttpClient for InProcessCommunity {
             hop: "community",
             skew_threshold: Duration::from_millis(250),
         };
-        let response = match gate.admit(|n| inbound.header(n), self.clock.now()) {
+        let request_id = ctx.request_id().clone();
+        let response = match gate.admit(request_id, |n| inbound.header(n), self.clock.now()) {
             Ok(admitted) => community::handle(&self.app, &admitted.ctx, &inbound),
             Err(problem) => message::problem_for("x", problem),
         };

@@ -1,6 +1,7 @@
 //! The gateway's request flow: budget first, then routing, resolution and
 //! forwarding, and the headers every answer carries.
 
+use meridian_platform::budget::context::HopBudget;
 use meridian_platform::budget::{answer_reserve, request_start, steps};
 use meridian_platform::http::body::BodyError;
 use meridian_platform::http::idempotency;
@@ -33,14 +34,15 @@ pub struct Gateway<E: Calls> {
     pub upstream: Upstream<E>,
 }
 
-/// When a request arrived and the budget it asked for: decided once from
-/// its head, before its body is read ([`Gateway::arrive`]).
+/// When a request arrived and the budget it gets: decided once from its
+/// head, before its body is read ([`Gateway::arrive`]), and handed on.
 #[derive(Debug, Clone)]
 pub struct Arrival {
     /// When it arrived.
     pub at: UnixMillis,
-    /// The budget its timeout header asks for, capped; or why it is refused.
-    granted: Result<std::time::Duration, Problem>,
+    /// The gateway's budget from then (its timeout header's, capped, or
+    /// the default); or why the header is refused.
+    budget: Result<HopBudget, Problem>,
 }
 
 /// The gateway as a hop of the one pipeline, for a request that arrived
@@ -139,23 +141,26 @@ impl<E: Calls> Gateway<E> {
                 .and_then(|raw| request_start::parse(raw, now, self.config.budget.max_budget()))
                 .unwrap_or(now),
         };
-        let granted = self
+        let budget = self
             .config
             .budget
             .budget_for(head.header(headers::TIMEOUT_MS))
+            .map(|granted| HopBudget::new(Deadline::after(at, granted), at, "gateway"))
             .map_err(|e| Problem::new(ErrorCode::InvalidTimeout, e.to_string()));
-        Arrival { at, granted }
+        Arrival { at, budget }
     }
 
     /// The instant by which the body must be in: its budget's work
     /// deadline (the default budget's when the timeout header is
     /// malformed, which is refused once the body is in).
     pub fn read_deadline(&self, arrival: &Arrival) -> Deadline {
-        let granted = arrival
-            .granted
-            .as_ref()
-            .map_or_else(|_| self.config.budget.default_budget(), |granted| *granted);
-        Deadline::after(arrival.at, granted).child(answer_reserve(granted))
+        match &arrival.budget {
+            Ok(budget) => budget.work_deadline(),
+            Err(_) => {
+                let default = self.config.budget.default_budget();
+                Deadline::after(arrival.at, default).child(answer_reserve(default))
+            }
+        }
     }
 
     /// Answers one public request as of its `arrival`: the budget runs
@@ -294,15 +299,8 @@ impl<E: Calls> Gateway<E> {
             | Route::Tenant(_) => {}
         }
 
-        // The budget runs from arrival, before any routing work that costs time.
-        let Arrival { at, granted } = arrival;
-        let granted = granted?;
-        let ctx = RequestContext::new(
-            request_id.clone(),
-            Deadline::after(at, granted),
-            at,
-            "gateway",
-        );
+        // The budget made on arrival, before any routing work that costs time.
+        let ctx = RequestContext::of(request_id.clone(), arrival.budget?);
         let body = body.or_else(|| {
             (request.body().len() > MAX_BODY_BYTES).then_some(BodyError::TooLarge(MAX_BODY_BYTES))
         });

@@ -2,7 +2,37 @@
 //! applied at the edge.
 
 use meridian_platform::http::prelude::*;
+use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::wire::headers;
+
+/// Who a tenant request says it is, read from its head once: the slug its
+/// path names and the credential it carries. Every step that needs them
+/// (the read ahead, the rate, the resolution cache, resolution) takes
+/// this instead of reading the header again.
+#[derive(Debug, Clone)]
+pub struct Caller<'r> {
+    /// The slug as the path spells it: the limits' key even when malformed.
+    pub slug: &'r str,
+    /// The slug parsed; `None` names no tenant, which costs no call to say.
+    pub tenant: Option<TenantSlug>,
+    /// The `Authorization` header as sent (identity reads it).
+    pub authorization: Option<&'r str>,
+    /// Its bearer token.
+    pub token: Option<&'r str>,
+}
+
+impl<'r> Caller<'r> {
+    /// The caller of `request`, for the tenant `slug` its path names.
+    pub fn of(slug: &'r str, request: &'r Request) -> Self {
+        let authorization = request.header("authorization");
+        Self {
+            slug,
+            tenant: TenantSlug::parse(slug).ok(),
+            authorization,
+            token: authorization.and_then(headers::bearer_token),
+        }
+    }
+}
 
 /// Whether a forwarded request keeps the client's `Authorization`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use meridian_platform::tenancy::cache::Lookup;
 use meridian_platform::{Problem, RequestContext};
 
 use crate::config::GatewayConfig;
-use crate::edge::Credentials;
+use crate::edge::{Caller, Credentials};
 use crate::routes::{Route, Service};
 use crate::timing::ServerTiming;
 
@@ -142,22 +142,32 @@ impl<'g, E: Calls> Exchange<'g, E> {
             }
             Route::TenantLimits => self.tenant_limits(request),
             Route::Tenant(tenant) => {
-                // The tenant's rate is judged once identity vouched for the
-                // caller (naming a slug spends nobody's quota and learns
-                // nothing); a credential already refused in this window is
-                // refused again before any call.
-                let (key, slug, service) = (tenant.key(), tenant.slug.as_str(), tenant.service());
-                self.read_ahead(request, &key, slug, service);
-                let authorization = request.header("authorization");
-                self.check_rate(slug, authorization)?;
-                let vouched = self.look_up_cached(slug, request);
+                // The tenant's path, step by step; the first refusal is
+                // the answer. The tenant's rate is judged once identity
+                // vouched for the caller (naming a slug spends nobody's
+                // quota and learns nothing); a credential already refused
+                // in this window is refused again before any call.
+                let (key, service) = (tenant.key(), tenant.service());
+                let caller = Caller::of(&tenant.slug, request);
+                // 1. Every count the steps below read, in one batch read.
+                self.read_ahead(&caller, &key, service);
+                // 2. A credential refused for its rate this window: 429.
+                self.check_rate(&caller)?;
+                // 3. Whether identity's answer for the caller is remembered.
+                let vouched = self.look_up_cached(&caller);
                 self.trace.vouched |= vouched;
-                self.check_concurrency(slug, vouched)?;
-                self.admit_route(key, Some(slug), vouched)?;
-                let (resolved, scope) = self.resolve(slug, request).await?;
+                // 4. A vouched caller's tenant with no slot free: 429.
+                self.check_concurrency(caller.slug, vouched)?;
+                // 5. Admission under overload: 503, or 504 for too little budget.
+                self.admit_route(key, Some(caller.slug), vouched)?;
+                // 6. Resolution: tenant, actor, role (remembered, or identity's).
+                let (resolved, scope) = self.resolve(&caller, request).await?;
                 self.trace.vouched = true;
-                self.enforce_rate(slug, authorization)?;
-                self.enter(slug)?;
+                // 7. The tenant's rate, judged and counted: 429.
+                self.enforce_rate(&caller)?;
+                // 8. A slot among the tenant's requests in progress: 429.
+                self.enter(caller.slug)?;
+                // 9. Forwarded under the tenant's scope, on the rebuilt path.
                 self.ctx = self.ctx.clone().with_tenant(scope);
                 let path = tenant.path(&resolved);
                 self.forward(service, &path, request, policy, Credentials::Strip)

@@ -13,12 +13,12 @@ use meridian_platform::limits::{
 };
 use meridian_platform::secrets::constant_time_eq;
 use meridian_platform::tenancy::cache::ResolutionCache;
-use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::time::duration_ms;
 use meridian_platform::wire::headers;
 use meridian_platform::{Clock, ErrorCode, Problem};
 
 use crate::config::GatewayConfig;
+use crate::edge::Caller;
 use crate::exchange::{Exchange, Refusal};
 use crate::routes::Service;
 
@@ -98,10 +98,10 @@ impl<E: Calls> Exchange<'_, E> {
     /// resolution, and the breakers of identity and of `service`. Each
     /// read is a host call, and the store is one lock every request waits
     /// on (docs/benchmarks.md); the steps below then find their values held.
-    pub fn read_ahead(&self, request: &Request, route: &str, slug: &str, service: Service) {
+    pub fn read_ahead(&self, caller: &Caller<'_>, route: &str, service: Service) {
         let now = self.upstream.clock.now();
-        let authorization = request.header("authorization");
-        let limiter = self.limiter(slug, authorization);
+        let slug = caller.slug;
+        let limiter = self.limiter(slug, caller.token);
         let mut keys = limiter.read_keys(now);
         if self.config.concurrency.enabled && !self.config.rates.enabled {
             // The override is read for its concurrency alone ([`Self::enter`]).
@@ -113,10 +113,9 @@ impl<E: Calls> Exchange<'_, E> {
                 .for_tenant(slug)
                 .read_keys(now),
         );
-        let token = authorization.and_then(headers::bearer_token);
-        if let (Some(token), Ok(slug)) = (token, TenantSlug::parse(slug)) {
+        if let (Some(token), Some(tenant)) = (caller.token, &caller.tenant) {
             let cache = ResolutionCache::new(&self.upstream.counters, self.config.resolution_cache);
-            keys.extend(cache.read_keys(&slug, token));
+            keys.extend(cache.read_keys(tenant, token));
         }
         let calls = match service {
             Service::Identity => vec![Service::Identity],
@@ -128,13 +127,8 @@ impl<E: Calls> Exchange<'_, E> {
         self.upstream.counters.read_ahead(&keys);
     }
 
-    /// The tenant `slug`'s limiter, for the caller's bearer token.
-    pub(crate) fn limiter(
-        &self,
-        slug: &str,
-        authorization: Option<&str>,
-    ) -> RateLimiter<'_, E::Counters> {
-        let token = authorization.and_then(headers::bearer_token);
+    /// The tenant `slug`'s limiter, for the caller's bearer `token`.
+    pub(crate) fn limiter(&self, slug: &str, token: Option<&str>) -> RateLimiter<'_, E::Counters> {
         RateLimiter::new(&self.upstream.counters, self.config.rates, slug, token)
             .sampled(self.config.count_sample)
     }
@@ -144,9 +138,9 @@ impl<E: Calls> Exchange<'_, E> {
     /// vouched for and that was refused in this window. Anyone else goes
     /// on to identity, so a missing or wrong token is still a 401 and a
     /// slug reveals nothing about its tenant's load.
-    pub fn check_rate(&mut self, slug: &str, authorization: Option<&str>) -> Result<(), Refusal> {
+    pub fn check_rate(&mut self, caller: &Caller<'_>) -> Result<(), Refusal> {
         let verdict = self
-            .limiter(slug, authorization)
+            .limiter(caller.slug, caller.token)
             .check(self.upstream.clock.now());
         self.trace.rate = verdict;
         match verdict {
@@ -162,11 +156,11 @@ impl<E: Calls> Exchange<'_, E> {
     /// After resolution: a request over the tenant's rate is refused (and
     /// its credential marked, so its next requests are refused before
     /// resolution); one within it is counted.
-    pub fn enforce_rate(&mut self, slug: &str, authorization: Option<&str>) -> Result<(), Refusal> {
+    pub fn enforce_rate(&mut self, caller: &Caller<'_>) -> Result<(), Refusal> {
         let Some(mut v) = self.trace.rate else {
             return Ok(());
         };
-        let limiter = self.limiter(slug, authorization);
+        let limiter = self.limiter(caller.slug, caller.token);
         let now = self.upstream.clock.now();
         if !v.allowed {
             limiter.mark_refused(&v, now, MAX_HOLD);

@@ -59,13 +59,17 @@ impl<E: Calls> Exchange<'_, E> {
 
 /// A downstream's answer as the client may see it. Meridian's services
 /// answer JSON, and problem+json for every failure; anything else (Spin's
-/// plain-text 500 for a trap, a proxy's HTML 502, a body that is not JSON)
-/// becomes the gateway's own problem, so no raw body ever reaches a client.
+/// plain-text 500 for a trap, a proxy's HTML 502) becomes the gateway's own
+/// problem, so no raw body ever reaches a client. A success is judged by
+/// its declared type, not parsed again: the services write every body with
+/// serde_json, so one declared JSON is JSON.
 pub fn pass_on(service: Service, upstream: Response) -> Result<Response, Problem> {
     let is_problem = upstream.problem_code().is_some();
     let success = upstream.status().is_success();
     let body_is_json = upstream.body().is_empty()
-        || serde_json::from_slice::<serde::de::IgnoredAny>(upstream.body()).is_ok();
+        || upstream
+            .header("content-type")
+            .is_some_and(|declared| crate::app::declares_json(Some(declared)));
     if !(is_problem || (success && body_is_json)) {
         journal::event(Event::Failure {
             what: "reading a service's answer",

@@ -9,9 +9,9 @@ use meridian_platform::http::upstream::Calls;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::tenancy::cache::{Lookup, ResolutionCache};
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
-use meridian_platform::wire::headers;
 use meridian_platform::{Clock, ErrorCode, Problem};
 
+use crate::edge::Caller;
 use crate::exchange::{Exchange, Refusal};
 use crate::proxy::{call_failed, pass_on};
 use crate::routes::Service;
@@ -22,14 +22,11 @@ impl<E: Calls> Exchange<'_, E> {
     /// entry), so admission can tell a tenant's caller from a name nobody
     /// resolves. What it found is kept for [`Self::resolve`]: the store is
     /// read once.
-    pub fn look_up_cached(&mut self, slug: &str, request: &Request) -> bool {
-        let token = request
-            .header("authorization")
-            .and_then(headers::bearer_token);
-        let (Some(token), Ok(slug)) = (token, TenantSlug::parse(slug)) else {
+    pub fn look_up_cached(&mut self, caller: &Caller<'_>) -> bool {
+        let (Some(token), Some(tenant)) = (caller.token, &caller.tenant) else {
             return false;
         };
-        let lookup = self.look_up(&slug, token);
+        let lookup = self.look_up(tenant, token);
         let vouched = matches!(lookup, Lookup::Hit(_));
         self.lookup = Some(lookup);
         vouched
@@ -47,21 +44,22 @@ impl<E: Calls> Exchange<'_, E> {
         lookup
     }
 
-    /// Resolves `slug` and the bearer token of `request` once for the
-    /// whole request.
+    /// Resolves the caller's slug and bearer token once for the whole
+    /// request (`request` lends identity the client's trace headers).
     /// The slug comes back parsed, as identity resolved it.
     pub async fn resolve(
         &mut self,
-        slug: &str,
+        caller: &Caller<'_>,
         request: &Request,
     ) -> Result<(TenantSlug, TenantScope), Refusal> {
-        let (authorization, token) = request
-            .header("authorization")
-            .and_then(|a| Some((a, headers::bearer_token(a)?)))
-            .ok_or_else(|| Problem::new(ErrorCode::Unauthorized, "a bearer token is required"))?;
+        let (Some(authorization), Some(token)) = (caller.authorization, caller.token) else {
+            return Err(Problem::new(ErrorCode::Unauthorized, "a bearer token is required").into());
+        };
         // A malformed slug names no tenant; saying so costs no call.
-        let slug = TenantSlug::parse(slug)
-            .map_err(|_| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
+        let slug = caller
+            .tenant
+            .clone()
+            .ok_or_else(|| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
         // Remembered and still current (its tenant's generation unmoved):
         // no call. Otherwise the generation read then is what the answer
         // is remembered under.

@@ -298,11 +298,11 @@ where
             hop: self.spec.hop,
             skew_threshold: DEFAULT_SKEW_THRESHOLD,
         };
-        let header = |name: &str| match name {
-            headers::REQUEST_ID => Some(request_id.as_str()),
-            _ => head.header(name),
-        };
-        match gate.admit(header, self.clock.now()) {
+        match gate.admit(
+            request_id.clone(),
+            |name| head.header(name),
+            self.clock.now(),
+        ) {
             Ok(admitted) => {
                 if let Some(skew_ms) = admitted.skew_ms {
                     journal::event(Event::ClockSkew { skew_ms });

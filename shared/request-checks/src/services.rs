@@ -250,7 +250,11 @@ impl HttpClient for InProcessCommunity {
             hop: "community",
             skew_threshold: Duration::from_millis(250),
         };
-        let response = match gate.admit(|n| inbound.header(n), self.clock.now()) {
+        let response = match gate.admit(
+            ctx.request_id().clone(),
+            |n| inbound.header(n),
+            self.clock.now(),
+        ) {
             Ok(admitted) => community::handle(&self.app, &admitted.ctx, &inbound),
             Err(problem) => message::problem_for(REQUEST_ID, problem),
         };

@@ -33,15 +33,16 @@ pub struct Admitted {
 }
 
 impl InternalGate<'_> {
-    /// Checks a request that arrived at `now`; `header` looks a header up by
+    /// Checks a request `request_id` (decided once by the hop, from its
+    /// header) that arrived at `now`; `header` looks a header up by
     /// lowercase name. The order matters: who is calling, then whether the
     /// budget is readable, then whether any of it is left.
     pub fn admit<'h>(
         &self,
+        request_id: RequestId,
         header: impl Fn(&str) -> Option<&'h str>,
         now: UnixMillis,
     ) -> Result<Admitted, Problem> {
-        let request_id = RequestId::from_header_or_new(header(headers::REQUEST_ID));
         let refuse = |p: Problem| p.with_request_id(request_id.as_str());
 
         if self.expected_token.is_empty() {
@@ -76,8 +77,9 @@ impl InternalGate<'_> {
             return Err(refuse(spent.into()));
         }
 
-        let ctx = RequestContext::new(request_id.clone(), arrival.deadline, now, self.hop);
-        let ctx = match tenant_scope(&header).map_err(refuse)? {
+        let scope = tenant_scope(&header).map_err(refuse)?;
+        let ctx = RequestContext::new(request_id, arrival.deadline, now, self.hop);
+        let ctx = match scope {
             Some(scope) => ctx.with_tenant(scope),
             None => ctx,
         };
@@ -149,6 +151,7 @@ mod tests {
 
     fn admit(h: &HashMap<&'static str, String>, now: u64) -> Result<Admitted, Problem> {
         gate().admit(
+            RequestId::from_header_or_new(h.get(headers::REQUEST_ID).map(String::as_str)),
             |n| h.get(n).map(String::as_str),
             UnixMillis::from_millis(now),
         )
@@ -263,6 +266,7 @@ mod tests {
         let h = valid();
         let p = g
             .admit(
+                RequestId::parse("req-42").unwrap(),
                 |n| h.get(n).map(String::as_str),
                 UnixMillis::from_millis(NOW),
             )

@@ -48,9 +48,15 @@ impl RequestContext {
         now: UnixMillis,
         hop: &'static str,
     ) -> Self {
+        Self::of(request_id, HopBudget::new(deadline, now, hop))
+    }
+
+    /// The context of a request whose hop budget is already made (the
+    /// gateway makes it once, on arrival).
+    pub fn of(request_id: RequestId, budget: HopBudget) -> Self {
         Self {
             request_id,
-            budget: HopBudget::new(deadline, now, hop),
+            budget,
             tenant: None,
         }
     }
