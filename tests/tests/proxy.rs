@@ -7,11 +7,11 @@
 //! "proxy"`: the proxy bounds the work, so the gateway does not shed it a
 //! second time).
 
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use meridian_e2e::load::{self, Target};
 use meridian_e2e::proxy::{self, Proxy, ProxySettings};
-use meridian_e2e::{Client, SpinApp, SpinOptions};
+use meridian_e2e::{SpinApp, SpinOptions};
 
 /// The budget every request of the flood carries.
 const BUDGET: Duration = Duration::from_millis(100);
@@ -33,7 +33,7 @@ struct Answer {
 }
 
 /// `connections` clients, each sending its next request as soon as the
-/// last is answered, for `run`.
+/// last is answered, for `run` (the harness's closed loop).
 fn closed_loop(
     base: &str,
     path: &str,
@@ -41,42 +41,33 @@ fn closed_loop(
     connections: usize,
     run: Duration,
 ) -> Vec<Answer> {
-    let answers = Mutex::new(Vec::new());
-    let auth = format!("Bearer {token}");
-    let budget = BUDGET.as_millis().to_string();
-    std::thread::scope(|s| {
-        for _ in 0..connections {
-            s.spawn(|| {
-                let client = Client::new(base);
-                let until = Instant::now() + run;
-                let mut mine = Vec::new();
-                while Instant::now() < until {
-                    let headers = [
-                        ("authorization", auth.as_str()),
-                        ("x-meridian-timeout-ms", budget.as_str()),
-                    ];
-                    let Ok(r) = client.try_send("GET", path, &headers, None) else {
-                        continue;
-                    };
-                    let by_proxy = r.header("x-meridian-refused-by") == Some("proxy");
-                    let proxy_problem = by_proxy
-                        && r.status == 503
-                        && r.header("retry-after") == Some("1")
-                        && r.json()["code"] == "overloaded";
-                    mine.push(Answer {
-                        status: r.status,
-                        elapsed: r.elapsed,
-                        by_proxy,
-                        proxy_problem,
-                    });
-                }
-                if let Ok(mut all) = answers.lock() {
-                    all.extend(mine);
-                }
-            });
-        }
-    });
-    answers.into_inner().unwrap_or_default()
+    let (auth, budget) = (format!("Bearer {token}"), BUDGET.as_millis().to_string());
+    let target = Target::get(
+        base,
+        path,
+        &[("authorization", &auth), ("x-meridian-timeout-ms", &budget)],
+    );
+    load::closed_loop(&target, connections, run, |r| {
+        let header = |name: &str| r.headers().get(name).and_then(|v| v.to_str().ok());
+        let by_proxy = header("x-meridian-refused-by") == Some("proxy");
+        let proxy_problem = by_proxy
+            && r.status() == 503
+            && header("retry-after") == Some("1")
+            && serde_json::from_slice::<serde_json::Value>(r.body())
+                .is_ok_and(|v| v["code"] == "overloaded");
+        (by_proxy, proxy_problem)
+    })
+    .into_iter()
+    .filter_map(|sample| {
+        let (by_proxy, proxy_problem) = sample.kept?;
+        Some(Answer {
+            status: sample.status,
+            elapsed: sample.latency,
+            by_proxy,
+            proxy_problem,
+        })
+    })
+    .collect()
 }
 
 fn percentile(mut times: Vec<Duration>, p: usize) -> Duration {

@@ -45,202 +45,45 @@
 //! requests beside a flood succeed) and prints one result line.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{ensure, Context, Result};
 use meridian_e2e::api::{add_resident, create_tenant, Tenant};
+use meridian_e2e::load::{self, Connection, Target};
 use meridian_e2e::proxy::{Proxy, ProxySettings};
 use meridian_e2e::{repo_root, SpinApp, SpinOptions};
 use serde_json::json;
 
-/// One request the load sends, again and again.
-#[derive(Clone)]
-struct Target {
-    /// `127.0.0.1:port`.
-    addr: String,
-    /// Path and query.
-    path: String,
-    /// Extra header lines, `name: value`.
-    headers: Vec<String>,
-    /// Whether each request carries `X-Request-Start` stamped as it is
-    /// sent, as a front proxy stamps a request when it arrives.
-    stamp: bool,
+/// The request the load sends: `GET path` at `base` as `token`'s caller,
+/// with a budget of `budget_ms`.
+fn target(base: &str, path: &str, token: &str, budget_ms: u64) -> Target {
+    let (auth, budget) = (format!("Bearer {token}"), budget_ms.to_string());
+    Target::get(
+        base,
+        path,
+        &[("authorization", &auth), ("x-meridian-timeout-ms", &budget)],
+    )
 }
 
-impl Target {
-    fn new(base: &str, path: &str, token: &str, budget_ms: u64) -> Self {
-        Self {
-            addr: base.trim_start_matches("http://").to_owned(),
-            path: path.to_owned(),
-            headers: vec![
-                format!("authorization: Bearer {token}"),
-                format!("x-meridian-timeout-ms: {budget_ms}"),
-            ],
-            stamp: false,
-        }
-    }
-
-    /// The same, stamped by a front proxy (`--stamp`).
-    fn stamped(self, stamp: bool) -> Self {
-        Self { stamp, ..self }
-    }
+/// `target` as a front proxy sends it, stamped on arrival (`--stamp`).
+fn stamped(target: Target, stamp: bool) -> Target {
+    Target { stamp, ..target }
 }
 
 /// One answer: its status, how long it took from when it was due, and
 /// when (since the run started) it ended.
-#[derive(Clone, Copy, Debug)]
-struct Sample {
-    status: u16,
-    latency: Duration,
-    ended: Duration,
-}
-
-impl Sample {
-    /// Whether it counts as goodput: a 200 within `budget`.
-    fn in_time(&self, budget: Duration) -> bool {
-        self.status == 200 && self.latency <= budget
-    }
-
-    /// When (since the run started) it was sent, or due.
-    fn sent(&self) -> Duration {
-        self.ended.saturating_sub(self.latency)
-    }
-}
-
-/// A keep-alive HTTP/1.1 connection that sends `GET`s and reads whole
-/// answers: a `content-length` body, or a chunked one (Spin sends the
-/// floor app's answers chunked; reading only the length left their chunks
-/// in the stream, and every other request on the connection broke).
-struct Conn {
-    reader: BufReader<TcpStream>,
-    /// The whole request (a head ending in its blank line).
-    request: Vec<u8>,
-    stamp: bool,
-}
-
-impl Conn {
-    fn open(target: &Target) -> Option<Self> {
-        let stream = TcpStream::connect(&target.addr).ok()?;
-        stream.set_nodelay(true).ok()?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .ok()?;
-        let mut request = format!("GET {} HTTP/1.1\r\nhost: {}\r\n", target.path, target.addr);
-        for h in &target.headers {
-            request.push_str(h);
-            request.push_str("\r\n");
-        }
-        request.push_str("\r\n");
-        Some(Self {
-            reader: BufReader::new(stream),
-            request: request.into_bytes(),
-            stamp: target.stamp,
-        })
-    }
-
-    /// Sends the request, stamped (when stamping) with `arrived`, and
-    /// reads the answer's status; `None` when the connection broke (the
-    /// caller opens another).
-    fn send(&mut self, arrived: SystemTime) -> Option<u16> {
-        if self.stamp {
-            // The stamp goes in before the blank line that ends the head.
-            let now = arrived.duration_since(std::time::UNIX_EPOCH).ok()?;
-            let head = self.request.strip_suffix(b"\r\n")?;
-            let stamp = format!("x-request-start: t={}\r\n\r\n", now.as_micros());
-            self.reader
-                .get_mut()
-                .write_all(&[head, stamp.as_bytes()].concat())
-                .ok()?;
-        } else {
-            self.reader.get_mut().write_all(&self.request).ok()?;
-        }
-        let mut line = String::new();
-        self.reader.read_line(&mut line).ok()?;
-        let status = line.split_whitespace().nth(1)?.parse().ok()?;
-        let mut length = 0usize;
-        let mut chunked = false;
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line).ok()?;
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().ok()?;
-                } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                    chunked = value.trim().eq_ignore_ascii_case("chunked");
-                }
-            }
-        }
-        if !chunked {
-            let mut body = vec![0; length];
-            self.reader.read_exact(&mut body).ok()?;
-            return Some(status);
-        }
-        // Chunks: a hexadecimal size line, the data and its CRLF, until
-        // the empty chunk and the blank line after it (no trailers).
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line).ok()?;
-            let size_text = line.trim_end().split(';').next()?;
-            let size = usize::from_str_radix(size_text.trim(), 16).ok()?;
-            let mut data = vec![0; size + 2];
-            if size == 0 {
-                line.clear();
-                self.reader.read_line(&mut line).ok()?;
-                return Some(status);
-            }
-            self.reader.read_exact(&mut data).ok()?;
-        }
-    }
-}
-
-/// Sends `target` once on `conn`, opening it (again) when needed, as a
-/// request that `arrived` then; status 0 when no answer came.
-fn one_request(conn: &mut Option<Conn>, target: &Target, arrived: SystemTime) -> u16 {
-    for _ in 0..2 {
-        if conn.is_none() {
-            *conn = Conn::open(target);
-        }
-        if let Some(status) = conn.as_mut().and_then(|c| c.send(arrived)) {
-            return status;
-        }
-        *conn = None;
-    }
-    0
-}
+type Sample = load::Sample<()>;
 
 /// A closed loop: `connections` clients, each sending again as soon as it
-/// is answered, for `seconds`.
+/// is answered, for `seconds` (the harness's, on hyper's client).
 fn closed(target: &Target, connections: usize, seconds: f64) -> Vec<Sample> {
-    let start = Instant::now();
-    let until = start + Duration::from_secs_f64(seconds);
-    let samples = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..connections {
-            s.spawn(|| {
-                let mut conn = None;
-                let mut mine = Vec::new();
-                while Instant::now() < until {
-                    let sent = Instant::now();
-                    let status = one_request(&mut conn, target, SystemTime::now());
-                    let now = Instant::now();
-                    mine.push(Sample {
-                        status,
-                        latency: now - sent,
-                        ended: now - start,
-                    });
-                }
-                samples.lock().map(|mut s| s.extend(mine)).ok();
-            });
-        }
-    });
-    samples.into_inner().unwrap_or_default()
+    load::closed_loop(
+        target,
+        connections,
+        Duration::from_secs_f64(seconds),
+        |_| (),
+    )
 }
 
 /// An open loop: requests due every `1/rate` s for `seconds`, taken by
@@ -259,15 +102,16 @@ fn open(target: &Target, rate: f64, seconds: f64, workers: usize) -> Vec<Sample>
             let rx = rx.clone();
             let samples = &samples;
             s.spawn(move || {
-                let mut conn = None;
+                let mut connection = Connection::new();
                 let mut mine = Vec::new();
                 while let Some(due) = rx.lock().ok().and_then(|r| r.recv().ok()) {
-                    let status = one_request(&mut conn, target, wall + (due - start));
+                    let answer = connection.send(target, wall + (due - start));
                     let now = Instant::now();
                     mine.push(Sample {
-                        status,
+                        status: answer.as_ref().map_or(0, |a| a.status().as_u16()),
                         latency: now - due,
                         ended: now - start,
+                        kept: answer.map(drop),
                     });
                 }
                 samples.lock().map(|mut s| s.extend(mine)).ok();
@@ -526,13 +370,13 @@ fn slice() -> Result<()> {
         anyhow::bail!("two tenants");
     };
     let budget = Duration::from_millis(1_000);
-    let flood_target = Target::new(
+    let flood_target = target(
         app.url(),
         &flood.path("/residents?limit=20"),
         &flood.token,
         1_000,
     );
-    let quiet_target = Target::new(
+    let quiet_target = target(
         app.url(),
         &quiet.path("/residents?limit=20"),
         &quiet.token,
@@ -611,21 +455,22 @@ fn main() -> Result<()> {
     let (app, tenants) = meridian(configured(one_tenant), &["bench"]);
     let tenant = &tenants[0];
     let ours_at = |budget_ms| {
-        Target::new(
-            app.url(),
-            &tenant.path("/residents?limit=20"),
-            &tenant.token,
-            budget_ms,
+        stamped(
+            target(
+                app.url(),
+                &tenant.path("/residents?limit=20"),
+                &tenant.token,
+                budget_ms,
+            ),
+            stamp,
         )
-        .stamped(stamp)
     };
     if args.runs("closed") || args.runs("open") {
         let floor = SpinApp::start_floor();
         for budget_ms in [100u64, 300] {
             let budget = Duration::from_millis(budget_ms);
             let mut ours = ours_at(budget_ms);
-            let mut theirs =
-                Target::new(floor.url(), "/sqlite/residents", "floor-token", budget_ms);
+            let mut theirs = target(floor.url(), "/sqlite/residents", "floor-token", budget_ms);
             // Behind a proxy each: the same settings for both, derived
             // from Meridian at this budget.
             let proxies = behind_proxy.then(|| {
@@ -719,7 +564,7 @@ fn main() -> Result<()> {
         // recovery that is not Meridian's state.
         let budget = Duration::from_millis(100);
         let floor = SpinApp::start_floor();
-        let theirs = Target::new(floor.url(), "/sqlite/residents", "floor-token", 100);
+        let theirs = target(floor.url(), "/sqlite/residents", "floor-token", 100);
         let mut rows = serde_json::Map::new();
         for (name, runner, target) in [("meridian", &app, ours_at(100)), ("floor", &floor, theirs)]
         {
@@ -762,20 +607,24 @@ fn main() -> Result<()> {
         let [flood, quiet] = &tenants[..] else {
             anyhow::bail!("two tenants");
         };
-        let f = Target::new(
-            app.url(),
-            &flood.path("/residents?limit=20"),
-            &flood.token,
-            budget_ms,
-        )
-        .stamped(stamp);
-        let q = Target::new(
-            app.url(),
-            &quiet.path("/residents?limit=20"),
-            &quiet.token,
-            budget_ms,
-        )
-        .stamped(stamp);
+        let f = stamped(
+            target(
+                app.url(),
+                &flood.path("/residents?limit=20"),
+                &flood.token,
+                budget_ms,
+            ),
+            stamp,
+        );
+        let q = stamped(
+            target(
+                app.url(),
+                &quiet.path("/residents?limit=20"),
+                &quiet.token,
+                budget_ms,
+            ),
+            stamp,
+        );
         // The quiet tenant is already running when the flood starts, as
         // a steady tenant is: its connections open and its credential
         // resolved, so what is measured beside the flood is the flood's
