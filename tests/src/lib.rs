@@ -15,6 +15,7 @@ pub mod split;
 mod standin;
 
 pub use client::{Client, Reply};
+pub use loopback::ReceivedExt;
 pub use spin::{
     repo_root, spin_binary, write_split_runtime_config, Layout, SpinApp, SpinOptions, ADMIN_TOKEN,
     INTERNAL_TOKEN, SPIN_REFUSED_UTF8,

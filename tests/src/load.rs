@@ -200,7 +200,7 @@ pub fn closed_loop<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loopback::{Loopback, Response};
+    use crate::loopback::{Loopback, ReceivedExt, Response};
 
     /// Answers of either framing leave the connection ready for the next
     /// request (the hand-written client before this one read only a

@@ -21,25 +21,36 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 
-/// A request as it arrived.
-#[derive(Debug, Clone)]
-pub struct Request {
-    /// Method.
-    pub method: String,
-    /// Path and query.
-    pub url: String,
-    /// Headers, lowercase names, in order.
-    pub headers: Vec<(String, String)>,
-    /// The body, de-chunked.
-    pub body: Vec<u8>,
-    /// Wall-clock arrival of its head, Unix epoch ms.
-    pub at_ms: u64,
+/// A request as it arrived: `http`'s request over its whole body
+/// (de-chunked), with when its head arrived ([`ArrivedAt`]) among its
+/// extensions.
+pub type Request = http::Request<Vec<u8>>;
+
+/// When a request's head arrived, Unix epoch ms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrivedAt(pub u64);
+
+/// What the tests read of a request a stand-in received.
+pub trait ReceivedExt {
+    /// Its path and query, as sent.
+    fn url(&self) -> &str;
+    /// The first value of a header.
+    fn header(&self, name: &str) -> Option<&str>;
+    /// When its head arrived, Unix epoch ms.
+    fn at_ms(&self) -> u64;
 }
 
-impl Request {
-    /// The first value of a header.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        crate::find_header(&self.headers, name)
+impl ReceivedExt for Request {
+    fn url(&self) -> &str {
+        self.uri().path_and_query().map_or("", |p| p.as_str())
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers().get(name).and_then(|v| v.to_str().ok())
+    }
+
+    fn at_ms(&self) -> u64 {
+        self.extensions().get::<ArrivedAt>().map_or(0, |a| a.0)
     }
 }
 
@@ -144,30 +155,14 @@ async fn answer(
     let at_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let (head, body) = request.into_parts();
+    let (mut head, body) = request.into_parts();
     let body = match body.collect().await {
         Ok(collected) => collected.to_bytes().to_vec(),
         Err(_) => Vec::new(),
     };
-    let request = Request {
-        method: head.method.to_string(),
-        url: head
-            .uri
-            .path_and_query()
-            .map_or_else(|| head.uri.to_string(), |p| p.as_str().to_owned()),
-        headers: head
-            .headers
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
-        body,
-        at_ms,
-    };
+    head.extensions.clear();
+    head.extensions.insert(ArrivedAt(at_ms));
+    let request = Request::from_parts(head, body);
     let reply = tokio::task::spawn_blocking(move || handle(&request))
         .await
         .unwrap_or_else(|_| Response {
@@ -207,8 +202,8 @@ mod tests {
     fn echo() -> Loopback {
         Loopback::serve(|request| Response {
             status: 201,
-            headers: vec![("x-method".into(), request.method.clone())],
-            body: request.body.clone(),
+            headers: vec![("x-method".into(), request.method().to_string())],
+            body: request.body().clone(),
         })
     }
 
@@ -247,13 +242,13 @@ mod tests {
     #[test]
     fn a_handler_that_hangs_holds_up_only_its_own_request() {
         let server = Loopback::serve(|request| {
-            if request.url == "/slow" {
+            if request.url() == "/slow" {
                 std::thread::sleep(Duration::from_secs(3));
             }
             Response {
                 status: 200,
                 headers: Vec::new(),
-                body: request.url.clone().into_bytes(),
+                body: request.url().as_bytes().to_vec(),
             }
         });
         let slow = format!("{}/slow", server.url());

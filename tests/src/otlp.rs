@@ -10,7 +10,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use prost::Message;
 
-use crate::loopback::{Loopback, Response};
+use crate::loopback::{Loopback, ReceivedExt, Response};
 
 /// One exported span, as a test needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,8 +56,8 @@ impl OtlpReceiver {
         let server = {
             let spans = spans.clone();
             Loopback::serve(move |request| {
-                if request.url == "/v1/traces" {
-                    let decoded = ExportTraceServiceRequest::decode(request.body.as_slice())
+                if request.url() == "/v1/traces" {
+                    let decoded = ExportTraceServiceRequest::decode(request.body().as_slice())
                         .expect("an OTLP trace export");
                     spans.lock().expect("lock").extend(flatten(decoded));
                 }

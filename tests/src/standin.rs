@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::loopback::{Loopback, Request, Response};
+use crate::loopback::{Loopback, ReceivedExt, Request, Response};
 
 /// A request as a stand-in received it.
 pub type Received = Request;
@@ -75,7 +75,7 @@ impl StandIn {
     pub fn count(&self, prefix: &str) -> usize {
         self.received()
             .iter()
-            .filter(|r| r.url.starts_with(prefix))
+            .filter(|r| r.url().starts_with(prefix))
             .count()
     }
 }
@@ -147,19 +147,20 @@ fn answer(
 
 /// Sends `request` on to `base` and returns its status, headers and body.
 fn forward(base: &str, request: &Received) -> (u16, Vec<(String, String)>, String) {
-    let mut outbound = ureq::request(&request.method, &format!("{base}{}", request.url));
-    for (name, value) in &request.headers {
+    let url = format!("{base}{}", request.url());
+    let mut outbound = ureq::request(request.method().as_str(), &url);
+    for (name, value) in request.headers() {
         if !matches!(
             name.as_str(),
             "host" | "content-length" | "connection" | "transfer-encoding"
         ) {
-            outbound = outbound.set(name, value);
+            outbound = outbound.set(name.as_str(), value.to_str().unwrap_or_default());
         }
     }
-    let result = if request.body.is_empty() {
+    let result = if request.body().is_empty() {
         outbound.call()
     } else {
-        outbound.send_bytes(&request.body)
+        outbound.send_bytes(request.body())
     };
     match result {
         Ok(r) | Err(ureq::Error::Status(_, r)) => {

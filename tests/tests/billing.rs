@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use meridian_e2e::api::Tenant;
-use meridian_e2e::{eventually, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::{
+    eventually, ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN,
+};
 use serde_json::{json, Value};
 
 fn invoice(resident: &str, amount: i64) -> Value {
@@ -140,7 +142,7 @@ fn a_client_retrying_a_keyed_invoice_gets_one_invoice_and_one_notification() {
 fn a_concurrent_duplicate_is_refused_while_the_first_is_in_progress() {
     // A community stand-in that takes a second to confirm the resident.
     let community = StandIn::start(|r| {
-        if r.url.starts_with("/internal/residents/") {
+        if r.url().starts_with("/internal/residents/") {
             StandInReply::Hang(Duration::from_millis(1_200))
         } else {
             StandInReply::Json(200, r#"{"stored":true}"#.into())
@@ -205,7 +207,7 @@ fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing(
 
     // Community stand-in: confirms residents, refuses events.
     let flaky = StandIn::start(|r| {
-        if r.url.starts_with("/internal/residents/") {
+        if r.url().starts_with("/internal/residents/") {
             StandInReply::Json(200, "{}".into())
         } else {
             StandInReply::Json(503, r#"{"code":"upstream_unavailable"}"#.into())
@@ -222,7 +224,7 @@ fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing(
         flaky
             .received()
             .iter()
-            .any(|r| r.url == "/internal/events")
+            .any(|r| r.url() == "/internal/events")
             .then_some(())
     });
 
@@ -275,7 +277,7 @@ fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
     let target = community.url().to_owned();
     let proxy = StandIn::start(move |r| StandInReply::Forward {
         to: target.clone(),
-        lose_answer: r.url == "/internal/events",
+        lose_answer: r.url() == "/internal/events",
     });
     let app = app.restart_with(SpinOptions::default().variable("community_url", proxy.url()));
     let r = acme.post("/invoices").json(&invoice(&resident, 2_000));
@@ -285,7 +287,7 @@ fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
         let deliveries = proxy
             .received()
             .iter()
-            .filter(|r| r.url == "/internal/events")
+            .filter(|r| r.url() == "/internal/events")
             .count();
         (deliveries >= 2).then_some(())
     });
@@ -336,7 +338,7 @@ fn a_write_is_answered_before_its_event_is_delivered() {
     let resident = acme.resident("Ada");
     let community = SpinApp::community_beside(&app);
     let target = community.url().to_owned();
-    let proxy = StandIn::start(move |r| match r.url.as_str() {
+    let proxy = StandIn::start(move |r| match r.url() {
         "/internal/events" => StandInReply::Hang(Duration::from_millis(1_500)),
         _ => StandInReply::Forward {
             to: target.clone(),
@@ -355,7 +357,7 @@ fn a_write_is_answered_before_its_event_is_delivered() {
         proxy
             .received()
             .iter()
-            .any(|r| r.url == "/internal/events")
+            .any(|r| r.url() == "/internal/events")
             .then_some(())
     });
 }

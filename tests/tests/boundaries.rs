@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use meridian_e2e::{settled, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::{
+    settled, ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN,
+};
 use serde_json::{json, Value};
 
 /// How far past its budget a client may see an answer: the suite's
@@ -31,7 +33,7 @@ fn a_consumer_that_never_answers_costs_the_event_not_the_committed_invoice() {
     let community = SpinApp::community_beside(&app);
     let target = community.url().to_owned();
     let proxy = StandIn::start(move |r| {
-        if r.url.starts_with("/internal/events") {
+        if r.url().starts_with("/internal/events") {
             StandInReply::Hang(Duration::from_secs(5))
         } else {
             StandInReply::Forward {
@@ -157,7 +159,7 @@ fn a_keyed_write_whose_answer_is_lost_on_the_way_back_is_retried_and_written_onc
         let lost = lost.clone();
         StandIn::start(move |r| StandInReply::Forward {
             to: target.clone(),
-            lose_answer: r.method == "POST" && !lost.swap(true, Ordering::SeqCst),
+            lose_answer: r.method() == "POST" && !lost.swap(true, Ordering::SeqCst),
         })
     };
     let app = app.restart_with(SpinOptions::default().variable("billing_url", proxy.url()));
@@ -174,7 +176,7 @@ fn a_keyed_write_whose_answer_is_lost_on_the_way_back_is_retried_and_written_onc
     let posts = proxy
         .received()
         .iter()
-        .filter(|r| r.method == "POST")
+        .filter(|r| r.method() == "POST")
         .count();
     assert_eq!(posts, 2, "the lost answer was retried once");
     let written = acme.list("/invoices");

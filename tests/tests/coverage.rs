@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use meridian_e2e::api::{call, Tenant};
-use meridian_e2e::{eventually, settled, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::{
+    eventually, settled, ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN,
+};
 use serde_json::{json, Value};
 
 fn invoice(resident: &str, amount: i64) -> Value {
@@ -256,7 +258,7 @@ fn the_relay_stops_within_its_budget_part_way_and_finishes_later() {
     let community = {
         let slow = slow.clone();
         StandIn::start(move |r| {
-            if r.url.starts_with("/internal/events") {
+            if r.url().starts_with("/internal/events") {
                 if slow.load(Ordering::SeqCst) {
                     StandInReply::Delayed {
                         delay: Duration::from_millis(100),
@@ -289,7 +291,7 @@ fn the_relay_stops_within_its_budget_part_way_and_finishes_later() {
         community
             .received()
             .iter()
-            .filter(|r| r.url.starts_with("/internal/events"))
+            .filter(|r| r.url().starts_with("/internal/events"))
             .count()
     });
     slow.store(true, Ordering::SeqCst);

@@ -3,7 +3,9 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use meridian_e2e::{Reply, SpinApp, SpinOptions, StandIn, StandInReply, INTERNAL_TOKEN};
+use meridian_e2e::{
+    ReceivedExt, Reply, SpinApp, SpinOptions, StandIn, StandInReply, INTERNAL_TOKEN,
+};
 
 const TENANT_ID: &str = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
 const ACTOR_ID: &str = "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02";
@@ -11,7 +13,7 @@ const ACTOR_ID: &str = "9a1c2f4e-1111-4a55-9d3c-2f0c3b1f6a02";
 /// An identity stand-in that resolves every slug and token to one tenant.
 fn identity_stand_in() -> StandIn {
     StandIn::start(|r| {
-        if r.url.starts_with("/internal/resolve") {
+        if r.url().starts_with("/internal/resolve") {
             StandInReply::Json(
                 200,
                 format!(
@@ -227,14 +229,14 @@ fn a_downstream_gets_the_budget_and_the_real_identity_never_the_spoofed_one() {
 
     let resolution = identity.received();
     assert_eq!(resolution.len(), 1, "tenant resolved once");
-    assert_eq!(resolution[0].url, "/internal/resolve?slug=acme");
+    assert_eq!(resolution[0].url(), "/internal/resolve?slug=acme");
     assert_eq!(resolution[0].header("authorization"), Some("Bearer tok"));
     assert_eq!(resolution[0].header("x-tenant-id"), None);
 
     let calls = community.received();
     assert_eq!(calls.len(), 1);
     let call = &calls[0];
-    assert_eq!(call.url, "/v1/acme/residents?limit=5");
+    assert_eq!(call.url(), "/v1/acme/residents?limit=5");
     let deadline: u64 = call.header("x-meridian-deadline").unwrap().parse().unwrap();
     let budget: u64 = call
         .header("x-meridian-budget-ms")
@@ -245,7 +247,7 @@ fn a_downstream_gets_the_budget_and_the_real_identity_never_the_spoofed_one() {
         deadline <= sent_at + 2_000,
         "deadline beyond the client's budget"
     );
-    assert!(deadline.saturating_sub(call.at_ms) <= 2_000);
+    assert!(deadline.saturating_sub(call.at_ms()) <= 2_000);
     assert!(budget <= 2_000 && budget > 1_500, "budget {budget}");
     assert_eq!(call.header("x-tenant-id"), Some(TENANT_ID));
     assert_eq!(call.header("x-actor-id"), Some(ACTOR_ID));

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use meridian_e2e::api::{call_with, list, Tenant};
-use meridian_e2e::{Client, SpinApp, SpinOptions, StandIn, StandInReply, Truncating};
+use meridian_e2e::{Client, ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply, Truncating};
 use serde_json::json;
 
 const TOLERANCE: Duration = Duration::from_millis(10);
@@ -158,9 +158,9 @@ impl Faulty {
         // take the call the next cell's fault is aimed at (an
         // `UnavailableOnce` then failed the event instead of the resident
         // check). Delivery faults are billing's own tests'.
-        let stand_in = StandIn::start(move |r| match r.url.starts_with("/internal/events") {
+        let stand_in = StandIn::start(move |r| match r.url().starts_with("/internal/events") {
             true => StandInReply::Json(200, "{}".into()),
-            false => script.reply(&r.method),
+            false => script.reply(r.method().as_str()),
         });
         (faulty, stand_in)
     }

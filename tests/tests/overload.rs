@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::{ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 
 #[test]
 fn a_tenant_over_its_rate_gets_a_429_and_another_tenant_does_not() {
@@ -122,7 +122,7 @@ fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_and_another_tenant_d
     let forwards = community
         .received()
         .iter()
-        .filter(|r| r.url.contains("/flood/"))
+        .filter(|r| r.url().contains("/flood/"))
         .count();
     assert_eq!(forwards, served, "refused before any forward");
     let r = flood.get("/residents").send();
@@ -154,7 +154,10 @@ fn a_vouched_callers_429s_at_the_limit_spend_none_of_its_rate() {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
         let forwarded = || {
             let received = community.received();
-            received.iter().filter(|r| r.url.contains("/acme/")).count()
+            received
+                .iter()
+                .filter(|r| r.url().contains("/acme/"))
+                .count()
         };
         while forwarded() < 2 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
@@ -220,7 +223,7 @@ fn a_client_with_as_many_connections_as_the_limit_is_never_refused() {
 fn partly_failing(seed: Arc<AtomicU64>) -> StandIn {
     let calls = Arc::new(AtomicU64::new(0));
     StandIn::start(move |r| {
-        if r.url.starts_with("/internal/reset") {
+        if r.url().starts_with("/internal/reset") {
             calls.store(0, Ordering::SeqCst);
             return StandInReply::Json(200, "{}".into());
         }
