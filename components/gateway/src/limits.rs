@@ -91,32 +91,36 @@ impl<E: Calls> Exchange<'_, E> {
         }
     }
 
-    /// Reads in one batch everything a request for `slug` on the route
-    /// admitted as `route` (its row's method and template) reads from the shared store
-    /// before its forward: the tenant's rate window, the route's and the
-    /// tenant's admission windows, the remembered
-    /// resolution, and the breakers of identity and of `service`. Each
-    /// read is a host call, and the store is one lock every request waits
-    /// on (docs/benchmarks.md); the steps below then find their values held.
+    /// Reads in one batch everything the tenant path's steps
+    /// (`Exchange::serve`) read from the shared store before the forward,
+    /// each step's keys as its limiter declares them. Each read is a host
+    /// call, and the store is one lock every request waits on
+    /// (docs/benchmarks.md); the steps then find their values held.
     pub fn read_ahead(&self, caller: &Caller<'_>, route: &str, service: Service) {
         let now = self.upstream.clock.now();
         let slug = caller.slug;
         let limiter = self.limiter(slug, caller.token);
+        // Steps 2 and 7, the tenant's rate: its window and its override
+        // (which also holds the tenant's concurrency limit, so it is read
+        // for that alone when the rate limiter is off).
         let mut keys = limiter.read_keys(now);
         if self.config.concurrency.enabled && !self.config.rates.enabled {
-            // The override is read for its concurrency alone ([`Self::enter`]).
             keys.push(limiter.override_key().to_owned());
         }
+        // Step 3, the remembered resolution.
+        if let (Some(token), Some(tenant)) = (caller.token, &caller.tenant) {
+            let cache = ResolutionCache::new(&self.upstream.counters, self.config.resolution_cache);
+            keys.extend(cache.read_keys(tenant, token));
+        }
+        // Steps 4 and 8, the tenant's requests in progress.
         keys.extend(concurrency(self.upstream, self.config, slug).read_keys(now));
+        // Step 5, the route's and the tenant's admission windows.
         keys.extend(
             admission(self.upstream, self.config, route)
                 .for_tenant(slug)
                 .read_keys(now),
         );
-        if let (Some(token), Some(tenant)) = (caller.token, &caller.tenant) {
-            let cache = ResolutionCache::new(&self.upstream.counters, self.config.resolution_cache);
-            keys.extend(cache.read_keys(tenant, token));
-        }
+        // Steps 6 and 9, the breakers of identity and of the service.
         let calls = match service {
             Service::Identity => vec![Service::Identity],
             other => vec![Service::Identity, other],
