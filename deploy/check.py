@@ -15,6 +15,9 @@
   (create-secrets.sh makes them from random values); every pod a manifest
   here defines runs as non-root on a read-only root filesystem without a
   service account token.
+- Behind the front proxy (deploy/kubernetes/front-proxy/): a SpinApp with
+  `admission = proxy` trusts the proxy's stamp, and the proxy's ConfigMap
+  names deploy/haproxy/'s own files.
 - Each runtime configuration under deploy/runtime-config/ and the root
   runtime-config.toml parses and maps every label.
 
@@ -35,6 +38,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 KUBE = ROOT / "deploy" / "kubernetes"
 K8S_VERSION = "1.31.0"
 LABELS = {"identity", "community", "billing"}
+# The variants beside the base manifests: on PostgreSQL, behind a front proxy.
+VARIANTS = ["postgres", "front-proxy"]
+HAPROXY = ROOT / "deploy" / "haproxy"
 problems: list[str] = []
 
 
@@ -154,16 +160,35 @@ def check_pod(where: str, pod: dict) -> None:
             problem(where, f"container {container.get('name')}: writable root or privilege escalation")
 
 
+def check_front_proxy(where: str, doc: dict) -> None:
+    """A SpinApp behind the proxy trusts its stamp; the proxy's ConfigMap
+    is made of deploy/haproxy/'s own files."""
+    if doc.get("kind") == "SpinApp":
+        values = {v.get("name"): v.get("value") for v in doc["spec"].get("variables", [])}
+        if values.get("admission") == "proxy" and values.get("trust_request_start") != "on":
+            problem(where, "admission = proxy without trust_request_start = on: time queued would not count")
+        return
+    pod = doc.get("spec", {}).get("template", {}).get("spec", {})
+    for volume in pod.get("volumes", []):
+        config = volume.get("configMap", {})
+        if config.get("name") != "meridian-front-proxy":
+            continue
+        for item in config.get("items", []):
+            if not (HAPROXY / item.get("key", "")).is_file():
+                problem(where, f"the proxy's ConfigMap key {item.get('key')} is no file of deploy/haproxy/")
+
+
 def main() -> int:
     schema = spinapp_schema()
     documents = []
-    for path in [*sorted(KUBE.glob("*.yaml")), *sorted((KUBE / "postgres").glob("*.yaml"))]:
+    for path in [*sorted(KUBE.glob("*.yaml")), *(p for d in VARIANTS for p in sorted((KUBE / d).glob("*.yaml")))]:
         for i, doc in enumerate(yaml.safe_load_all(path.read_text())):
             if doc is not None:
                 documents.append((f"{path.relative_to(ROOT)}#{i}", doc))
     if not documents:
         problem("deploy/kubernetes", "no manifests")
     for where, doc in documents:
+        check_front_proxy(where, doc)
         if doc.get("kind") == "Secret":
             problem(where, "a Secret with values is shipped: create-secrets.sh makes them")
     secrets = created_secrets()
