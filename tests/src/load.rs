@@ -109,7 +109,7 @@ impl Connection {
     }
 
     /// Sends `target`'s request for one that `arrived` then and reads its
-    /// answer whole ([`send_on`]).
+    /// answer whole; a broken connection is opened once more.
     pub fn send(&mut self, target: &Target, arrived: SystemTime) -> Option<http::Response<Bytes>> {
         self.runtime
             .block_on(send_on(&mut self.sender, target, arrived))
