@@ -2,7 +2,7 @@
 //! forwarding, and the headers every answer carries.
 
 use meridian_platform::budget::context::HopBudget;
-use meridian_platform::budget::{answer_reserve, request_start, steps};
+use meridian_platform::budget::{request_start, steps};
 use meridian_platform::http::body::BodyError;
 use meridian_platform::http::idempotency;
 use meridian_platform::http::pipeline::{self, Hop, InHand};
@@ -145,7 +145,7 @@ impl<E: Calls> Gateway<E> {
             .config
             .budget
             .budget_for(head.header(headers::TIMEOUT_MS))
-            .map(|granted| HopBudget::new(Deadline::after(at, granted), at, "gateway"))
+            .map(|granted| edge_budget(at, granted))
             .map_err(|e| Problem::new(ErrorCode::InvalidTimeout, e.to_string()));
         Arrival { at, budget }
     }
@@ -156,10 +156,7 @@ impl<E: Calls> Gateway<E> {
     pub fn read_deadline(&self, arrival: &Arrival) -> Deadline {
         match &arrival.budget {
             Ok(budget) => budget.work_deadline(),
-            Err(_) => {
-                let default = self.config.budget.default_budget();
-                Deadline::after(arrival.at, default).child(answer_reserve(default))
-            }
+            Err(_) => edge_budget(arrival.at, self.config.budget.default_budget()).work_deadline(),
         }
     }
 
@@ -325,6 +322,12 @@ impl<E: Calls> Gateway<E> {
         let policy = forwarding_policy(request.method(), idempotency::key_of(request)?.as_ref());
         Ok(Admission::Admitted { route, ctx, policy })
     }
+}
+
+/// The gateway's budget for a request that arrived `at` and was granted
+/// `granted`.
+fn edge_budget(at: UnixMillis, granted: std::time::Duration) -> HopBudget {
+    HopBudget::new(Deadline::after(at, granted), at, "gateway")
 }
 
 /// The log line of one public request (`ctx` is `None` for one answered
