@@ -113,45 +113,32 @@ impl TenantRoute {
 /// what each is. Every other public path is a row of [`FORWARDED`]. The
 /// gateway checks the credentials of its own routes itself.
 pub const OWN: &[Endpoint<Route>] = &[
-    Endpoint::new(Method::GET, "/healthz", Route::Health, Access::Caller),
-    Endpoint::new(Method::GET, "/readyz", Route::Ready, Access::Caller),
-    Endpoint::new(
-        Method::GET,
-        "/openapi.json",
-        Route::Contract,
-        Access::Caller,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/v1/tenants",
-        Route::CreateTenant,
-        Access::Caller,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/ops/outbox/relay",
-        Route::Relay,
-        Access::Caller,
-    ),
-    Endpoint::new(
+    own(Method::GET, "/healthz", Route::Health),
+    own(Method::GET, "/readyz", Route::Ready),
+    own(Method::GET, "/openapi.json", Route::Contract),
+    own(Method::POST, "/v1/tenants", Route::CreateTenant),
+    own(Method::POST, "/ops/outbox/relay", Route::Relay),
+    own(
         Method::GET,
         "/ops/tenants/{tenant}/limits",
         Route::TenantLimits,
-        Access::Caller,
     ),
-    Endpoint::new(
+    own(
         Method::PUT,
         "/ops/tenants/{tenant}/limits",
         Route::TenantLimits,
-        Access::Caller,
     ),
-    Endpoint::new(
+    own(
         Method::DELETE,
         "/ops/tenants/{tenant}/limits",
         Route::TenantLimits,
-        Access::Caller,
     ),
 ];
+
+/// An own row: `method` on `path`, answered as `route`.
+const fn own(method: Method, path: &'static str, route: Route) -> Endpoint<Route> {
+    Endpoint::new(method, path, route, Access::Caller)
+}
 
 /// A forwarded row: `method` on `path`, owned by `service`. Who may call
 /// it is the service's to check (its own table says).
@@ -159,87 +146,50 @@ const fn to(service: Service, method: Method, path: &'static str) -> Endpoint<Se
     Endpoint::new(method, path, service, Access::Caller)
 }
 
+/// A row of identity's.
+const fn identity(method: Method, path: &'static str) -> Endpoint<Service> {
+    to(Service::Identity, method, path)
+}
+
+/// A row of community's.
+const fn community(method: Method, path: &'static str) -> Endpoint<Service> {
+    to(Service::Community, method, path)
+}
+
+/// A row of billing's.
+const fn billing(method: Method, path: &'static str) -> Endpoint<Service> {
+    to(Service::Billing, method, path)
+}
+
 /// Every public tenant route and the service that owns it: exactly the
 /// public rows of the services' own tables (a test holds them equal).
 /// A request matches a row or is answered here (404, 405): keys, log
 /// lines and forwarded paths all come from these templates.
 pub const FORWARDED: &[Endpoint<Service>] = &[
-    to(Service::Identity, Method::GET, "/v1/{tenant}"),
-    to(Service::Identity, Method::GET, "/v1/{tenant}/members"),
-    to(Service::Identity, Method::POST, "/v1/{tenant}/members"),
-    to(
-        Service::Identity,
-        Method::DELETE,
-        "/v1/{tenant}/members/{id}",
-    ),
-    to(Service::Identity, Method::POST, "/v1/{tenant}/tokens"),
-    to(
-        Service::Identity,
-        Method::DELETE,
-        "/v1/{tenant}/tokens/{id}",
-    ),
-    to(Service::Community, Method::GET, "/v1/{tenant}/residents"),
-    to(Service::Community, Method::POST, "/v1/{tenant}/residents"),
-    to(
-        Service::Community,
-        Method::GET,
-        "/v1/{tenant}/residents/{id}",
-    ),
-    to(
-        Service::Community,
-        Method::PATCH,
-        "/v1/{tenant}/residents/{id}",
-    ),
-    to(
-        Service::Community,
-        Method::DELETE,
-        "/v1/{tenant}/residents/{id}",
-    ),
-    to(
-        Service::Community,
-        Method::GET,
-        "/v1/{tenant}/residents/{id}/notifications",
-    ),
-    to(Service::Community, Method::GET, "/v1/{tenant}/complaints"),
-    to(Service::Community, Method::POST, "/v1/{tenant}/complaints"),
-    to(
-        Service::Community,
-        Method::GET,
-        "/v1/{tenant}/complaints/{id}",
-    ),
-    to(
-        Service::Community,
-        Method::PATCH,
-        "/v1/{tenant}/complaints/{id}",
-    ),
-    to(
-        Service::Community,
-        Method::GET,
-        "/v1/{tenant}/announcements",
-    ),
-    to(
-        Service::Community,
-        Method::POST,
-        "/v1/{tenant}/announcements",
-    ),
-    to(Service::Billing, Method::GET, "/v1/{tenant}/invoices"),
-    to(Service::Billing, Method::POST, "/v1/{tenant}/invoices"),
-    to(Service::Billing, Method::GET, "/v1/{tenant}/invoices/{id}"),
-    to(
-        Service::Billing,
-        Method::PATCH,
-        "/v1/{tenant}/invoices/{id}",
-    ),
-    to(
-        Service::Billing,
-        Method::GET,
-        "/v1/{tenant}/invoices/{id}/payments",
-    ),
-    to(
-        Service::Billing,
-        Method::POST,
-        "/v1/{tenant}/invoices/{id}/payments",
-    ),
+    identity(Method::GET, "/v1/{tenant}"),
+    identity(Method::GET, "/v1/{tenant}/members"),
+    identity(Method::POST, "/v1/{tenant}/members"),
+    identity(Method::DELETE, "/v1/{tenant}/members/{id}"),
+    identity(Method::POST, "/v1/{tenant}/tokens"),
+    identity(Method::DELETE, "/v1/{tenant}/tokens/{id}"),
+    community(Method::GET, "/v1/{tenant}/residents"),
+    community(Method::POST, "/v1/{tenant}/residents"),
+    community(Method::GET, "/v1/{tenant}/residents/{id}"),
+    community(Method::PATCH, "/v1/{tenant}/residents/{id}"),
+    community(Method::DELETE, "/v1/{tenant}/residents/{id}"),
+    community(Method::GET, "/v1/{tenant}/residents/{id}/notifications"),
+    community(Method::GET, "/v1/{tenant}/complaints"),
+    community(Method::POST, "/v1/{tenant}/complaints"),
+    community(Method::GET, "/v1/{tenant}/complaints/{id}"),
+    community(Method::PATCH, "/v1/{tenant}/complaints/{id}"),
+    community(Method::GET, "/v1/{tenant}/announcements"),
+    community(Method::POST, "/v1/{tenant}/announcements"),
+    billing(Method::GET, "/v1/{tenant}/invoices"),
+    billing(Method::POST, "/v1/{tenant}/invoices"),
+    billing(Method::GET, "/v1/{tenant}/invoices/{id}"),
+    billing(Method::PATCH, "/v1/{tenant}/invoices/{id}"),
+    billing(Method::GET, "/v1/{tenant}/invoices/{id}/payments"),
+    billing(Method::POST, "/v1/{tenant}/invoices/{id}/payments"),
 ];
 
 /// The key admission knows a row of a route table by: its method and
