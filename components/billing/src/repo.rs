@@ -6,7 +6,7 @@
 
 use meridian_platform::http::page::Window;
 use meridian_platform::http::scoped::Scoped;
-use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::store::db::{Database, DbError, Row, Store, Value};
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
 
@@ -64,8 +64,7 @@ pub fn list_invoices<D: Database, C: Clock>(
     let visible = filter.visible_to.as_ref().map(|ids| {
         serde_json::Value::from(ids.iter().map(ResidentId::as_str).collect::<Vec<_>>()).to_string()
     });
-    let rows = s.store.query(
-        s.ctx,
+    s.listed(
         &format!(
             "SELECT {INVOICE_COLUMNS}, seq FROM invoices
              WHERE tenant_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR resident_id = ?)
@@ -89,11 +88,9 @@ pub fn list_invoices<D: Database, C: Clock>(
                 .into(),
             visible.clone().into(),
             visible.into(),
-            Value::Integer(window.after),
-            Value::Integer(window.limit),
         ],
-    )?;
-    sequenced(&rows, invoice_from)
+        window,
+        invoice_from)
 }
 
 /// An invoice of the tenant.
@@ -101,15 +98,11 @@ pub fn invoice<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     id: &InvoiceId,
 ) -> Result<Option<Invoice>, DbError> {
-    s.store
-        .query(
-            s.ctx,
-            &format!("SELECT {INVOICE_COLUMNS} FROM invoices WHERE tenant_id = ? AND id = ?"),
-            &[s.tenant(), id.into()],
-        )?
-        .first()
-        .map(invoice_from)
-        .transpose()
+    s.one(
+        &format!("SELECT {INVOICE_COLUMNS} FROM invoices WHERE tenant_id = ? AND id = ?"),
+        &[s.tenant(), id.into()],
+        invoice_from,
+    )
 }
 
 /// Inserts an invoice.
@@ -236,26 +229,21 @@ pub fn list_payments<D: Database, C: Clock>(
     invoice_id: &InvoiceId,
     window: Window,
 ) -> Result<Vec<(i64, Payment)>, DbError> {
-    let rows = s.store.query(
-        s.ctx,
+    s.listed(
         "SELECT id, amount_cents, method, created_at, seq FROM payments
          WHERE tenant_id = ? AND invoice_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        &[
-            s.tenant(),
-            invoice_id.into(),
-            Value::Integer(window.after),
-            Value::Integer(window.limit),
-        ],
-    )?;
-    sequenced(&rows, |r| {
-        Ok(Payment {
-            id: PaymentId::stored(r.text("id")?),
-            invoice_id: invoice_id.clone(),
-            amount_cents: amount(r)?,
-            method: r.parsed("method", PaymentMethod::parse)?,
-            created_at: r.timestamp("created_at")?,
-        })
-    })
+        &[s.tenant(), invoice_id.into()],
+        window,
+        |r| {
+            Ok(Payment {
+                id: PaymentId::stored(r.text("id")?),
+                invoice_id: invoice_id.clone(),
+                amount_cents: amount(r)?,
+                method: r.parsed("method", PaymentMethod::parse)?,
+                created_at: r.timestamp("created_at")?,
+            })
+        },
+    )
 }
 
 /// Writes an event to the outbox (inside the business transaction).

@@ -5,7 +5,7 @@
 
 use meridian_platform::http::page::Window;
 use meridian_platform::http::scoped::Scoped;
-use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::store::db::{Database, DbError, Row, Store};
 use meridian_platform::tenancy::TenantId;
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
@@ -37,19 +37,15 @@ pub fn list_residents<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     window: Window,
 ) -> Result<Vec<(i64, Resident)>, DbError> {
-    let rows = s.store.query(
-        s.ctx,
+    s.listed(
         &format!(
             "SELECT {RESIDENT_COLUMNS}, seq FROM residents
              WHERE tenant_id = ? AND deleted_at IS NULL AND seq > ? ORDER BY seq LIMIT ?"
         ),
-        &[
-            s.tenant(),
-            Value::Integer(window.after),
-            Value::Integer(window.limit),
-        ],
-    )?;
-    sequenced(&rows, resident_from)
+        &[s.tenant()],
+        window,
+        resident_from,
+    )
 }
 
 /// A live resident of the tenant.
@@ -57,14 +53,11 @@ pub fn resident<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     id: &ResidentId,
 ) -> Result<Option<Resident>, DbError> {
-    s.store.query(
-        s.ctx,
+    s.one(
         &format!("SELECT {RESIDENT_COLUMNS} FROM residents WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL"),
         &[s.tenant(), id.into()],
-    )?
-    .first()
-    .map(resident_from)
-    .transpose()
+        resident_from,
+    )
 }
 
 /// The ids of the tenant's residents linked to `user_id` (a member's person id).
@@ -150,8 +143,7 @@ pub fn list_complaints<D: Database, C: Clock>(
     filter: &ComplaintFilter<'_>,
     window: Window,
 ) -> Result<Vec<(i64, Complaint)>, DbError> {
-    let rows = s.store.query(
-        s.ctx,
+    s.listed(
         &format!(
             "SELECT {COMPLAINT_COLUMNS}, seq FROM complaints
              WHERE tenant_id = ? AND (CAST(? AS TEXT) IS NULL OR filed_by = ?) AND (CAST(? AS TEXT) IS NULL OR status = ?) AND seq > ?
@@ -163,11 +155,9 @@ pub fn list_complaints<D: Database, C: Clock>(
             filter.filed_by.into(),
             filter.status.map(ComplaintStatus::as_str).into(),
             filter.status.map(ComplaintStatus::as_str).into(),
-            Value::Integer(window.after),
-            Value::Integer(window.limit),
         ],
-    )?;
-    sequenced(&rows, complaint_from)
+        window,
+        complaint_from)
 }
 
 /// A complaint of the tenant.
@@ -175,15 +165,11 @@ pub fn complaint<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     id: &ComplaintId,
 ) -> Result<Option<Complaint>, DbError> {
-    s.store
-        .query(
-            s.ctx,
-            &format!("SELECT {COMPLAINT_COLUMNS} FROM complaints WHERE tenant_id = ? AND id = ?"),
-            &[s.tenant(), id.into()],
-        )?
-        .first()
-        .map(complaint_from)
-        .transpose()
+    s.one(
+        &format!("SELECT {COMPLAINT_COLUMNS} FROM complaints WHERE tenant_id = ? AND id = ?"),
+        &[s.tenant(), id.into()],
+        complaint_from,
+    )
 }
 
 /// Inserts a complaint.
@@ -239,17 +225,13 @@ pub fn list_announcements<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     window: Window,
 ) -> Result<Vec<(i64, Announcement)>, DbError> {
-    let rows = s.store.query(
-        s.ctx,
+    s.listed(
         "SELECT id, title, body, author_id, published_at, seq FROM announcements
          WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        &[
-            s.tenant(),
-            Value::Integer(window.after),
-            Value::Integer(window.limit),
-        ],
-    )?;
-    sequenced(&rows, announcement_from)
+        &[s.tenant()],
+        window,
+        announcement_from,
+    )
 }
 
 /// Inserts an announcement.
@@ -321,23 +303,19 @@ pub fn list_notifications<D: Database, C: Clock>(
     resident: &ResidentId,
     window: Window,
 ) -> Result<Vec<(i64, Notification)>, DbError> {
-    let rows = s.store.query(
-        s.ctx,
+    s.listed(
         "SELECT event_id, type, payload, created_at, seq FROM notifications
          WHERE tenant_id = ? AND resident_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        &[
-            s.tenant(),
-            resident.into(),
-            Value::Integer(window.after),
-            Value::Integer(window.limit),
-        ],
-    )?;
-    sequenced(&rows, |r| {
-        Ok(Notification {
-            event_id: r.text("event_id")?.to_owned(),
-            kind: r.text("type")?.to_owned(),
-            payload: serde_json::from_str(r.text("payload")?).unwrap_or(serde_json::Value::Null),
-            created_at: r.timestamp("created_at")?,
-        })
-    })
+        &[s.tenant(), resident.into()],
+        window,
+        |r| {
+            Ok(Notification {
+                event_id: r.text("event_id")?.to_owned(),
+                kind: r.text("type")?.to_owned(),
+                payload: serde_json::from_str(r.text("payload")?)
+                    .unwrap_or(serde_json::Value::Null),
+                created_at: r.timestamp("created_at")?,
+            })
+        },
+    )
 }

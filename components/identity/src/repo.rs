@@ -8,7 +8,7 @@
 
 use meridian_platform::http::page::Window;
 use meridian_platform::http::scoped::Scoped;
-use meridian_platform::store::db::{sequenced, Database, DbError, Row, Store, Value};
+use meridian_platform::store::db::{Database, DbError, Row, Store};
 use meridian_platform::tenancy::{ActorId, Role, TenantId, TenantSlug};
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
@@ -156,19 +156,15 @@ pub fn list_members<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     window: Window,
 ) -> Result<Vec<(i64, Member)>, DbError> {
-    let rows = s.store.query(
-        s.ctx,
+    s.listed(
         &format!(
             "SELECT {MEMBER_COLUMNS}, m.seq FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.tenant_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?"
         ),
-        &[
-            s.tenant(),
-            Value::Integer(window.after),
-            Value::Integer(window.limit),
-        ],
-    )?;
-    sequenced(&rows, member_from)
+        &[s.tenant()],
+        window,
+        member_from,
+    )
 }
 
 /// A member of the tenant by membership id.
@@ -176,15 +172,14 @@ pub fn member<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     membership_id: &MembershipId,
 ) -> Result<Option<Member>, DbError> {
-    let rows = s.store.query(
-        s.ctx,
+    s.one(
         &format!(
             "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.tenant_id = ? AND m.id = ?"
         ),
         &[s.tenant(), membership_id.into()],
-    )?;
-    rows.first().map(member_from).transpose()
+        member_from,
+    )
 }
 
 /// The membership id of the tenant's person `person_id` (an actor id).

@@ -8,7 +8,7 @@ use crate::http::idempotency::{write_once, Written};
 use crate::http::message::Response;
 use crate::http::page::{PageRequest, Window};
 use crate::http::routes::Incoming;
-use crate::store::db::{Database, Store, Value};
+use crate::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use crate::tenancy::TenantScope;
 use crate::time::Clock;
 use crate::wire::problem::Problem;
@@ -57,6 +57,33 @@ impl<'a, D: Database, C: Clock> Scoped<'a, D, C> {
     /// The tenant as a statement parameter.
     pub fn tenant(&self) -> Value {
         self.scope.tenant_id.to_string().into()
+    }
+
+    /// The row `sql` finds with `params`, decoded; `None` when it finds
+    /// none (the first, when it finds several).
+    pub fn one<T>(
+        &self,
+        sql: &str,
+        params: &[Value],
+        decode: impl FnOnce(&Row) -> Result<T, DbError>,
+    ) -> Result<Option<T>, DbError> {
+        let rows = self.store.query(self.ctx, sql, params)?;
+        rows.first().map(decode).transpose()
+    }
+
+    /// The rows of one page of a list, as `(seq, row)` pairs: `sql`
+    /// selects `seq` and ends in `seq > ? ORDER BY seq LIMIT ?`, whose two
+    /// parameters come from `window`, after `params`.
+    pub fn listed<T>(
+        &self,
+        sql: &str,
+        params: &[Value],
+        window: Window,
+        decode: impl Fn(&Row) -> Result<T, DbError>,
+    ) -> Result<Vec<(i64, T)>, DbError> {
+        let mut all = params.to_vec();
+        all.extend([Value::Integer(window.after), Value::Integer(window.limit)]);
+        sequenced(&self.store.query(self.ctx, sql, &all)?, decode)
     }
 
     /// The answer to a list request: the page the call's `?limit=` and
