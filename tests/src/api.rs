@@ -305,6 +305,26 @@ pub fn list(client: &Client, tenant: &Tenant, collection: &str) -> Vec<Value> {
     r.json()["items"].as_array().expect("items").clone()
 }
 
+/// `POST /ops/outbox/relay` as the deployment's admin, again every 100 ms
+/// until a run delivers something or 10 s have passed; the last run's
+/// answer. A failed delivery is due again only after its backoff (about a
+/// second): polling for it beats sleeping a guess.
+pub fn relay_until_delivered(client: &Client) -> Reply {
+    let due = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let r = client.send(
+            "POST",
+            "/ops/outbox/relay",
+            &[("authorization", &format!("Bearer {ADMIN_TOKEN}"))],
+            None,
+        );
+        if r.status != 200 || r.json()["delivered"] != 0 || std::time::Instant::now() > due {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// A keyed write that only `service` stores, as `tenant`'s admin: a member
 /// (identity), a resident (community), or an invoice for `resident`
 /// (billing) — what the storage fault tests write under each fault.

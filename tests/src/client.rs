@@ -34,6 +34,17 @@ impl Reply {
         attempts.checked_sub(u32::from(!remembered))
     }
 
+    /// Asserts that the answer came within `limit` of its sending;
+    /// `late` says what a later one means.
+    #[track_caller]
+    pub fn assert_within(&self, limit: Duration, late: &str) {
+        assert!(
+            self.elapsed <= limit,
+            "{late}: answered after {:?}, the limit {limit:?}",
+            self.elapsed
+        );
+    }
+
     /// The body as JSON (`Null` when it is not JSON).
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
