@@ -197,6 +197,26 @@ pub fn closed_loop<T: Send + 'static>(
     })
 }
 
+/// `requests` calls of `call` shared out over `clients` threads (the
+/// remainder to the first ones), each client sending its next as soon as
+/// its last is answered; every result, client by client. A client that
+/// panics fails the caller the same way.
+pub fn on_threads<T: Send>(clients: usize, requests: usize, call: impl Fn() -> T + Sync) -> Vec<T> {
+    let call = &call;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let n = requests / clients + usize::from(c < requests % clients);
+                s.spawn(move || (0..n).map(|_| call()).collect::<Vec<T>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use meridian_e2e::{ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
+use meridian_e2e::{load, ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN};
 
 #[test]
 fn a_tenant_over_its_rate_gets_a_429_and_another_tenant_does_not() {
@@ -197,21 +197,7 @@ fn a_vouched_callers_429s_at_the_limit_spend_none_of_its_rate() {
 fn a_client_with_as_many_connections_as_the_limit_is_never_refused() {
     let app = SpinApp::start_with(SpinOptions::default().variable("tenant_concurrency_limit", "2"));
     let acme = app.tenant("acme");
-    let statuses: Vec<u16> = std::thread::scope(|s| {
-        let clients: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    (0..40)
-                        .map(|_| acme.get("/residents").send().status)
-                        .collect::<Vec<u16>>()
-                })
-            })
-            .collect();
-        clients
-            .into_iter()
-            .flat_map(|c| c.join().unwrap_or_default())
-            .collect()
-    });
+    let statuses = load::on_threads(2, 80, || acme.get("/residents").send().status);
     assert_eq!(statuses.len(), 80);
     let refused: Vec<&u16> = statuses.iter().filter(|&&s| s != 200).collect();
     assert!(refused.is_empty(), "{refused:?}");

@@ -381,13 +381,19 @@ fn back_setup() -> Response {
 /// Runs `statements` on the `label` database: 200, or 500 at the first
 /// that fails.
 fn sql(label: &str, statements: &[&str]) -> Response {
-    let Ok(db) = Connection::open(label) else {
-        return status(500);
-    };
-    match statements
-        .iter()
-        .try_for_each(|s| db.execute(s, &[]).map(drop))
-    {
+    match Connection::open(label) {
+        Ok(db) => all_or_500(statements, |s| db.execute(s, &[]).map(drop)),
+        Err(_) => status(500),
+    }
+}
+
+/// Runs each of `statements` with `execute`: 200, or 500 at the first
+/// that fails.
+fn all_or_500<S: AsRef<str>, E>(
+    statements: &[S],
+    execute: impl Fn(&str) -> Result<(), E>,
+) -> Response {
+    match statements.iter().try_for_each(|s| execute(s.as_ref())) {
         Ok(()) => status(200),
         Err(_) => status(500),
     }

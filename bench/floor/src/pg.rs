@@ -6,7 +6,7 @@
 use spin_sdk::http::{Request, Response};
 use spin_sdk::pg4::{Connection, DbValue, ParameterValue};
 
-use crate::{json, status, tenant_of, RESIDENTS, TENANT, TOKEN};
+use crate::{all_or_500, json, status, tenant_of, RESIDENTS, TENANT, TOKEN};
 
 fn open() -> Option<Connection> {
     let address = spin_sdk::variables::get("pg_address").ok()?;
@@ -16,15 +16,9 @@ fn open() -> Option<Connection> {
 /// Runs `statements` on this component's database: 200, or 500 at the
 /// first that fails.
 fn run(statements: &[String]) -> Response {
-    let Some(db) = open() else {
-        return status(500);
-    };
-    match statements
-        .iter()
-        .try_for_each(|s| db.execute(s, &[]).map(drop))
-    {
-        Ok(()) => status(200),
-        Err(_) => status(500),
+    match open() {
+        Some(db) => all_or_500(statements, |s| db.execute(s, &[]).map(drop)),
+        None => status(500),
     }
 }
 

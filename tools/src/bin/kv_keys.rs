@@ -15,9 +15,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use meridian_e2e::api::Tenant;
 use meridian_e2e::{SpinApp, SpinOptions};
+use meridian_tools::arg;
 
 /// Fermyon Cloud's published key quota for the default store.
 const MAX_KEYS: usize = 1_024;
@@ -53,14 +54,9 @@ fn each<T: Sync>(items: &[T], work: impl Fn(&T) + Sync) {
 }
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let number = |i: usize, default: usize| -> Result<usize> {
-        args.get(i)
-            .map_or(Ok(default), |a| a.parse())
-            .with_context(|| format!("argument {}: a number", i + 1))
-    };
-    let (tenants, tokens) = (number(0, 75)?, number(1, 1_000)?);
-    let cache = args.get(2).map_or("off", String::as_str);
+    let (tenants, tokens): (usize, usize) = (arg(0, "TENANTS", 75)?, arg(1, "TOKENS", 1_000)?);
+    let cache: String = arg(2, "CACHE", "off".to_owned())?;
+    let cache = cache.as_str();
     if tokens < tenants {
         bail!("each tenant has its admin's token: {tokens} tokens for {tenants} tenants");
     }

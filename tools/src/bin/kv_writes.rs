@@ -18,9 +18,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use meridian_e2e::api::Tenant;
 use meridian_e2e::{SpinApp, SpinOptions};
+use meridian_tools::arg;
 
 /// Akamai Functions' published key-value write quota, per app.
 const MAX_WRITES_PER_SECOND: i64 = 50;
@@ -136,14 +137,8 @@ fn run(rate: u64, seconds: u64, mode: &Mode) -> Result<Run> {
 }
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let number = |i: usize, default: u64| -> Result<u64> {
-        args.get(i)
-            .map_or(Ok(default), |a| a.parse())
-            .with_context(|| format!("argument {}: a number", i + 1))
-    };
-    let (rate, seconds, sample) = (number(0, 500)?, number(1, 10)?, number(2, 64)?);
-    let sample = u32::try_from(sample)?;
+    let (rate, seconds): (u64, u64) = (arg(0, "RATE", 500)?, arg(1, "SECONDS", 10)?);
+    let sample: u32 = arg(2, "SAMPLE", 64)?;
     let modes = [
         Mode {
             name: "key-value, every request counted",

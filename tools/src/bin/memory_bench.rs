@@ -16,9 +16,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context};
+use anyhow::ensure;
 use meridian_e2e::api::Tenant;
 use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply};
+use meridian_tools::arg;
 use serde_json::json;
 
 /// A community stand-in failing `percent` of calls (spread evenly), or all
@@ -211,18 +212,11 @@ fn on_off(row: &serde_json::Value) -> &'static str {
 }
 
 fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let seconds: u64 = args
-        .next()
-        .map_or(Ok(20), |a| a.parse())
-        .context("SECONDS")?;
-    let clients: usize = args
-        .next()
-        .map_or(Ok(8), |a| a.parse())
-        .context("CLIENTS")?;
+    let seconds: u64 = arg(0, "SECONDS", 20)?;
+    let clients: usize = arg(1, "CLIENTS", 8)?;
     ensure!(seconds >= 2 && clients >= 1, "SECONDS >= 2, CLIENTS >= 1");
-    if let Some(scenario) = args.next() {
-        let rounds: usize = args.next().map_or(Ok(4), |a| a.parse()).context("ROUNDS")?;
+    if let Some(scenario) = std::env::args().nth(3) {
+        let rounds: usize = arg(3, "ROUNDS", 4)?;
         return match scenario.as_str() {
             "healthy" => healthy_rounds(rounds, clients, seconds),
             "recovery" => {

@@ -31,7 +31,7 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 use meridian_e2e::api::{add_resident, call_with, create_tenant, Tenant};
-use meridian_e2e::{repo_root, spin_binary, SpinApp, SpinOptions};
+use meridian_e2e::{load, repo_root, spin_binary, SpinApp, SpinOptions};
 use serde_json::{json, Value};
 
 /// How the run is sized.
@@ -385,33 +385,17 @@ fn time_to_504(args: &Args) -> Result<Vec<Expiry>> {
                 .and_then(|c| c.parse().ok())
                 .unwrap_or(CLIENTS_504),
         );
-        let results: Vec<(u16, f64, String)> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..clients)
-                .map(|c| {
-                    let (client, tenant) = (client.clone(), tenant.clone());
-                    let n = args.per_budget / clients + usize::from(c < args.per_budget % clients);
-                    s.spawn(move || {
-                        (0..n)
-                            .map(|_| {
-                                let r = call_with(
-                                    &client,
-                                    &tenant.token,
-                                    "GET",
-                                    &tenant.path("/residents"),
-                                    &[("x-meridian-timeout-ms", &budget.to_string())],
-                                    None,
-                                );
-                                let code = r.json()["code"].as_str().unwrap_or_default().to_owned();
-                                (r.status, r.elapsed.as_secs_f64() * 1_000.0, code)
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
+        let results = load::on_threads(clients, args.per_budget, || {
+            let r = call_with(
+                &client,
+                &tenant.token,
+                "GET",
+                &tenant.path("/residents"),
+                &[("x-meridian-timeout-ms", &budget.to_string())],
+                None,
+            );
+            let code = r.json()["code"].as_str().unwrap_or_default().to_owned();
+            (r.status, r.elapsed.as_secs_f64() * 1_000.0, code)
         });
         let mut times: Vec<f64> = results.iter().map(|r| r.1).collect();
         times.sort_by(f64::total_cmp);

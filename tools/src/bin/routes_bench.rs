@@ -14,10 +14,11 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use gateway::routes::{route, Route, FORWARDED, OWN};
 use meridian_platform::http::prelude::Method;
 use meridian_platform::http::routes::{lookup, segments, Endpoint, Lookup};
+use meridian_tools::arg;
 
 /// A path of `template` with its placeholders filled in.
 fn instance(template: &str) -> String {
@@ -95,10 +96,7 @@ fn time(
 }
 
 fn main() -> Result<()> {
-    let rounds: usize = match std::env::args().nth(1) {
-        Some(n) => n.parse().context("ROUNDS is a whole number")?,
-        None => 200_000,
-    };
+    let rounds: usize = arg(0, "ROUNDS", 200_000)?;
     let templates = templates();
     // One request per row of both tables, and one that is no route.
     let mut requests: Vec<(Method, String)> = OWN
