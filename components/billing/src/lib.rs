@@ -14,7 +14,7 @@ pub mod repo;
 
 use http::Method;
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::routes::{Access, Endpoint, Incoming};
+use meridian_platform::http::routes::{Endpoint, Incoming};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::RequestContext;
 
@@ -44,49 +44,15 @@ pub enum Op {
 
 /// The route table: the public paths the gateway forwards (checked
 /// against `openapi.yaml`), and the relay.
+#[rustfmt::skip]
 pub const ENDPOINTS: &[Endpoint<Op>] = &[
-    Endpoint::new(
-        Method::GET,
-        "/v1/{tenant}/invoices",
-        Op::ListInvoices,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/v1/{tenant}/invoices",
-        Op::CreateInvoice,
-        Access::Staff,
-    ),
-    Endpoint::new(
-        Method::GET,
-        "/v1/{tenant}/invoices/{id}",
-        Op::GetInvoice,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::PATCH,
-        "/v1/{tenant}/invoices/{id}",
-        Op::VoidInvoice,
-        Access::Staff,
-    ),
-    Endpoint::new(
-        Method::GET,
-        "/v1/{tenant}/invoices/{id}/payments",
-        Op::ListPayments,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/v1/{tenant}/invoices/{id}/payments",
-        Op::CreatePayment,
-        Access::Staff,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/internal/outbox/relay",
-        Op::Relay,
-        Access::Caller,
-    ),
+    Endpoint::member(Method::GET, "/v1/{tenant}/invoices", Op::ListInvoices),
+    Endpoint::staff(Method::POST, "/v1/{tenant}/invoices", Op::CreateInvoice),
+    Endpoint::member(Method::GET, "/v1/{tenant}/invoices/{id}", Op::GetInvoice),
+    Endpoint::staff(Method::PATCH, "/v1/{tenant}/invoices/{id}", Op::VoidInvoice),
+    Endpoint::member(Method::GET, "/v1/{tenant}/invoices/{id}/payments", Op::ListPayments),
+    Endpoint::staff(Method::POST, "/v1/{tenant}/invoices/{id}/payments", Op::CreatePayment),
+    Endpoint::caller(Method::POST, "/internal/outbox/relay", Op::Relay),
 ];
 
 /// A request dispatched by the table, as billing's handlers are handed it.

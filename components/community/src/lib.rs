@@ -12,7 +12,7 @@ pub mod repo;
 pub mod residents;
 
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::routes::{Access, Endpoint, Incoming};
+use meridian_platform::http::routes::{Endpoint, Incoming};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, Problem, RequestContext};
@@ -54,97 +54,23 @@ pub enum Op {
 
 /// The route table: the public paths the gateway forwards (checked
 /// against `openapi.yaml`), and the internal routes billing calls.
+#[rustfmt::skip]
 pub const ENDPOINTS: &[Endpoint<Op>] = &[
-    Endpoint::new(
-        Method::GET,
-        "/v1/{tenant}/residents",
-        Op::ListResidents,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/v1/{tenant}/residents",
-        Op::CreateResident,
-        Access::Staff,
-    ),
-    Endpoint::new(
-        Method::GET,
-        "/v1/{tenant}/residents/{id}",
-        Op::GetResident,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::PATCH,
-        "/v1/{tenant}/residents/{id}",
-        Op::UpdateResident,
-        Access::Staff,
-    ),
-    Endpoint::new(
-        Method::DELETE,
-        "/v1/{tenant}/residents/{id}",
-        Op::DeleteResident,
-        Access::Staff,
-    ),
-    Endpoint::new(
-        Method::GET,
-        "/v1/{tenant}/residents/{id}/notifications",
-        Op::ListNotifications,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::GET,
-        "/v1/{tenant}/complaints",
-        Op::ListComplaints,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/v1/{tenant}/complaints",
-        Op::CreateComplaint,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::GET,
-        "/v1/{tenant}/complaints/{id}",
-        Op::GetComplaint,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::PATCH,
-        "/v1/{tenant}/complaints/{id}",
-        Op::UpdateComplaint,
-        Access::Staff,
-    ),
-    Endpoint::new(
-        Method::GET,
-        "/v1/{tenant}/announcements",
-        Op::ListAnnouncements,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/v1/{tenant}/announcements",
-        Op::CreateAnnouncement,
-        Access::Staff,
-    ),
-    Endpoint::new(
-        Method::GET,
-        "/internal/residents/{id}",
-        Op::InternalResident,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/internal/events",
-        Op::ConsumeEvent,
-        Access::Caller,
-    ),
-    Endpoint::new(
-        Method::GET,
-        "/internal/linked-residents",
-        Op::LinkedResidents,
-        Access::Member,
-    ),
+    Endpoint::member(Method::GET, "/v1/{tenant}/residents", Op::ListResidents),
+    Endpoint::staff(Method::POST, "/v1/{tenant}/residents", Op::CreateResident),
+    Endpoint::member(Method::GET, "/v1/{tenant}/residents/{id}", Op::GetResident),
+    Endpoint::staff(Method::PATCH, "/v1/{tenant}/residents/{id}", Op::UpdateResident),
+    Endpoint::staff(Method::DELETE, "/v1/{tenant}/residents/{id}", Op::DeleteResident),
+    Endpoint::member(Method::GET, "/v1/{tenant}/residents/{id}/notifications", Op::ListNotifications),
+    Endpoint::member(Method::GET, "/v1/{tenant}/complaints", Op::ListComplaints),
+    Endpoint::member(Method::POST, "/v1/{tenant}/complaints", Op::CreateComplaint),
+    Endpoint::member(Method::GET, "/v1/{tenant}/complaints/{id}", Op::GetComplaint),
+    Endpoint::staff(Method::PATCH, "/v1/{tenant}/complaints/{id}", Op::UpdateComplaint),
+    Endpoint::member(Method::GET, "/v1/{tenant}/announcements", Op::ListAnnouncements),
+    Endpoint::staff(Method::POST, "/v1/{tenant}/announcements", Op::CreateAnnouncement),
+    Endpoint::member(Method::GET, "/internal/residents/{id}", Op::InternalResident),
+    Endpoint::caller(Method::POST, "/internal/events", Op::ConsumeEvent),
+    Endpoint::member(Method::GET, "/internal/linked-residents", Op::LinkedResidents),
 ];
 
 /// A request dispatched by the table, as community's handlers are handed it.

@@ -2,7 +2,7 @@
 //! service owns every other public path.
 
 use http::Method;
-use meridian_platform::http::routes::{self, Access, Endpoint, Lookup};
+use meridian_platform::http::routes::{self, Endpoint, Lookup};
 use meridian_platform::ids::parse_id;
 use meridian_platform::tenancy::TenantSlug;
 
@@ -137,13 +137,13 @@ pub const OWN: &[Endpoint<Route>] = &[
 
 /// An own row: `method` on `path`, answered as `route`.
 const fn own(method: Method, path: &'static str, route: Route) -> Endpoint<Route> {
-    Endpoint::new(method, path, route, Access::Caller)
+    Endpoint::caller(method, path, route)
 }
 
 /// A forwarded row: `method` on `path`, owned by `service`. Who may call
 /// it is the service's to check (its own table says).
 const fn to(service: Service, method: Method, path: &'static str) -> Endpoint<Service> {
-    Endpoint::new(method, path, service, Access::Caller)
+    Endpoint::caller(method, path, service)
 }
 
 /// A row of identity's.

@@ -14,7 +14,7 @@ pub mod tokens;
 
 use http::Method;
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::routes::{Access, Endpoint, Incoming};
+use meridian_platform::http::routes::{Endpoint, Incoming};
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, RequestContext};
@@ -48,50 +48,16 @@ pub enum Op {
 /// against `openapi.yaml`), and the internal resolution. Tenant creation
 /// checks the platform admin token itself; a token's owner or an admin
 /// may revoke it.
+#[rustfmt::skip]
 pub const ENDPOINTS: &[Endpoint<Op>] = &[
-    Endpoint::new(
-        Method::GET,
-        "/internal/resolve",
-        Op::Resolve,
-        Access::Caller,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/v1/tenants",
-        Op::CreateTenant,
-        Access::Caller,
-    ),
-    Endpoint::new(Method::GET, "/v1/{tenant}", Op::GetTenant, Access::Member),
-    Endpoint::new(
-        Method::GET,
-        "/v1/{tenant}/members",
-        Op::ListMembers,
-        Access::Admin,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/v1/{tenant}/members",
-        Op::CreateMember,
-        Access::Admin,
-    ),
-    Endpoint::new(
-        Method::DELETE,
-        "/v1/{tenant}/members/{id}",
-        Op::DeleteMember,
-        Access::Admin,
-    ),
-    Endpoint::new(
-        Method::POST,
-        "/v1/{tenant}/tokens",
-        Op::CreateToken,
-        Access::Member,
-    ),
-    Endpoint::new(
-        Method::DELETE,
-        "/v1/{tenant}/tokens/{id}",
-        Op::RevokeToken,
-        Access::Member,
-    ),
+    Endpoint::caller(Method::GET, "/internal/resolve", Op::Resolve),
+    Endpoint::caller(Method::POST, "/v1/tenants", Op::CreateTenant),
+    Endpoint::member(Method::GET, "/v1/{tenant}", Op::GetTenant),
+    Endpoint::admin(Method::GET, "/v1/{tenant}/members", Op::ListMembers),
+    Endpoint::admin(Method::POST, "/v1/{tenant}/members", Op::CreateMember),
+    Endpoint::admin(Method::DELETE, "/v1/{tenant}/members/{id}", Op::DeleteMember),
+    Endpoint::member(Method::POST, "/v1/{tenant}/tokens", Op::CreateToken),
+    Endpoint::member(Method::DELETE, "/v1/{tenant}/tokens/{id}", Op::RevokeToken),
 ];
 
 /// A request dispatched by the table, as identity's handlers are handed it.

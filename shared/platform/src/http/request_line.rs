@@ -159,17 +159,16 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::http::routes::{Access, Endpoint};
+    use crate::http::routes::Endpoint;
     use crate::tenancy::{Role, TenantScope};
     use crate::wire::problem::{ErrorCode, Problem};
     use crate::wire::request_id::RequestId;
     use crate::Deadline;
 
-    const ROUTES: &[Endpoint<()>] = &[Endpoint::new(
+    const ROUTES: &[Endpoint<()>] = &[Endpoint::member(
         http::Method::GET,
         "/v1/{tenant}/invoices/{id}",
         (),
-        Access::Member,
     )];
 
     /// The template `path` is logged as among `ROUTES`.

@@ -68,6 +68,26 @@ impl<Op> Endpoint<Op> {
         }
     }
 
+    /// A row whoever reaches the component may call ([`Access::Caller`]).
+    pub const fn caller(method: Method, path: &'static str, op: Op) -> Self {
+        Self::new(method, path, op, Access::Caller)
+    }
+
+    /// A row for any member of the tenant ([`Access::Member`]).
+    pub const fn member(method: Method, path: &'static str, op: Op) -> Self {
+        Self::new(method, path, op, Access::Member)
+    }
+
+    /// A row for the tenant's admins and managers ([`Access::Staff`]).
+    pub const fn staff(method: Method, path: &'static str, op: Op) -> Self {
+        Self::new(method, path, op, Access::Staff)
+    }
+
+    /// A row for the tenant's admins ([`Access::Admin`]).
+    pub const fn admin(method: Method, path: &'static str, op: Op) -> Self {
+        Self::new(method, path, op, Access::Admin)
+    }
+
     /// Whether a path, split into segments, is an instance of the template.
     pub fn matches(&self, segments: &[&str]) -> bool {
         template_matches(self.path, segments)
@@ -318,37 +338,12 @@ mod tests {
     }
 
     const TABLE: &[Endpoint<Op>] = &[
-        Endpoint::new(
-            Method::POST,
-            "/v1/tenants",
-            Op::CreateTenant,
-            Access::Caller,
-        ),
-        Endpoint::new(Method::GET, "/v1/{tenant}", Op::Tenant, Access::Member),
-        Endpoint::new(
-            Method::POST,
-            "/v1/{tenant}/things",
-            Op::Things,
-            Access::Staff,
-        ),
-        Endpoint::new(
-            Method::GET,
-            "/v1/{tenant}/things/{id}",
-            Op::Thing,
-            Access::Member,
-        ),
-        Endpoint::new(
-            Method::DELETE,
-            "/v1/{tenant}/things/{id}",
-            Op::DeleteThing,
-            Access::Admin,
-        ),
-        Endpoint::new(
-            Method::GET,
-            "/internal/resolve",
-            Op::Resolve,
-            Access::Caller,
-        ),
+        Endpoint::caller(Method::POST, "/v1/tenants", Op::CreateTenant),
+        Endpoint::member(Method::GET, "/v1/{tenant}", Op::Tenant),
+        Endpoint::staff(Method::POST, "/v1/{tenant}/things", Op::Things),
+        Endpoint::member(Method::GET, "/v1/{tenant}/things/{id}", Op::Thing),
+        Endpoint::admin(Method::DELETE, "/v1/{tenant}/things/{id}", Op::DeleteThing),
+        Endpoint::caller(Method::GET, "/internal/resolve", Op::Resolve),
     ];
 
     const ID: &str = "0B6F1E3C-7C1E-4A55-9D3C-2F0C3B1F6A01";
