@@ -804,6 +804,32 @@ impl SpinApp {
         Some(threads)
     }
 
+    /// The CPU time the app's processes have used so far (each `spin up`
+    /// and its `spin trigger http`, threads that have ended included),
+    /// from Linux's `/proc`; `None` where it cannot be read.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let read = |path: String| std::fs::read_to_string(path).ok();
+        // utime and stime, the 14th and 15th fields, in clock ticks; the
+        // 2nd (the command's name, in brackets) may hold spaces.
+        let ticks = |pid: &str| -> Option<u64> {
+            let stat = read(format!("/proc/{pid}/stat"))?;
+            let after_name = stat.rsplit_once(')')?.1;
+            let fields: Vec<&str> = after_name.split_whitespace().collect();
+            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+        };
+        let mut total = 0;
+        for child in &self.children {
+            let id = child.id().to_string();
+            total += ticks(&id)?;
+            for runner in read(format!("/proc/{id}/task/{id}/children"))?.split_whitespace() {
+                total += ticks(runner)?;
+            }
+        }
+        Some(Duration::from_secs_f64(
+            total as f64 / clock_ticks_per_second(),
+        ))
+    }
+
     /// Kills every `spin up` process of the app at once (SIGKILL), with
     /// whatever requests it had in flight; [`Self::restart_with`] starts it
     /// again on the same databases.
@@ -1605,6 +1631,18 @@ pub(crate) fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("free port")
+}
+
+/// The kernel's clock ticks per second (`getconf CLK_TCK`; 100, Linux's
+/// value nearly everywhere, when it cannot be asked).
+fn clock_ticks_per_second() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(100.0)
 }
 
 #[cfg(test)]
