@@ -61,6 +61,23 @@ impl StandIn {
         Self { server, received }
     }
 
+    /// In front of the service at `real` (a [`crate::SpinApp::service_beside`]):
+    /// every request is passed on to it, but for event deliveries
+    /// (`/internal/events`), which `events` answers, given `real`'s URL.
+    pub fn events_of(
+        real: &crate::SpinApp,
+        events: impl Fn(&str) -> StandInReply + Send + Sync + 'static,
+    ) -> Self {
+        let to = real.url().to_owned();
+        Self::start(move |r| match r.url().starts_with("/internal/events") {
+            true => events(&to),
+            false => StandInReply::Forward {
+                to: to.clone(),
+                lose_answer: false,
+            },
+        })
+    }
+
     /// The stand-in's base URL.
     pub fn url(&self) -> String {
         self.server.url()

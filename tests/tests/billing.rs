@@ -266,10 +266,9 @@ fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
     // The real community, public in a second app on the same databases,
     // behind a proxy that delivers events but loses community's answer.
     let community = SpinApp::community_beside(&app);
-    let target = community.url().to_owned();
-    let proxy = StandIn::start(move |r| StandInReply::Forward {
-        to: target.clone(),
-        lose_answer: r.url() == "/internal/events",
+    let proxy = StandIn::events_of(&community, |to| StandInReply::Forward {
+        to: to.to_owned(),
+        lose_answer: true,
     });
     let app = app.restart_with(SpinOptions::default().variable("community_url", proxy.url()));
     let r = acme.post("/invoices").json(&invoice(&resident, 2_000));
@@ -317,13 +316,8 @@ fn a_write_is_answered_before_its_event_is_delivered() {
     let acme = app.tenant("acme");
     let resident = acme.resident("Ada");
     let community = SpinApp::community_beside(&app);
-    let target = community.url().to_owned();
-    let proxy = StandIn::start(move |r| match r.url() {
-        "/internal/events" => StandInReply::Hang(Duration::from_millis(1_500)),
-        _ => StandInReply::Forward {
-            to: target.clone(),
-            lose_answer: false,
-        },
+    let proxy = StandIn::events_of(&community, |_| {
+        StandInReply::Hang(Duration::from_millis(1_500))
     });
     let app = app.restart_with(SpinOptions::default().variable("community_url", proxy.url()));
     let r = acme.post("/invoices").json(&invoice(&resident, 2_000));

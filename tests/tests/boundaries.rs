@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use meridian_e2e::api::relay_until_delivered;
-use meridian_e2e::{settled, ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply};
+use meridian_e2e::{settled, SpinApp, SpinOptions, StandIn, StandInReply};
 use serde_json::{json, Value};
 
 /// How far past its budget a client may see an answer: the suite's
@@ -30,17 +30,7 @@ fn a_consumer_that_never_answers_costs_the_event_not_the_committed_invoice() {
     // The real community behind a proxy that passes everything on except
     // event deliveries, which it accepts and never answers.
     let community = SpinApp::community_beside(&app);
-    let target = community.url().to_owned();
-    let proxy = StandIn::start(move |r| {
-        if r.url().starts_with("/internal/events") {
-            StandInReply::Hang(Duration::from_secs(5))
-        } else {
-            StandInReply::Forward {
-                to: target.clone(),
-                lose_answer: false,
-            }
-        }
-    });
+    let proxy = StandIn::events_of(&community, |_| StandInReply::Hang(Duration::from_secs(5)));
     let app = app.restart_with(SpinOptions::default().variable("community_url", proxy.url()));
     let budget = Duration::from_millis(800);
     let r = acme
