@@ -63,6 +63,20 @@ pub fn settled(what: &str, at_least: usize, mut count: impl FnMut() -> usize) ->
     }
 }
 
+/// Runs `command` to its end and returns what it printed; panics naming
+/// `what`, with its output, when it cannot start or does not succeed.
+#[track_caller]
+pub fn run_ok(command: &mut std::process::Command, what: &str) -> String {
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The first value of header `name` (any case) among `headers`.
 pub(crate) fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers

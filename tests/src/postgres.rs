@@ -154,15 +154,16 @@ impl PgDatabases {
             "postgres" => format!("{}/postgres", self.server),
             service => self.address(service),
         };
-        let out = Command::new("psql")
-            .args([address.as_str(), "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql])
-            .output()
-            .expect("psql (Debian's postgresql-client)");
-        assert!(
-            out.status.success(),
-            "psql {sql}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        crate::run_ok(
+            Command::new("psql").args([
+                address.as_str(),
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-qAt",
+                "-c",
+                sql,
+            ]),
+            &format!("psql (Debian's postgresql-client) {sql}"),
+        )
     }
 }

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use meridian_e2e::api::{service_write as write, written_by as written};
-use meridian_e2e::{SpinApp, SpinOptions};
+use meridian_e2e::{run_ok, SpinApp, SpinOptions};
 use serde_json::json;
 
 const SERVICES: [&str; 3] = ["identity", "community", "billing"];
@@ -37,16 +37,9 @@ fn pg_ctl(args: &[&str]) {
         c.args(["-u", &user, "--", &program]);
         c
     };
-    let out = command
-        .args(["-D", &data, "-l", &log, "-w"])
-        .args(args)
-        .output()
-        .expect("pg_ctl");
-    assert!(
-        out.status.success(),
-        "pg_ctl {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        command.args(["-D", &data, "-l", &log, "-w"]).args(args),
+        &format!("pg_ctl {args:?}"),
     );
 }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use meridian_e2e::api::{service_write, written_by, Tenant};
-use meridian_e2e::{settled, Reply, SpinApp, SpinOptions};
+use meridian_e2e::{run_ok, settled, Reply, SpinApp, SpinOptions};
 
 const SERVICES: [&str; 3] = ["identity", "community", "billing"];
 
@@ -28,15 +28,11 @@ struct Tmpfs {
 impl Tmpfs {
     fn mount(size: &str) -> Self {
         let dir = tempfile::tempdir().expect("mount point");
-        let mounted = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .output()
-            .expect("run mount");
-        assert!(
-            mounted.status.success(),
-            "the full-disk test mounts a small tmpfs and needs root (CAP_SYS_ADMIN): {}",
-            String::from_utf8_lossy(&mounted.stderr)
+        run_ok(
+            Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+                .arg(dir.path()),
+            "the full-disk test mounts a small tmpfs and needs root (CAP_SYS_ADMIN)",
         );
         Self { dir }
     }
@@ -155,16 +151,9 @@ impl Fault {
 }
 
 fn chattr(flag: &str, path: &Path) {
-    let out = Command::new("chattr")
-        .arg(flag)
-        .arg(path)
-        .output()
-        .expect("run chattr");
-    assert!(
-        out.status.success(),
-        "chattr {flag} {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        Command::new("chattr").arg(flag).arg(path),
+        &format!("chattr {flag} {}", path.display()),
     );
 }
 
