@@ -158,8 +158,7 @@ mod tests {
 
     #[test]
     fn mostly_failing_calls_open_the_breaker_and_a_successful_probe_closes_it() {
-        let counters = LocalCounters::default();
-        let m = memory(&counters);
+        let m = memory(LocalCounters::leaked());
         for i in 0..20 {
             assert_eq!(call(&m, i, true), Admit::Call, "call {i}");
         }
@@ -202,8 +201,7 @@ mod tests {
     /// Racing for the probe: exactly one wins.
     #[test]
     fn one_probe_however_many_invocations_find_the_wait_over() {
-        let counters = LocalCounters::default();
-        let m = memory(&counters);
+        let m = memory(LocalCounters::leaked());
         for i in 0..20 {
             call(&m, i, true);
         }
@@ -240,8 +238,7 @@ mod tests {
     /// attempts failing) does not open it: retries mask such a failure.
     #[test]
     fn an_early_streak_of_a_partial_failure_does_not_open_it() {
-        let counters = LocalCounters::default();
-        let m = memory(&counters);
+        let m = memory(LocalCounters::leaked());
         for i in 0..40 {
             // 1 in 2 failing, then 3 in 10.
             let failed = if i < 20 { i % 2 == 0 } else { i % 10 < 3 };
@@ -253,8 +250,7 @@ mod tests {
     /// call runs out of time): however many, they never open the breaker.
     #[test]
     fn calls_that_ran_out_of_budget_never_open_it() {
-        let counters = LocalCounters::default();
-        let m = memory(&counters);
+        let m = memory(LocalCounters::leaked());
         for i in 0..200 {
             assert_eq!(call_ending(&m, i, Outcome::Ignored), Admit::Call);
         }
@@ -264,8 +260,7 @@ mod tests {
     /// A probe that ran out of budget decides nothing: the next call probes.
     #[test]
     fn an_ignored_probe_hands_the_probe_to_the_next_call() {
-        let counters = LocalCounters::default();
-        let m = memory(&counters);
+        let m = memory(LocalCounters::leaked());
         for i in 0..20 {
             call(&m, i, true);
         }
@@ -278,8 +273,7 @@ mod tests {
     /// reopen it at the next failure.
     #[test]
     fn a_successful_probe_clears_the_window_so_one_failure_does_not_reopen_it() {
-        let counters = LocalCounters::default();
-        let m = memory(&counters);
+        let m = memory(LocalCounters::leaked());
         for i in 0..20 {
             call(&m, i, true);
         }

@@ -42,8 +42,7 @@ mod tests {
 
     #[test]
     fn retries_stay_under_a_fifth_of_first_attempts_above_the_floor() {
-        let counters = LocalCounters::default();
-        let m = memory(&counters);
+        let m = memory(LocalCounters::leaked());
         for _ in 0..1_000 {
             m.first_attempt(at(0), 0);
         }
@@ -60,8 +59,7 @@ mod tests {
 
     #[test]
     fn a_quiet_service_can_still_retry_up_to_the_floor() {
-        let counters = LocalCounters::default();
-        let m = memory(&counters);
+        let m = memory(LocalCounters::leaked());
         m.first_attempt(at(0), 0);
         // 10 a second, over the 10 s window.
         for _ in 0..100 {
@@ -92,8 +90,7 @@ mod tests {
     /// read the window before any of them claimed. No count is lost.
     #[test]
     fn racing_invocations_lose_no_count_and_never_pass_the_budget_together() {
-        let counters = LocalCounters::default();
-        let m = memory(&counters);
+        let m = memory(LocalCounters::leaked());
         for _ in 0..100 {
             m.first_attempt(at(0), 0);
         }

@@ -130,8 +130,12 @@ mod tests {
 
     #[test]
     fn after_a_failure_every_first_attempt_is_counted_for_a_window() {
-        let counters = LocalCounters::default();
-        let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
+        let m = FailureMemory::new(
+            LocalCounters::leaked(),
+            MemoryConfig::default(),
+            "gateway",
+            "community",
+        );
         // Healthy: rolls that are not multiples of 64 write nothing.
         for i in 1..10 {
             m.admit(at(i));
@@ -210,8 +214,12 @@ mod tests {
 
     #[test]
     fn a_sampled_first_attempt_counts_for_the_ones_not_written() {
-        let counters = LocalCounters::default();
-        let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
+        let m = FailureMemory::new(
+            LocalCounters::leaked(),
+            MemoryConfig::default(),
+            "gateway",
+            "community",
+        );
         // Rolls 0..640: one in 64 is written, as 64.
         for roll in 0..640 {
             m.first_attempt(at(0), roll);

@@ -383,8 +383,7 @@ mod tests {
 
     #[test]
     fn a_route_whose_requests_finish_is_never_throttled() {
-        let counters = LocalCounters::default();
-        let a = residents(&counters);
+        let a = residents(LocalCounters::leaked());
         for i in 0..500 {
             a.record(at(i), true, 5 * MS, 0);
         }
@@ -448,8 +447,7 @@ mod tests {
 
     #[test]
     fn past_the_concurrency_littles_law_allows_the_excess_is_refused() {
-        let counters = LocalCounters::default();
-        let a = residents(&counters);
+        let a = residents(LocalCounters::leaked());
         // 200 requests, every one in time, each 40 ms: a request with a
         // 100 ms budget (in time within 50) is never refused; one with
         // 60 ms left (in time within 30) is, for the excess concurrency:
@@ -501,8 +499,7 @@ mod tests {
 
     #[test]
     fn a_few_requests_never_throttle() {
-        let counters = LocalCounters::default();
-        let a = residents(&counters);
+        let a = residents(LocalCounters::leaked());
         for i in 0..19 {
             a.record(at(i), false, 100 * MS, 0);
         }
@@ -511,8 +508,7 @@ mod tests {
 
     #[test]
     fn the_overload_forgotten_two_windows_on_admits_everything_again() {
-        let counters = LocalCounters::default();
-        let a = residents(&counters);
+        let a = residents(LocalCounters::leaked());
         for i in 0..300 {
             a.record(at(i), false, 100 * MS, 0);
         }
@@ -523,8 +519,7 @@ mod tests {
 
     #[test]
     fn half_a_second_after_an_overload_ends_everything_is_admitted_again() {
-        let counters = LocalCounters::default();
-        let a = residents(&counters);
+        let a = residents(LocalCounters::leaked());
         for i in 0..1_000 {
             a.record(at(i), false, 100 * MS, 0);
         }
@@ -591,8 +586,11 @@ mod tests {
 
     #[test]
     fn a_budget_below_the_routes_recent_cost_is_refused_at_once() {
-        let counters = LocalCounters::default();
-        let a = Admission::new(&counters, exact(), "POST /v1/{tenant}/invoices");
+        let a = Admission::new(
+            LocalCounters::leaked(),
+            exact(),
+            "POST /v1/{tenant}/invoices",
+        );
         for i in 0..10 {
             a.record(at(i), true, 40 * MS, 0);
         }
