@@ -63,45 +63,21 @@ pub fn get<D: Database, C: Clock>(
     Ok(message::json(StatusCode::OK, &complaint))
 }
 
-/// A validated complaint to file.
-struct NewComplaint {
-    resident_id: ResidentId,
-    subject: String,
-    body: String,
-}
-
-impl TryFrom<&[u8]> for NewComplaint {
-    type Error = Problem;
-
-    fn try_from(body: &[u8]) -> Result<Self, Problem> {
-        let mut b = JsonBody::parse(body)?;
-        let fields = (
-            b.parsed("resident_id", |s| {
-                ResidentId::parse(s).ok_or("must be a UUID")
-            }),
-            b.text("subject", 1, 200),
-            b.text("body", 1, 5_000),
-        );
-        let (resident_id, subject, body) = b.complete(fields)?;
-        Ok(Self {
-            resident_id,
-            subject,
-            body,
-        })
-    }
-}
-
 /// Files a complaint about a resident of the tenant (any member).
 pub fn create<D: Database, C: Clock>(
     app: &Community<D, C>,
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
     let s = app.scoped(call.ctx)?;
-    let NewComplaint {
-        resident_id,
-        subject,
-        body,
-    } = NewComplaint::try_from(call.body())?;
+    let mut b = JsonBody::parse(call.body())?;
+    let fields = (
+        b.parsed("resident_id", |s| {
+            ResidentId::parse(s).ok_or("must be a UUID")
+        }),
+        b.text("subject", 1, 200),
+        b.text("body", 1, 5_000),
+    );
+    let (resident_id, subject, body) = b.complete(fields)?;
     let filed_by = s.scope.actor_id.to_string();
     s.write_once(call, |s| {
         if repo::resident(s, &resident_id)?.is_none() {

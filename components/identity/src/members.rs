@@ -23,35 +23,19 @@ pub fn list<D: Database, C: Clock>(
     app.scoped(call.ctx)?.page(call, repo::list_members)
 }
 
-/// A validated member to add.
-struct NewMember {
-    email: String,
-    name: String,
-    role: Role,
-}
-
-impl TryFrom<&[u8]> for NewMember {
-    type Error = Problem;
-
-    fn try_from(body: &[u8]) -> Result<Self, Problem> {
-        let mut b = JsonBody::parse(body)?;
-        let fields = (
-            b.parsed("email", normalize_email),
-            b.text("name", 1, 200),
-            b.parsed("role", |r| r.parse::<Role>()),
-        );
-        let (email, name, role) = b.complete(fields)?;
-        Ok(Self { email, name, role })
-    }
-}
-
 /// Adds a member (creating the user if the email is new). The answer
 /// carries the member's first API token, shown once.
 pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
-    let NewMember { email, name, role } = NewMember::try_from(call.body())?;
+    let mut b = JsonBody::parse(call.body())?;
+    let fields = (
+        b.parsed("email", normalize_email),
+        b.text("name", 1, 200),
+        b.parsed("role", |r| r.parse::<Role>()),
+    );
+    let (email, name, role) = b.complete(fields)?;
     app.scoped(call.ctx)?.write_once(call, |s| {
         let now = app.timestamp();
         let platform_user =
