@@ -779,6 +779,14 @@ impl SpinApp {
         crate::api::create_tenant(&self.client(), slug)
     }
 
+    /// The app with its default options and one tenant, `slug`: most
+    /// tests' start.
+    pub fn with_tenant(slug: &str) -> (Self, crate::api::Tenant) {
+        let app = Self::start();
+        let tenant = app.tenant(slug);
+        (app, tenant)
+    }
+
     /// The threads of the processes that run the app's components (`spin
     /// trigger http`, the children of each `spin up`), from Linux's
     /// `/proc`; `None` where it cannot be read. The benchmarks show the

@@ -36,8 +36,7 @@ fn count_invoices(tenant: &Tenant) -> usize {
 
 #[test]
 fn an_invoice_and_its_payments_reach_the_resident_as_notifications() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
     let r = acme.post("/invoices").json(&invoice(&resident, 10_000));
     assert_eq!(r.status, 201, "{}\n{}", r.body, app.logs());
@@ -115,8 +114,7 @@ fn bad_invoices_are_refused_precisely_and_write_nothing() {
 
 #[test]
 fn a_client_retrying_a_keyed_invoice_gets_one_invoice_and_one_notification() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (_app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
     let body = invoice(&resident, 4_200);
     let mut ids = Vec::new();
@@ -148,8 +146,7 @@ fn a_concurrent_duplicate_is_refused_while_the_first_is_in_progress() {
             StandInReply::Json(200, r#"{"stored":true}"#.into())
         }
     });
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
     let _app = app.restart_with(SpinOptions::default().variable("community_url", community.url()));
     let body = invoice(&resident, 999);
@@ -180,8 +177,7 @@ fn a_concurrent_duplicate_is_refused_while_the_first_is_in_progress() {
 
 #[test]
 fn an_unkeyed_write_to_a_failing_service_fails_once_with_a_problem() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
     let down =
         StandIn::start(|_| StandInReply::Json(503, r#"{"code":"upstream_unavailable"}"#.into()));
@@ -201,8 +197,7 @@ fn an_unkeyed_write_to_a_failing_service_fails_once_with_a_problem() {
 
 #[test]
 fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
 
     // Community stand-in: confirms residents, refuses events.
@@ -259,8 +254,7 @@ fn the_relay_delivers_after_a_failed_inline_delivery_and_repeats_change_nothing(
 
 #[test]
 fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
 
     // The real community, public in a second app on the same databases,
@@ -312,8 +306,7 @@ fn a_lost_acknowledgement_means_redelivery_and_still_one_notification() {
 /// still happens, from the same instance, after it.
 #[test]
 fn a_write_is_answered_before_its_event_is_delivered() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
     let community = SpinApp::community_beside(&app);
     let proxy = StandIn::events_of(&community, |_| {

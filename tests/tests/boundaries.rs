@@ -24,8 +24,7 @@ fn invoice(resident: &str, amount: i64) -> Value {
 
 #[test]
 fn a_consumer_that_never_answers_costs_the_event_not_the_committed_invoice() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
     // The real community behind a proxy that passes everything on except
     // event deliveries, which it accepts and never answers.
@@ -112,8 +111,7 @@ fn a_private_service_that_hangs_behind_service_chaining_ends_in_a_504_at_the_bud
 
 #[test]
 fn a_keyed_write_whose_answer_is_lost_on_the_way_back_is_retried_and_written_once() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
     // The real billing (and the community it calls) beside the app, behind
     // a proxy that loses billing's first answer to a POST after the work
@@ -157,8 +155,7 @@ fn a_keyed_write_whose_answer_is_lost_on_the_way_back_is_retried_and_written_onc
 
 #[test]
 fn a_failing_community_is_retried_by_billing_alone() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
     let down = StandIn::start(|_| StandInReply::Json(503, "{}".into()));
     let _app = app.restart_with(SpinOptions::default().variable("community_url", down.url()));
@@ -182,8 +179,7 @@ fn a_failing_community_is_retried_by_billing_alone() {
 
 #[test]
 fn a_statement_behind_a_held_lock_gives_up_at_the_services_work_deadline() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     assert!(acme.list("/invoices").is_empty()); // billing migrated
     let resident = acme.resident("Ada");
     let holder = rusqlite::Connection::open(app.database("billing")).expect("billing.db");
@@ -312,8 +308,7 @@ fn a_slow_upload_spends_the_budget_like_slow_work() {
 
 #[test]
 fn a_downstream_answer_that_is_not_meridians_never_reaches_the_client() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     // (what billing's place answers, what the client must get, attempts):
     // a trap's 500 is final; a proxy's bare 502 is transient, so retried.
     let cases = [

@@ -7,8 +7,7 @@ use serde_json::json;
 
 #[test]
 fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (_app, acme) = SpinApp::with_tenant("acme");
     let mut created: Vec<String> = (0..23)
         .map(|i| acme.resident(&format!("Resident {i:02}")))
         .collect();
@@ -56,8 +55,7 @@ fn residents_page_through_more_than_twenty_rows_without_gaps_or_duplicates() {
 
 #[test]
 fn residents_are_read_by_members_and_changed_by_staff() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (_app, acme) = SpinApp::with_tenant("acme");
     let (_, resident_token) = acme.member("res@acme.org", "resident");
     let id = acme.resident("Ada");
     let path = format!("/residents/{id}");
@@ -96,8 +94,7 @@ fn residents_are_read_by_members_and_changed_by_staff() {
 
 #[test]
 fn complaints_follow_their_lifecycle_and_refuse_other_moves() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (_app, acme) = SpinApp::with_tenant("acme");
     let (_, resident_token) = acme.member("res@acme.org", "resident");
     let resident = acme.resident("Ada");
     let r = acme
@@ -135,8 +132,7 @@ fn complaints_follow_their_lifecycle_and_refuse_other_moves() {
 
 #[test]
 fn announcements_are_published_by_staff() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (_app, acme) = SpinApp::with_tenant("acme");
     let (_, resident_token) = acme.member("res@acme.org", "resident");
     let r = acme
         .post("/announcements")
@@ -158,8 +154,7 @@ fn announcements_are_published_by_staff() {
 
 #[test]
 fn another_tenants_resident_is_not_found_even_by_id() {
-    let app = SpinApp::start();
-    let a = app.tenant("alpha");
+    let (app, a) = SpinApp::with_tenant("alpha");
     let b = app.tenant("bravo");
     let id = a.resident("Ada");
     b.get(&format!("/residents/{id}"))

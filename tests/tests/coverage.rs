@@ -50,8 +50,7 @@ fn ids(items: &[Value], key: &str) -> Vec<String> {
 
 #[test]
 fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
-    let app = SpinApp::start();
-    let t = app.tenant("acme");
+    let (_app, t) = SpinApp::with_tenant("acme");
     let ada = t.resident("Ada");
     let bo = t.resident("Bo");
     let mut invoices = Vec::new();
@@ -249,8 +248,7 @@ fn a_replayed_creation_never_shows_a_token_again() {
 
 #[test]
 fn the_relay_stops_within_its_budget_part_way_and_finishes_later() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let ada = acme.resident("Ada");
     // Community as seen by billing: residents exist; events are refused at
     // first (so they wait in the outbox), then take 100 ms each.

@@ -446,8 +446,7 @@ fn the_contract_is_served_without_auth_and_revalidated_by_etag() {
 
 #[test]
 fn every_component_writes_one_json_line_per_request_it_answers() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let r = acme
         .get("/residents?limit=5")

@@ -7,8 +7,7 @@ use serde_json::json;
 
 #[test]
 fn a_tenant_is_created_with_an_admin_whose_token_works() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let r = acme.get("").send();
     assert_eq!(r.status, 200, "{}\n{}", r.body, app.logs());
     assert_eq!(r.json()["slug"], "acme");
@@ -106,8 +105,7 @@ fn a_token_of_one_tenant_finds_nothing_in_another() {
 
 #[test]
 fn admins_manage_members_and_others_may_not() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (_app, acme) = SpinApp::with_tenant("acme");
     let (member, member_token) = acme.member("bo@acme.org", "resident");
     assert_eq!(member["role"], "resident");
     let r = acme.get("/members?limit=1").send();
@@ -284,8 +282,7 @@ fn a_remembered_resolution_is_never_served_after_identity_changed_its_answer() {
 
 #[test]
 fn keyed_member_creation_replays_and_refuses_a_different_body() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (_app, acme) = SpinApp::with_tenant("acme");
     let body = json!({"email": "cy@acme.org", "name": "Cy", "role": "resident"});
     let first = acme.post("/members").key("member-cy").json(&body);
     let again = acme.post("/members").key("member-cy").json(&body);
@@ -307,8 +304,7 @@ fn keyed_member_creation_replays_and_refuses_a_different_body() {
 
 #[test]
 fn an_oversized_body_is_refused_by_the_service_and_nothing_is_written() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (_app, acme) = SpinApp::with_tenant("acme");
     // Under the gateway's 1 MiB, over the service's 64 KiB.
     let body = json!({"email": "big@acme.org", "name": "x".repeat(100 * 1024), "role": "resident"});
     acme.post("/members")

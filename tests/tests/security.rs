@@ -15,8 +15,7 @@ const RATE_HEADERS: [&str; 2] = ["ratelimit", "ratelimit-policy"];
 
 #[test]
 fn a_stranger_reads_no_tenants_rate_figures() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     for _ in 0..5 {
         assert_eq!(acme.get("/residents").send().status, 200);
     }
@@ -37,8 +36,7 @@ fn a_stranger_reads_no_tenants_rate_figures() {
 
 #[test]
 fn a_path_that_spells_another_tenants_window_does_not_fill_it() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     assert_eq!(acme.get("/residents").send().status, 200);
     // Strangers whose path words spell acme's admission window
     // (`GET /v1/{tenant}/residents` + `/tenant/acme`), each with a budget

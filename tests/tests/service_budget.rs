@@ -48,8 +48,7 @@ fn late_write(
 
 #[test]
 fn each_service_refuses_spent_work_itself_and_writes_nothing() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let resident = acme.resident("Ada");
     let cases = [
         (

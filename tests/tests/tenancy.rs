@@ -20,8 +20,7 @@ fn a_wrong_token_gets_the_same_answer_for_a_real_slug_and_an_unknown_one() {
 
 #[test]
 fn what_a_tenant_sees_of_a_person_is_its_own() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (app, acme) = SpinApp::with_tenant("acme");
     let bravo = app.tenant("bravo");
     let r = acme
         .post("/members")
@@ -44,8 +43,7 @@ fn what_a_tenant_sees_of_a_person_is_its_own() {
 
 #[test]
 fn a_resident_sees_only_their_own_invoices_payments_and_notifications() {
-    let app = SpinApp::start();
-    let acme = app.tenant("acme");
+    let (_app, acme) = SpinApp::with_tenant("acme");
     let (member, token) = acme.member("res@acme.org", "resident");
     let mine = acme.resident("Mine");
     let theirs = acme.resident("Theirs");
