@@ -76,9 +76,8 @@ fn an_invoice_and_its_payments_reach_the_resident_as_notifications() {
 
 #[test]
 fn bad_invoices_are_refused_precisely_and_write_nothing() {
-    let app = SpinApp::start();
+    let (app, acme) = SpinApp::with_tenant("acme");
     let client = app.client();
-    let acme = app.tenant("acme");
     let resident = acme.resident("Ada");
     let post = |body: &Value| acme.post("/invoices").json(body);
     post(&invoice("0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01", 100))

@@ -74,9 +74,8 @@ fn written(client: &Client, t: &Tenant) -> Vec<usize> {
 
 #[test]
 fn every_bad_request_gets_its_precise_4xx_and_writes_nothing() {
-    let app = SpinApp::start();
+    let (app, t) = SpinApp::with_tenant("acme");
     let client = app.client();
-    let t = app.tenant("acme");
     let resident = t.resident("Ada");
     let invoice = t.post("/invoices").json(&json!({"resident_id": resident, "amount_cents": 500, "currency": "EUR", "description": "Rent", "due_date": "2026-12-31"}),);
     assert_eq!(invoice.status, 201, "{}", invoice.body);

@@ -206,9 +206,8 @@ fn another_tenants_rows_are_not_found_by_id() {
 
 #[test]
 fn a_replayed_creation_never_shows_a_token_again() {
-    let app = SpinApp::start();
+    let (app, acme) = SpinApp::with_tenant("acme");
     let client = app.client();
-    let acme = app.tenant("acme");
     let admin = format!("Bearer {ADMIN_TOKEN}");
     let tenant = |key: &str| {
         client.send(

@@ -50,9 +50,8 @@ fn tenant_creation_needs_the_admin_token_and_valid_input() {
 
 #[test]
 fn unknown_tenants_bad_tokens_and_missing_tokens_are_refused() {
-    let app = SpinApp::start();
+    let (app, acme) = SpinApp::with_tenant("acme");
     let client = app.client();
-    let acme = app.tenant("acme");
     call(&client, &acme.token, "GET", "/v1/nowhere", None).assert_problem(404, "tenant_not_found");
     acme.get("")
         .token("mrd_0000")
@@ -65,9 +64,8 @@ fn unknown_tenants_bad_tokens_and_missing_tokens_are_refused() {
 
 #[test]
 fn a_token_of_one_tenant_finds_nothing_in_another() {
-    let app = SpinApp::start();
+    let (app, a) = SpinApp::with_tenant("alpha");
     let client = app.client();
-    let a = app.tenant("alpha");
     let b = app.tenant("bravo");
     let some_id = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
     let routes = [

@@ -92,9 +92,8 @@ fn a_resident_sees_only_their_own_invoices_payments_and_notifications() {
 
 #[test]
 fn wrong_methods_undeclared_media_and_bad_fields_get_their_own_problems() {
-    let app = SpinApp::start();
+    let (app, acme) = SpinApp::with_tenant("acme");
     let client = app.client();
-    let acme = app.tenant("acme");
     let r = call(&client, &acme.token, "PUT", &acme.path("/invoices"), None);
     r.assert_problem(405, "method_not_allowed");
     assert_eq!(r.header("allow"), Some("GET, HEAD, POST"));
