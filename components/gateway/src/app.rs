@@ -19,6 +19,7 @@ use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, Uni
 
 use crate::config::GatewayConfig;
 use crate::contract;
+use crate::edge::declares_json;
 use crate::exchange::{Exchange, Refusal, Trace};
 use crate::proxy::forwarding_policy;
 use crate::routes::{self, route, Route};
@@ -343,56 +344,4 @@ pub fn request_line(
         route: routes::template(request.path()),
     };
     RequestLine::new(served, ctx, response, now)
-}
-
-/// Whether a body with this `content-type` may be JSON: undeclared, or
-/// `application/json` or a `+json` type, with any parameters.
-pub fn declares_json(content_type: Option<&str>) -> bool {
-    let Some(value) = content_type else {
-        return true;
-    };
-    let essence = value.split(';').next().unwrap_or("").trim();
-    let Some((kind, subtype)) = essence.split_once('/') else {
-        return false;
-    };
-    // Compared as bytes: a client's header may hold any UTF-8, and a
-    // suffix cut by byte count could fall inside a character.
-    let subtype = subtype.as_bytes();
-    kind.eq_ignore_ascii_case("application")
-        && (subtype.eq_ignore_ascii_case(b"json")
-            || subtype.len() > 5
-                && subtype
-                    .get(subtype.len() - 5..)
-                    .is_some_and(|suffix| suffix.eq_ignore_ascii_case(b"+json")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_bodies_are_declared_as_json_or_not_at_all() {
-        for ok in [
-            None,
-            Some("application/json"),
-            Some("Application/JSON; charset=utf-8"),
-            Some("application/merge-patch+json"),
-            Some("application/€+json"),
-        ] {
-            assert!(declares_json(ok), "{ok:?}");
-        }
-        for refused in [
-            Some("text/plain"),
-            Some("application/x-www-form-urlencoded"),
-            Some("multipart/form-data; boundary=x"),
-            Some("application/jsonp"),
-            Some("application/+json"),
-            Some("application/a€json"),
-            Some("application/€+jsonx"),
-            Some("json"),
-            Some(""),
-        ] {
-            assert!(!declares_json(refused), "{refused:?}");
-        }
-    }
 }

@@ -64,9 +64,56 @@ pub fn is_returnable(name: &str) -> bool {
     !headers::is_internal(name) && !headers::is_hop_by_hop(name)
 }
 
+/// Whether a body with this `content-type` may be JSON: undeclared, or
+/// `application/json` or a `+json` type, with any parameters.
+pub fn declares_json(content_type: Option<&str>) -> bool {
+    let Some(value) = content_type else {
+        return true;
+    };
+    let essence = value.split(';').next().unwrap_or("").trim();
+    let Some((kind, subtype)) = essence.split_once('/') else {
+        return false;
+    };
+    // Compared as bytes: a client's header may hold any UTF-8, and a
+    // suffix cut by byte count could fall inside a character.
+    let subtype = subtype.as_bytes();
+    kind.eq_ignore_ascii_case("application")
+        && (subtype.eq_ignore_ascii_case(b"json")
+            || subtype.len() > 5
+                && subtype
+                    .get(subtype.len() - 5..)
+                    .is_some_and(|suffix| suffix.eq_ignore_ascii_case(b"+json")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_bodies_are_declared_as_json_or_not_at_all() {
+        for ok in [
+            None,
+            Some("application/json"),
+            Some("Application/JSON; charset=utf-8"),
+            Some("application/merge-patch+json"),
+            Some("application/€+json"),
+        ] {
+            assert!(declares_json(ok), "{ok:?}");
+        }
+        for refused in [
+            Some("text/plain"),
+            Some("application/x-www-form-urlencoded"),
+            Some("multipart/form-data; boundary=x"),
+            Some("application/jsonp"),
+            Some("application/+json"),
+            Some("application/a€json"),
+            Some("application/€+jsonx"),
+            Some("json"),
+            Some(""),
+        ] {
+            assert!(!declares_json(refused), "{refused:?}");
+        }
+    }
     use meridian_testing::http::Build;
 
     fn request(headers: &[(&str, &str)]) -> Request {

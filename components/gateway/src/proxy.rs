@@ -8,7 +8,7 @@ use meridian_platform::http::SendError;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::{ErrorCode, Problem};
 
-use crate::edge::{forwardable_headers, is_returnable, Credentials};
+use crate::edge::{declares_json, forwardable_headers, is_returnable, Credentials};
 use crate::exchange::{Exchange, Refusal};
 use crate::routes::Service;
 
@@ -69,7 +69,7 @@ pub fn pass_on(service: Service, upstream: Response) -> Result<Response, Problem
     let body_is_json = upstream.body().is_empty()
         || upstream
             .header("content-type")
-            .is_some_and(|declared| crate::app::declares_json(Some(declared)));
+            .is_some_and(|declared| declares_json(Some(declared)));
     if !(is_problem || (success && body_is_json)) {
         journal::event(Event::Failure {
             what: "reading a service's answer",
