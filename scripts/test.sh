@@ -63,7 +63,7 @@ else
   echo "test result: FAILED. 0 passed; 1 failed (the platforms check)" >>"$results"
 fi
 
-step "layers: the platform's modules import downward only, in no circle (tools/src/bin/layers.rs)"
+step "layers: the platform's modules import downward only, and no crate's files import in a circle (tools/src/bin/layers.rs)"
 if cargo run -q --locked -p meridian-tools --bin layers; then
   echo "test result: ok. 1 passed; 0 failed (the layers check)" >>"$results"
 else

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::client::{Client, Reply};
-use crate::spin::ADMIN_TOKEN;
+use crate::ADMIN_TOKEN;
 
 /// A tenant created through `POST /v1/tenants`, with its first admin's
 /// token, and a client to call its API:

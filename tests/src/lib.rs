@@ -9,6 +9,7 @@ pub mod load;
 pub mod loopback;
 pub mod otlp;
 pub mod postgres;
+mod profile;
 pub mod proxy;
 mod spin;
 pub mod split;
@@ -17,10 +18,16 @@ mod standin;
 pub use client::{Client, Reply};
 pub use loopback::ReceivedExt;
 pub use spin::{
-    repo_root, spin_binary, write_split_runtime_config, Layout, SpinApp, SpinOptions, ADMIN_TOKEN,
-    INTERNAL_TOKEN, SPIN_REFUSED_UTF8,
+    repo_root, spin_binary, write_split_runtime_config, Layout, SpinApp, SpinOptions,
+    SPIN_REFUSED_UTF8,
 };
 pub use standin::{Received, StandIn, StandInReply, Truncating};
+
+/// The internal token the test app is started with: long enough for the
+/// components' secrets rule (`meridian_platform::secrets::judge_secret`).
+pub const INTERNAL_TOKEN: &str = "e2e-internal-4d9f2a7c1e8b3f6a0c5d9e2b7f1a4c8e";
+/// The platform admin token the test app is started with.
+pub const ADMIN_TOKEN: &str = "e2e-admin-7b3e9c1f5a2d8e4b0f6c3a9d1e7b5f2c";
 
 /// Polls `check` every 20 ms until it gives a value, for at most 5 s, for
 /// what happens after an answer: a write's events are delivered once its

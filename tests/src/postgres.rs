@@ -40,7 +40,7 @@ impl PgDatabases {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let counts = crate::spin::profile() == Some(crate::spin::Profile::Akamai);
+        let counts = crate::profile::profile() == Some(crate::profile::Profile::Akamai);
         let names: Vec<_> = ["identity", "community", "billing"]
             .into_iter()
             .chain(counts.then_some("counts"))

@@ -7,14 +7,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::profile::{profile, Profile};
+use crate::{ADMIN_TOKEN, INTERNAL_TOKEN};
+
 use crate::client::Client;
 use crate::split::{self, SERVICES};
-
-/// The internal token the test app is started with: long enough for the
-/// components' secrets rule (`meridian_platform::secrets::judge_secret`).
-pub const INTERNAL_TOKEN: &str = "e2e-internal-4d9f2a7c1e8b3f6a0c5d9e2b7f1a4c8e";
-/// The platform admin token the test app is started with.
-pub const ADMIN_TOKEN: &str = "e2e-admin-7b3e9c1f5a2d8e4b0f6c3a9d1e7b5f2c";
 
 /// The `spin` binary: `$SPIN_BIN`, else `spin` on `PATH`.
 pub fn spin_binary() -> Option<PathBuf> {
@@ -1380,53 +1377,6 @@ pub fn one_database() -> bool {
 /// The environment variable that sets the Spin variable `name`.
 fn spin_variable(name: &str) -> String {
     format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase())
-}
-
-/// A hosted platform's profile the suite runs as (`MERIDIAN_PROFILE`,
-/// set by `scripts/hosted.sh`): that platform's build of the components
-/// (`scripts/build-for.sh`), and no runtime configuration file, which
-/// neither platform reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Profile {
-    /// Fermyon Cloud: key-value `store` alone, one SQLite database.
-    Cloud,
-    /// Akamai Functions: key-value `store` and `batch`, no SQLite (the
-    /// services on PostgreSQL).
-    Akamai,
-}
-
-impl Profile {
-    /// The settings its platform needs beside the build. Cloud: a
-    /// tenant's count of requests in progress is exact only with atomic
-    /// increments, which its key-value store lacks (a lost decrement would
-    /// hold a slot until the window passes), so the concurrency limit is
-    /// off. Akamai: the counts are in PostgreSQL (`counts_postgres`, set
-    /// with the services' databases), where every increment is atomic and
-    /// no key-value write is spent on them.
-    fn variables(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Self::Cloud => &[("tenant_concurrency_limit", "off")],
-            Self::Akamai => &[],
-        }
-    }
-
-    /// Where its build's Wasm is, under the repository's `target/`.
-    fn build_dir(self) -> &'static str {
-        match self {
-            Self::Cloud => "platforms/cloud",
-            Self::Akamai => "platforms/akamai",
-        }
-    }
-}
-
-/// The profile of this run, if any.
-pub fn profile() -> Option<Profile> {
-    match std::env::var("MERIDIAN_PROFILE").as_deref() {
-        Ok("cloud") => Some(Profile::Cloud),
-        Ok("akamai") => Some(Profile::Akamai),
-        Ok("") | Err(_) => None,
-        Ok(other) => panic!("MERIDIAN_PROFILE={other}: cloud or akamai"),
-    }
 }
 
 /// The Wasm of `component` this run starts: the default build's, or the

@@ -1,6 +1,7 @@
 //! The platform crate's layering, checked: every file's `crate::` imports
 //! (its code before the tests) must point at its own module or a lower
-//! layer, and no files may import each other in a circle. The layers, from
+//! layer, and no files may import each other in a circle — nor may the
+//! files of any other crate of the workspace. The layers, from
 //! the bottom, are [`LAYERS`]: a module may use anything below it and
 //! nothing above. Run by the test command; prints each layer's modules and
 //! what breaks the rule. Below the platform are crates of their own, whose
@@ -216,15 +217,17 @@ fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     walk.found
 }
 
-fn main() -> Result<()> {
-    let src = std::env::args()
-        .nth(1)
-        .map_or_else(|| repo_root().join("shared/platform/src"), PathBuf::from);
+/// Each file's imports of other files of the crate at `src` (its
+/// `crate::` paths, the crate root's re-exports followed), by file
+/// (relative, without `.rs`; the crate root left out).
+fn imports(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>> {
     let mut files = BTreeMap::new();
-    sources(&src, &src, &mut files)?;
+    sources(src, src, &mut files)?;
     let names: BTreeSet<String> = files.keys().cloned().collect();
     // The crate root's re-exports (`crate::Deadline`): where each name is.
-    let root = std::fs::read_to_string(src.join("lib.rs"))?;
+    let root = std::fs::read_to_string(src.join("lib.rs"))
+        .or_else(|_| std::fs::read_to_string(src.join("main.rs")))
+        .unwrap_or_default();
     let mut reexports: BTreeMap<String, String> = BTreeMap::new();
     for path in code(&root)
         .lines()
@@ -236,9 +239,8 @@ fn main() -> Result<()> {
         }
     }
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut problems = Vec::new();
     for (file, path) in &files {
-        if file == "lib" {
+        if file == "lib" || file == "main" {
             continue;
         }
         let text = std::fs::read_to_string(path)?;
@@ -251,36 +253,91 @@ fn main() -> Result<()> {
                     None => continue,
                 },
             };
-            if target == *file {
-                continue;
+            if target != *file {
+                targets.insert(target);
             }
-            targets.insert(target.clone());
-            match (layer(file), layer(&target)) {
+        }
+    }
+    Ok(edges)
+}
+
+/// The platform's imports that break [`LAYERS`].
+fn layering(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (file, targets) in edges {
+        for target in targets {
+            match (layer(file), layer(target)) {
                 (None, _) => problems.push(format!("{file}: its module is in no layer")),
                 (_, None) => problems.push(format!("{target}: its module is in no layer")),
                 (Some(from), Some(to)) if to > from => problems.push(format!(
                     "upward: {file} ({}) uses {target} ({}), a layer above it",
                     top(file),
-                    top(&target)
+                    top(target)
                 )),
                 _ => {}
             }
         }
     }
+    problems
+}
+
+/// The `src` folder of every crate of the workspace but the platform's
+/// (whose layering [`LAYERS`] holds) and the fuzzers'.
+fn other_crates() -> Result<Vec<PathBuf>> {
+    let root = repo_root();
+    let mut crates = Vec::new();
+    for group in ["shared", "components", "tests", "tools", "bench"] {
+        let dir = root.join(group);
+        let mut candidates = vec![dir.join("src")];
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for entry in entries {
+                candidates.push(entry?.path().join("src"));
+            }
+        }
+        crates.extend(candidates.into_iter().filter(|src| {
+            src.is_dir() && !src.ends_with("shared/platform/src") && src.join("lib.rs").is_file()
+        }));
+    }
+    crates.sort();
+    Ok(crates)
+}
+
+fn main() -> Result<()> {
+    let platform = std::env::args()
+        .nth(1)
+        .map_or_else(|| repo_root().join("shared/platform/src"), PathBuf::from);
+    let edges = imports(&platform)?;
+    let mut problems = layering(&edges);
     for circle in circles(&edges) {
         problems.push(format!("a circle of imports: {}", circle.join(" → ")));
     }
-    problems.sort();
-    problems.dedup();
     println!(
         "{}: {} files in {} layers",
-        src.display(),
-        files.len(),
+        platform.display(),
+        edges.len() + 1,
         LAYERS.len()
     );
     for (i, modules) in LAYERS.iter().enumerate().rev() {
         println!("  {}  {}", i + 1, modules.join(", "));
     }
+    // Every other crate: no circle among its files.
+    let crates = other_crates()?;
+    for src in &crates {
+        let name = src
+            .strip_prefix(repo_root())
+            .unwrap_or(src)
+            .display()
+            .to_string();
+        for circle in circles(&imports(src)?) {
+            problems.push(format!(
+                "a circle of imports in {name}: {}",
+                circle.join(" → ")
+            ));
+        }
+    }
+    println!("  and {} other crates, for circles", crates.len());
+    problems.sort();
+    problems.dedup();
     if !problems.is_empty() {
         for p in &problems {
             println!("  {p}");
