@@ -66,6 +66,17 @@ fn target(base: &str, path: &str, token: &str, budget_ms: u64) -> Target {
     )
 }
 
+/// The read every load sends: `tenant`'s first page of residents, at
+/// `base`, as its admin, with a budget of `budget_ms`.
+fn residents(base: &str, tenant: &Tenant, budget_ms: u64) -> Target {
+    target(
+        base,
+        &tenant.path("/residents?limit=20"),
+        &tenant.token,
+        budget_ms,
+    )
+}
+
 /// `target` as a front proxy sends it, stamped on arrival (`--stamp`).
 fn stamped(target: Target, stamp: bool) -> Target {
     Target { stamp, ..target }
@@ -370,18 +381,8 @@ fn slice() -> Result<()> {
         anyhow::bail!("two tenants");
     };
     let budget = Duration::from_millis(1_000);
-    let flood_target = target(
-        app.url(),
-        &flood.path("/residents?limit=20"),
-        &flood.token,
-        1_000,
-    );
-    let quiet_target = target(
-        app.url(),
-        &quiet.path("/residents?limit=20"),
-        &quiet.token,
-        1_000,
-    );
+    let flood_target = residents(app.url(), flood, 1_000);
+    let quiet_target = residents(app.url(), quiet, 1_000);
     let (flooded, quieted) = std::thread::scope(|s| {
         let f = s.spawn(|| closed(&flood_target, 32, 3.0));
         let q = s.spawn(|| open(&quiet_target, 10.0, 3.0, 4));
@@ -454,17 +455,7 @@ fn main() -> Result<()> {
     };
     let (app, tenants) = meridian(configured(one_tenant), &["bench"]);
     let tenant = &tenants[0];
-    let ours_at = |budget_ms| {
-        stamped(
-            target(
-                app.url(),
-                &tenant.path("/residents?limit=20"),
-                &tenant.token,
-                budget_ms,
-            ),
-            stamp,
-        )
-    };
+    let ours_at = |budget_ms| stamped(residents(app.url(), tenant, budget_ms), stamp);
     if args.runs("closed") || args.runs("open") {
         let floor = SpinApp::start_floor();
         for budget_ms in [100u64, 300] {
@@ -607,24 +598,8 @@ fn main() -> Result<()> {
         let [flood, quiet] = &tenants[..] else {
             anyhow::bail!("two tenants");
         };
-        let f = stamped(
-            target(
-                app.url(),
-                &flood.path("/residents?limit=20"),
-                &flood.token,
-                budget_ms,
-            ),
-            stamp,
-        );
-        let q = stamped(
-            target(
-                app.url(),
-                &quiet.path("/residents?limit=20"),
-                &quiet.token,
-                budget_ms,
-            ),
-            stamp,
-        );
+        let f = stamped(residents(app.url(), flood, budget_ms), stamp);
+        let q = stamped(residents(app.url(), quiet, budget_ms), stamp);
         // The quiet tenant is already running when the flood starts, as
         // a steady tenant is: its connections open and its credential
         // resolved, so what is measured beside the flood is the flood's
