@@ -39,6 +39,17 @@ impl Target {
         }
     }
 
+    /// `GET path` at `base` as `token`'s caller (`Bearer`), with a
+    /// budget of `budget_ms` (`x-meridian-timeout-ms`).
+    pub fn as_caller(base: &str, path: &str, token: &str, budget_ms: u64) -> Self {
+        let (auth, budget) = (format!("Bearer {token}"), budget_ms.to_string());
+        Self::get(
+            base,
+            path,
+            &[("authorization", &auth), ("x-meridian-timeout-ms", &budget)],
+        )
+    }
+
     /// The request as sent for one that `arrived` then.
     fn request(&self, arrived: SystemTime) -> Option<http::Request<Empty<Bytes>>> {
         let mut request = http::Request::get(self.path.as_str()).header("host", &self.addr);

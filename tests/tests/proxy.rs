@@ -41,12 +41,8 @@ fn closed_loop(
     connections: usize,
     run: Duration,
 ) -> Vec<Answer> {
-    let (auth, budget) = (format!("Bearer {token}"), BUDGET.as_millis().to_string());
-    let target = Target::get(
-        base,
-        path,
-        &[("authorization", &auth), ("x-meridian-timeout-ms", &budget)],
-    );
+    let budget = u64::try_from(BUDGET.as_millis()).unwrap_or(u64::MAX);
+    let target = Target::as_caller(base, path, token, budget);
     load::closed_loop(&target, connections, run, |r| {
         let header = |name: &str| r.headers().get(name).and_then(|v| v.to_str().ok());
         let by_proxy = header("x-meridian-refused-by") == Some("proxy");

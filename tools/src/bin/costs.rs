@@ -16,16 +16,17 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use meridian_e2e::api::{add_resident, create_tenant, Tenant};
+use meridian_e2e::api::Tenant;
 use meridian_e2e::load::{self, Target};
 use meridian_e2e::{SpinApp, SpinOptions, ADMIN_TOKEN};
 use meridian_tools::arg;
 use serde_json::json;
 
 /// One kind of answer and how it is asked for.
-struct Kind {
+struct Kind<'a> {
     name: &'static str,
-    app: &'static str,
+    /// The app that answers it.
+    on: &'a SpinApp,
     target: Target,
     /// Connections: more where an answer is held (a refusal waits out
     /// what is left of its budget), so the loop still gets enough answers.
@@ -38,7 +39,8 @@ struct Kind {
 /// The CPU per answer of `kind`, and how many answers that was over (at
 /// least 95 % of them of the kind's status: a held refusal's budget may
 /// run out first).
-fn measure(app: &SpinApp, kind: &Kind, run: Duration) -> Result<(Duration, usize)> {
+fn measure(kind: &Kind<'_>, run: Duration) -> Result<(Duration, usize)> {
+    let app = kind.on;
     let before = app.cpu_time().context("the app's CPU time (/proc)")?;
     let samples = load::closed_loop(&kind.target, kind.connections, run, |_| ());
     let after = app.cpu_time().context("the app's CPU time (/proc)")?;
@@ -56,13 +58,6 @@ fn measure(app: &SpinApp, kind: &Kind, run: Duration) -> Result<(Duration, usize
     Ok(((after - before) / u32::try_from(answers)?, answers))
 }
 
-/// A new tenant `slug` with one resident.
-fn tenant_with_resident(app: &SpinApp, slug: &str) -> Tenant {
-    let tenant = create_tenant(&app.client(), slug);
-    add_resident(&app.client(), &tenant, "Ada");
-    tenant
-}
-
 fn main() -> Result<()> {
     let run = Duration::from_secs(arg(0, "SECONDS", 5)?);
     let floor = SpinApp::start_floor();
@@ -76,8 +71,9 @@ fn main() -> Result<()> {
             .variable("tenant_concurrency_limit", "10000")
             .variable("admission", "off"),
     );
-    let open = tenant_with_resident(&app, "open");
-    let limited = create_tenant(&app.client(), "limited");
+    let open = app.tenant("open");
+    open.resident("Ada");
+    let limited = app.tenant("limited");
     let admin = format!("Bearer {ADMIN_TOKEN}");
     let set = app.client().send(
         "PUT",
@@ -93,80 +89,68 @@ fn main() -> Result<()> {
         "the open tenant's override: {}",
         set.body
     );
-    let read = |tenant: &Tenant, budget_ms: &str| {
-        let auth = format!("Bearer {}", tenant.token);
-        Target::get(
+    let read = |tenant: &Tenant, budget_ms| {
+        Target::as_caller(
             app.url(),
             &tenant.path("/residents?limit=20"),
-            &[
-                ("authorization", &auth),
-                ("x-meridian-timeout-ms", budget_ms),
-            ],
+            &tenant.token,
+            budget_ms,
         )
     };
     // The limited tenant's quota spent.
-    app.client().send(
-        "GET",
-        &limited.path("/residents"),
-        &[("authorization", &format!("Bearer {}", limited.token))],
-        None,
-    );
+    limited.get("/residents").send();
     let kinds = [
         Kind {
             name: "floor: one instance, nothing read",
-            app: "floor",
+            on: &floor,
             target: Target::get(floor.url(), "/healthz", &[]),
             connections: 8,
             status: 200,
         },
         Kind {
             name: "floor: three instances, nothing read",
-            app: "floor",
+            on: &floor,
             target: Target::get(floor.url(), "/noop", &[]),
             connections: 8,
             status: 200,
         },
         Kind {
             name: "Meridian: /healthz (the gateway, nothing read)",
-            app: "meridian",
+            on: &app,
             target: Target::get(app.url(), "/healthz", &[]),
             connections: 8,
             status: 200,
         },
         Kind {
             name: "Meridian: refused on arrival (504, too little budget)",
-            app: "meridian",
-            target: read(&open, "1"),
+            on: &app,
+            target: read(&open, 1),
             connections: 8,
             status: 504,
         },
         Kind {
             name: "Meridian: refused after the batch read (429, held)",
-            app: "meridian",
-            target: read(&limited, "50"),
+            on: &app,
+            target: read(&limited, 50),
             connections: 64,
             status: 429,
         },
+        // Last: the served read every figure is a share of.
         Kind {
             name: "Meridian: a served read (three instances)",
-            app: "meridian",
-            target: read(&open, "3000"),
+            on: &app,
+            target: read(&open, 3_000),
             connections: 8,
             status: 200,
         },
     ];
     println!("CPU of the app's processes per answer, closed loop of {run:?} each:");
-    let mut served = None;
     let mut rows = Vec::new();
     for kind in &kinds {
-        let on = if kind.app == "floor" { &floor } else { &app };
-        let (cpu, answers) = measure(on, kind, run)?;
+        let (cpu, answers) = measure(kind, run)?;
         rows.push((kind.name, cpu, answers));
-        if kind.status == 200 && kind.app == "meridian" && kind.target.path.contains("residents") {
-            served = Some(cpu);
-        }
     }
-    let served = served.context("the served read")?;
+    let served = rows.last().context("the served read")?.1;
     for (name, cpu, answers) in rows {
         println!(
             "  {name:<56} {:>6.0} µs  ({:.2} of a served read; {answers} answers)",

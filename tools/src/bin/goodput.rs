@@ -55,21 +55,10 @@ use meridian_e2e::proxy::{Proxy, ProxySettings};
 use meridian_e2e::{repo_root, SpinApp, SpinOptions};
 use serde_json::json;
 
-/// The request the load sends: `GET path` at `base` as `token`'s caller,
-/// with a budget of `budget_ms`.
-fn target(base: &str, path: &str, token: &str, budget_ms: u64) -> Target {
-    let (auth, budget) = (format!("Bearer {token}"), budget_ms.to_string());
-    Target::get(
-        base,
-        path,
-        &[("authorization", &auth), ("x-meridian-timeout-ms", &budget)],
-    )
-}
-
 /// The read every load sends: `tenant`'s first page of residents, at
 /// `base`, as its admin, with a budget of `budget_ms`.
 fn residents(base: &str, tenant: &Tenant, budget_ms: u64) -> Target {
-    target(
+    Target::as_caller(
         base,
         &tenant.path("/residents?limit=20"),
         &tenant.token,
@@ -461,7 +450,8 @@ fn main() -> Result<()> {
         for budget_ms in [100u64, 300] {
             let budget = Duration::from_millis(budget_ms);
             let mut ours = ours_at(budget_ms);
-            let mut theirs = target(floor.url(), "/sqlite/residents", "floor-token", budget_ms);
+            let mut theirs =
+                Target::as_caller(floor.url(), "/sqlite/residents", "floor-token", budget_ms);
             // Behind a proxy each: the same settings for both, derived
             // from Meridian at this budget.
             let proxies = behind_proxy.then(|| {
@@ -555,7 +545,7 @@ fn main() -> Result<()> {
         // recovery that is not Meridian's state.
         let budget = Duration::from_millis(100);
         let floor = SpinApp::start_floor();
-        let theirs = target(floor.url(), "/sqlite/residents", "floor-token", 100);
+        let theirs = Target::as_caller(floor.url(), "/sqlite/residents", "floor-token", 100);
         let mut rows = serde_json::Map::new();
         for (name, runner, target) in [("meridian", &app, ours_at(100)), ("floor", &floor, theirs)]
         {
