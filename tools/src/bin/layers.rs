@@ -225,9 +225,7 @@ fn imports(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>> {
     sources(src, src, &mut files)?;
     let names: BTreeSet<String> = files.keys().cloned().collect();
     // The crate root's re-exports (`crate::Deadline`): where each name is.
-    let root = std::fs::read_to_string(src.join("lib.rs"))
-        .or_else(|_| std::fs::read_to_string(src.join("main.rs")))
-        .unwrap_or_default();
+    let root = std::fs::read_to_string(src.join("lib.rs"))?;
     let mut reexports: BTreeMap<String, String> = BTreeMap::new();
     for path in code(&root)
         .lines()
@@ -240,7 +238,7 @@ fn imports(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>> {
     }
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (file, path) in &files {
-        if file == "lib" || file == "main" {
+        if file == "lib" {
             continue;
         }
         let text = std::fs::read_to_string(path)?;
