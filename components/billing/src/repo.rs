@@ -72,7 +72,7 @@ pub fn list_invoices<D: Database, C: Clock>(
              ORDER BY seq LIMIT ?",
             visible_ids = s.store.db().dialect().json_text_elements()
         ),
-        &[
+        [
             s.tenant(),
             filter.status.map(InvoiceStatus::as_str).into(),
             filter.status.map(InvoiceStatus::as_str).into(),
@@ -232,7 +232,7 @@ pub fn list_payments<D: Database, C: Clock>(
     s.listed(
         "SELECT id, amount_cents, method, created_at, seq FROM payments
          WHERE tenant_id = ? AND invoice_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        &[s.tenant(), invoice_id.into()],
+        [s.tenant(), invoice_id.into()],
         window,
         |r| {
             Ok(Payment {

@@ -42,7 +42,7 @@ pub fn list_residents<D: Database, C: Clock>(
             "SELECT {RESIDENT_COLUMNS}, seq FROM residents
              WHERE tenant_id = ? AND deleted_at IS NULL AND seq > ? ORDER BY seq LIMIT ?"
         ),
-        &[s.tenant()],
+        [s.tenant()],
         window,
         resident_from,
     )
@@ -149,7 +149,7 @@ pub fn list_complaints<D: Database, C: Clock>(
              WHERE tenant_id = ? AND (CAST(? AS TEXT) IS NULL OR filed_by = ?) AND (CAST(? AS TEXT) IS NULL OR status = ?) AND seq > ?
              ORDER BY seq LIMIT ?"
         ),
-        &[
+        [
             s.tenant(),
             filter.filed_by.into(),
             filter.filed_by.into(),
@@ -228,7 +228,7 @@ pub fn list_announcements<D: Database, C: Clock>(
     s.listed(
         "SELECT id, title, body, author_id, published_at, seq FROM announcements
          WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        &[s.tenant()],
+        [s.tenant()],
         window,
         announcement_from,
     )
@@ -306,7 +306,7 @@ pub fn list_notifications<D: Database, C: Clock>(
     s.listed(
         "SELECT event_id, type, payload, created_at, seq FROM notifications
          WHERE tenant_id = ? AND resident_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        &[s.tenant(), resident.into()],
+        [s.tenant(), resident.into()],
         window,
         |r| {
             Ok(Notification {

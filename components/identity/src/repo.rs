@@ -161,7 +161,7 @@ pub fn list_members<D: Database, C: Clock>(
             "SELECT {MEMBER_COLUMNS}, m.seq FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.tenant_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?"
         ),
-        &[s.tenant()],
+        [s.tenant()],
         window,
         member_from,
     )

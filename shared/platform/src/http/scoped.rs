@@ -73,16 +73,16 @@ impl<'a, D: Database, C: Clock> Scoped<'a, D, C> {
 
     /// The rows of one page of a list, as `(seq, row)` pairs: `sql`
     /// selects `seq` and ends in `seq > ? ORDER BY seq LIMIT ?`, whose two
-    /// parameters come from `window`, after `params`.
+    /// parameters come from `window`, after `params` (taken, not copied).
     pub fn listed<T>(
         &self,
         sql: &str,
-        params: &[Value],
+        params: impl IntoIterator<Item = Value>,
         window: Window,
         decode: impl Fn(&Row) -> Result<T, DbError>,
     ) -> Result<Vec<(i64, T)>, DbError> {
-        let mut all = params.to_vec();
-        all.extend([Value::Integer(window.after), Value::Integer(window.limit)]);
+        let window = [Value::Integer(window.after), Value::Integer(window.limit)];
+        let all: Vec<Value> = params.into_iter().chain(window).collect();
         sequenced(&self.store.query(self.ctx, sql, &all)?, decode)
     }
 
