@@ -25,6 +25,12 @@
 #   limit off); and the failure memory's
 #   sequential-client comparison, where a lost count can cost the memory
 #   a request that the memory off serves (seen once in 20 runs);
+# - in the akamai profile, the test of an answer that must not wait for a
+#   service's thread-holding work after it
+#   (`a_services_answer_reaches_the_caller_before_the_work_after_it`):
+#   that work is SQLite closing its file, which the build has not, and
+#   the gateway's own count-out in PostgreSQL can itself wait behind the
+#   stand-in's busy thread (docs/known-limits.md);
 # - what needs a SQLite file (the storage fault tests, the held-lock test,
 #   the libSQL deploy test) — one-database.sh and postgres.sh say why.
 # Tests that inspect the key-value store through a file, pin variables or
@@ -61,6 +67,8 @@ if [ "$platform" = akamai ]; then
   # A layout of one SQLite database: the akamai build has no SQLite (it
   # answers 503 storage_unavailable, "this build has no SQLite").
   skip_tests args "the akamai build has no SQLite" one_database_serves_every_service_each_with_its_own_tables
+  skip_tests args "its premise is SQLite's work after an answer; a busy thread can hold up a pg4 call (docs/known-limits.md)" \
+    a_services_answer_reaches_the_caller_before_the_work_after_it
   # shellcheck source=scripts/lib/postgres.sh
   . scripts/lib/postgres.sh
   start_postgres
