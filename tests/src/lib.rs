@@ -5,6 +5,7 @@
 
 pub mod api;
 mod client;
+pub mod hosted;
 pub mod load;
 pub mod loopback;
 pub mod otlp;

@@ -14,17 +14,20 @@ pub enum Profile {
 }
 
 impl Profile {
-    /// The settings its platform needs beside the build. Cloud: a
-    /// tenant's count of requests in progress is exact only with atomic
-    /// increments, which its key-value store lacks (a lost decrement would
-    /// hold a slot until the window passes), so the concurrency limit is
-    /// off. Akamai: the counts are in PostgreSQL (`counts_postgres`, set
-    /// with the services' databases), where every increment is atomic and
-    /// no key-value write is spent on them.
-    pub(crate) fn variables(self) -> &'static [(&'static str, &'static str)] {
+    /// Its name in the scripts (`scripts/build-for.sh`, `hosted.sh`) and
+    /// under `deploy/`.
+    pub fn name(self) -> &'static str {
         match self {
-            Self::Cloud => &[("tenant_concurrency_limit", "off")],
-            Self::Akamai => &[],
+            Self::Cloud => "cloud",
+            Self::Akamai => "akamai",
+        }
+    }
+
+    /// The platform, as its users know it.
+    pub fn platform(self) -> &'static str {
+        match self {
+            Self::Cloud => "Fermyon Cloud",
+            Self::Akamai => "Akamai Functions",
         }
     }
 

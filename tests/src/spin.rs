@@ -153,17 +153,10 @@ impl SpinOptions {
                 ONE_DATABASE.to_owned(),
             )
         });
-        // A hosted profile's own settings (docs/deploy.md), before the
-        // test's variables, which win.
-        let hosted = profile()
-            .into_iter()
-            .flat_map(Profile::variables)
-            .map(|(name, value)| (spin_variable(name), (*value).to_owned()));
         tokens
             .into_iter()
             .chain(one)
             .chain(postgres)
-            .chain(hosted)
             .chain(variables)
             .chain(env)
             .collect()
@@ -1391,28 +1384,20 @@ fn component_wasm(component: &str) -> PathBuf {
     }
 }
 
-/// `spin.toml`'s text as a profile deploys it: its build's Wasm, and on
-/// Akamai no SQLite label granted (its host has none).
+/// `spin.toml`'s text as the run's hosted profile deploys it, if any
+/// ([`crate::hosted::deployed`]: its build's Wasm, its databases, its
+/// variables' defaults).
 fn for_profile(text: String) -> String {
     let Some(profile) = profile() else {
         return text;
     };
-    let release = repo_root().join("target/wasm32-wasip2/release");
-    let mut out = text;
-    for component in ["gateway", "identity", "community", "billing"] {
-        out = out.replace(
-            &format!("{}/{component}.wasm", release.display()),
-            &component_wasm(component).display().to_string(),
-        );
-    }
-    match profile {
-        Profile::Cloud => out,
-        Profile::Akamai => out
-            .lines()
-            .filter(|line| !line.starts_with("sqlite_databases = "))
-            .map(|line| format!("{line}\n"))
-            .collect(),
-    }
+    let target = repo_root().join("target");
+    crate::hosted::deployed(
+        &text,
+        profile,
+        &target.join("wasm32-wasip2/release").display().to_string(),
+        &target.join(profile.build_dir()).display().to_string(),
+    )
 }
 
 /// `spin.toml` with every service granted the one label instead of its own.

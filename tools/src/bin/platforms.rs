@@ -7,7 +7,11 @@
 //! the test command does both). Prints, per platform, what each component
 //! of that platform's build imports that the platform does not offer, and
 //! fails when anything does: a component that starts importing something
-//! a platform lacks is caught here.
+//! a platform lacks is caught here. It reads each platform's manifest
+//! too (`spin.toml`, `deploy/cloud/spin.toml`, `deploy/akamai/spin.toml`)
+//! and fails when it deploys another build's Wasm or needs what the
+//! platform lacks: more SQLite databases than it grants, or a store that
+//! only a runtime configuration file could name where it reads none.
 
 use std::collections::BTreeSet;
 
@@ -50,6 +54,19 @@ struct Platform {
     /// Where its build's Wasm is, under the repository.
     build: &'static str,
     offers: &'static [&'static str],
+    /// The manifest it deploys, under the repository.
+    manifest: &'static str,
+    /// What it lets a manifest ask for.
+    grants: Grants,
+}
+
+/// What a platform lets a manifest ask for.
+enum Grants {
+    /// A runtime configuration file names any store or database.
+    RuntimeConfig,
+    /// No runtime configuration file: the `default` key-value store, and
+    /// at most this many SQLite databases, each the label `default`.
+    Defaults { sqlite_databases: usize },
 }
 
 const PLATFORMS: [Platform; 3] = [
@@ -63,6 +80,8 @@ const PLATFORMS: [Platform; 3] = [
             "wasi:keyvalue/atomics",
             "wasi:keyvalue/batch",
         ],
+        manifest: "spin.toml",
+        grants: Grants::RuntimeConfig,
     },
     Platform {
         name: "Fermyon Cloud (one SQLite database; PostgreSQL; key-value `store` only)",
@@ -72,6 +91,10 @@ const PLATFORMS: [Platform; 3] = [
             "spin:postgres/postgres",
             "wasi:keyvalue/store",
         ],
+        manifest: "deploy/cloud/spin.toml",
+        grants: Grants::Defaults {
+            sqlite_databases: 1,
+        },
     },
     Platform {
         name: "Akamai Functions (PostgreSQL, no SQLite; key-value `store` and `batch`)",
@@ -81,6 +104,10 @@ const PLATFORMS: [Platform; 3] = [
             "wasi:keyvalue/store",
             "wasi:keyvalue/batch",
         ],
+        manifest: "deploy/akamai/spin.toml",
+        grants: Grants::Defaults {
+            sqlite_databases: 0,
+        },
     },
 ];
 
@@ -122,11 +149,96 @@ fn built(dir: &str) -> Result<Vec<(&'static str, BTreeSet<String>)>> {
     Ok(built)
 }
 
+/// What `platform`'s manifest asks for that the platform lacks, or Wasm
+/// of another build it would deploy.
+fn manifest_mismatches(platform: &Platform) -> Result<Vec<String>> {
+    let path = repo_root().join(platform.manifest);
+    let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+    let manifest: toml::Table = text
+        .parse()
+        .with_context(|| format!("{}: not TOML", platform.manifest))?;
+    let dir = path.parent().context("the manifest's directory")?;
+    let build = repo_root().join(platform.build);
+    let components = manifest
+        .get("component")
+        .and_then(toml::Value::as_table)
+        .context("no components")?;
+    let labels = |component: &toml::Value, key: &str| -> Vec<String> {
+        component
+            .get(key)
+            .and_then(toml::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(toml::Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut mismatches = Vec::new();
+    let mut databases = BTreeSet::new();
+    for component in COMPONENTS {
+        let Some(table) = components.get(component) else {
+            mismatches.push(format!("{component}: not in the manifest"));
+            continue;
+        };
+        // Relative to the manifest, as Spin reads it; both built by now.
+        let source = table.get("source").and_then(toml::Value::as_str);
+        let deployed = source.and_then(|s| std::fs::canonicalize(dir.join(s)).ok());
+        let expected = std::fs::canonicalize(build.join(format!("{component}.wasm"))).ok();
+        if deployed.is_none() || deployed != expected {
+            mismatches.push(format!(
+                "{component}: deploys {}, not {}/{component}.wasm",
+                source.unwrap_or("no Wasm"),
+                platform.build
+            ));
+        }
+        if let Grants::Defaults { .. } = platform.grants {
+            for store in labels(table, "key_value_stores") {
+                if store != "default" {
+                    mismatches.push(format!(
+                        "{component}: key-value store {store:?} needs a runtime configuration file"
+                    ));
+                }
+            }
+            for label in labels(table, "sqlite_databases") {
+                if label != "default" {
+                    mismatches.push(format!(
+                        "{component}: SQLite label {label:?} needs a runtime configuration file"
+                    ));
+                }
+                databases.insert(label);
+            }
+        }
+    }
+    if let Grants::Defaults { sqlite_databases } = platform.grants {
+        if databases.len() > sqlite_databases {
+            mismatches.push(format!(
+                "{} SQLite databases ({databases:?}); the platform grants {sqlite_databases}",
+                databases.len()
+            ));
+        }
+    }
+    Ok(mismatches)
+}
+
 fn main() -> Result<()> {
     let mut mismatches = Vec::new();
     for platform in &PLATFORMS {
         let built = built(platform.build)?;
         println!("{} — {}", platform.name, platform.build);
+        let manifest = manifest_mismatches(platform)?;
+        println!(
+            "  {:<10} {}",
+            "manifest",
+            match manifest.is_empty() {
+                true => format!("{}: asks only for what it grants", platform.manifest),
+                false => format!("{}: {}", platform.manifest, manifest.join("; ")),
+            }
+        );
+        mismatches.extend(
+            manifest
+                .into_iter()
+                .map(|m| format!("{}: {}: {m}", platform.name, platform.manifest)),
+        );
         for (component, imported) in &built {
             let lacking: Vec<&str> = imported
                 .iter()
@@ -145,7 +257,7 @@ fn main() -> Result<()> {
     }
     if !mismatches.is_empty() {
         bail!(
-            "components import what their platform does not offer:\n{}",
+            "components or manifests ask for what their platform does not offer:\n{}",
             mismatches.join("\n")
         );
     }
