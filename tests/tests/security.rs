@@ -1,6 +1,7 @@
 //! Shared state is no attack surface, on a real `spin up`: a stranger
 //! reads no tenant's rate figures, cannot fill a tenant's admission window
-//! through its own path words, grows the key-value store by no key of its
+//! through its own path words, no tenant throttles another with budgets
+//! too short for its own requests, grows the key-value store by no key of its
 //! choosing, cannot mint a remembered resolution by writing to the store,
 //! and a deployment with a published secret serves nothing.
 
@@ -41,21 +42,57 @@ fn a_path_that_spells_another_tenants_window_does_not_fill_it() {
     // Strangers whose path words spell acme's admission window
     // (`GET /v1/{tenant}/residents` + `/tenant/acme`), each with a budget
     // their own flood makes too small to be answered in time: if their
-    // lateness were counted there, acme would be throttled for it. Sixteen
-    // connections of them, for 3 s, while acme reads at 50 a second (well
-    // within its rate) with the default budget.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let strangers: Vec<_> = (0..16)
+    // lateness were counted there, acme would be throttled for it. Acme
+    // reads at 50 a second (well within its rate) with the default budget.
+    let statuses = acme_beside_a_flood(&app, &acme, 1, |n, i| {
+        let path = format!("/v1/x{n}{i}/residents/tenant/acme");
+        (path, "Bearer mrd_not_a_token".to_owned())
+    });
+    assert_never_refused(&statuses);
+}
+
+#[test]
+fn a_tenants_own_short_budgets_do_not_throttle_another_tenant() {
+    // Mallory's own caller, vouched for, floods its own reads with budgets
+    // too short to keep the answer reserve (15–24 ms): late for their
+    // budgets, not for the server (the same flood with 100 ms budgets is
+    // answered in time). Rate limits off, so that only admission stands
+    // between the flood and acme, which reads at 90 a second — a tenant
+    // with volume, which the route's lateness would refuse.
+    let app = SpinApp::start_with(SpinOptions::default().variable("tenant_rate_limit", "off"));
+    let (acme, mallory) = (app.tenant("acme"), app.tenant("mallory"));
+    assert_eq!(acme.get("/residents").send().status, 200);
+    let bearer = format!("Bearer {}", mallory.token);
+    let statuses = acme_beside_a_flood(&app, &acme, 2, move |_, _| {
+        ("/v1/mallory/residents".to_owned(), bearer.clone())
+    });
+    assert_never_refused(&statuses);
+}
+
+/// Acme's reads, from `readers` connections each sending one every 22 ms
+/// for 3 s, while 16 connections send `flood(connection, i)` — a path
+/// and its authorization, with a budget of 15–24 ms — as fast as they are
+/// answered: the statuses acme was answered.
+fn acme_beside_a_flood(
+    app: &SpinApp,
+    acme: &meridian_e2e::api::Tenant,
+    readers: usize,
+    flood: impl Fn(u64, u64) -> (String, String) + Clone + Send + 'static,
+) -> Vec<u16> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let flooding: Vec<_> = (0..16u64)
         .map(|n| {
-            let (client, stop) = (app.client(), stop.clone());
+            let (client, stop, flood) = (app.client(), stop.clone(), flood.clone());
             std::thread::spawn(move || {
                 let mut i = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let budget = (15 + i % 10).to_string();
-                    let path = format!("/v1/x{n}{i}/residents/tenant/acme");
+                while !stop.load(Ordering::Relaxed) {
+                    let budget = (15 + (n + i) % 10).to_string();
+                    let (path, authorization) = flood(n, i);
                     let headers = [
                         ("x-meridian-timeout-ms", budget.as_str()),
-                        ("authorization", "Bearer mrd_not_a_token"),
+                        ("authorization", authorization.as_str()),
                     ];
                     // Whatever they are answered (a 401, a 504, a 404 here).
                     let _ = client.send("GET", &path, &headers, None);
@@ -64,17 +101,27 @@ fn a_path_that_spells_another_tenants_window_does_not_fill_it() {
             })
         })
         .collect();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let started = std::time::Instant::now();
-    let mut statuses = Vec::new();
-    while started.elapsed() < std::time::Duration::from_secs(3) {
-        statuses.push(acme.get("/residents").send().status);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    strangers
+    std::thread::sleep(Duration::from_millis(500));
+    let statuses = meridian_e2e::load::on_threads(readers, readers, || {
+        let started = Instant::now();
+        let mut statuses = Vec::new();
+        while started.elapsed() < Duration::from_secs(3) {
+            let sent = Instant::now();
+            statuses.push(acme.get("/residents").send().status);
+            std::thread::sleep(Duration::from_millis(22).saturating_sub(sent.elapsed()));
+        }
+        statuses
+    });
+    stop.store(true, Ordering::Relaxed);
+    flooding
         .into_iter()
-        .for_each(|t| t.join().expect("a stranger"));
+        .for_each(|t| t.join().expect("a flooding connection"));
+    statuses.into_iter().flatten().collect()
+}
+
+/// Every one of acme's reads was served.
+#[track_caller]
+fn assert_never_refused(statuses: &[u16]) {
     let refused: Vec<&u16> = statuses.iter().filter(|&&s| s != 200).collect();
     assert!(
         refused.is_empty(),

@@ -224,11 +224,14 @@ impl<E: Calls> Gateway<E> {
             // (not out of budget, and within its in-time share of it by our
             // clock: the rest is the margin for queueing we cannot see), and
             // its cost. Only what the server's budget says of the server: a
-            // 4xx is the client's (a refused credential, a bad request), and
-            // a caller nobody vouched for who ran out of a budget shorter
-            // than the default ran out of its own choosing — neither moves a
-            // throttle. A vouched caller's lateness counts, first in its own
-            // tenant's window: a tenant's flood is judged as the tenant's.
+            // 4xx is the client's (a refused credential, a bad request); a
+            // late request on a budget too short to keep the answer reserve
+            // was late for its budget alone, whoever sent it; and a caller
+            // nobody vouched for who ran out of a budget shorter than the
+            // default ran out of its own choosing — none of them moves a
+            // throttle. A vouched caller's lateness on a longer budget
+            // counts, first in its own tenant's window: a tenant's flood is
+            // judged as the tenant's.
             let ctx = served_ctx.as_ref()?;
             if response.status().is_client_error() {
                 return None;
@@ -238,7 +241,9 @@ impl<E: Calls> Gateway<E> {
             let finished =
                 response.status() != 504 && took <= self.config.admission.in_time(budget);
             let vouched = ctx.tenant().is_some();
-            if !finished && !vouched && budget < self.config.budget.default_budget() {
+            let own_choosing = budget < steps::FULL_RESERVE_BUDGET
+                || (!vouched && budget < self.config.budget.default_budget());
+            if !finished && own_choosing {
                 return None;
             }
             // The tenant's own window only once identity vouched for the

@@ -1163,6 +1163,30 @@ fn answered_after(ms: u64) -> Harness {
     h
 }
 
+/// A caller's own short budget is its bet, not the server's lateness: a
+/// late request on a budget too short to keep the whole answer reserve
+/// (`FULL_RESERVE_BUDGET`, 48 ms) moves neither its tenant's window nor
+/// the route's, though identity vouched for the caller; one on a longer
+/// budget does.
+#[test]
+fn a_late_request_on_a_budget_too_short_for_the_answer_reserve_moves_no_throttle() {
+    let h = answered_after(30);
+    let late_keys = |h: &Harness| {
+        let keys = h.gateway.upstream.counters.keys();
+        keys.into_iter().filter(|k| k.ends_with("/late")).count()
+    };
+    let with_budget = |ms: &'static str| [AUTH, ("x-meridian-timeout-ms", ms)];
+    // Each takes 30 ms or more: past half its 40 ms (answered, or its 504).
+    for _ in 0..5 {
+        let r = h.send("GET", "/v1/acme/residents", &with_budget("40"));
+        assert!(matches!(r.status().as_u16(), 200 | 504), "{}", r.status());
+    }
+    assert_eq!(late_keys(&h), 0, "the short budgets' lateness was counted");
+    let r = h.send("GET", "/v1/acme/residents", &with_budget("50"));
+    assert_eq!(r.status(), 200, "answered, past half its budget");
+    assert_eq!(late_keys(&h), 2, "the route's window and the tenant's");
+}
+
 /// Every read in time, but each near half its budget: a request with less
 /// budget left cannot finish within half of it at this concurrency (Little's
 /// law), so it meets a refusal chance before any call, although nothing ran

@@ -38,6 +38,13 @@ pub const TOKEN_TOUCH: Duration = Duration::from_millis(20);
 /// hundred inside the budget and the median within 10 ms of its end.
 pub const ANSWER_COST: Duration = Duration::from_millis(12);
 
+/// The shortest budget that keeps the whole answer reserve: four times
+/// [`ANSWER_COST`]. Below it a hop keeps a quarter of the budget to answer
+/// with, less than answering was measured to cost, so a request on such a
+/// budget can be late for its budget alone: admission learns nothing from
+/// its lateness (the gateway's `Ended`), whoever the caller is.
+pub const FULL_RESERVE_BUDGET: Duration = Duration::from_millis(4 * ANSWER_COST.as_millis() as u64);
+
 /// The answer reserve: the part of a budget a hop keeps back so that it can
 /// still turn a late or failed step into its own answer (the gateway's 504,
 /// a service's 201 after an optional step timed out) before its caller gives
@@ -58,6 +65,8 @@ mod tests {
         assert_eq!(answer_reserve(ms(1)), ms(1));
         assert_eq!(answer_reserve(ms(20)), ms(5));
         assert_eq!(answer_reserve(ms(48)), ANSWER_COST);
+        assert_eq!(answer_reserve(FULL_RESERVE_BUDGET), ANSWER_COST);
+        assert!(answer_reserve(FULL_RESERVE_BUDGET - ms(1)) < ANSWER_COST);
         assert_eq!(answer_reserve(ms(400)), ANSWER_COST);
         assert_eq!(answer_reserve(ms(3_000)), ANSWER_COST);
     }
