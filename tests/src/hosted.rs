@@ -27,7 +27,11 @@
 use std::path::PathBuf;
 
 pub use crate::profile::Profile;
-use crate::spin::ONE_DATABASE;
+
+/// The one SQLite label a platform that allows one database gives an app
+/// (Fermyon Cloud's), and the one every service opens with
+/// `MERIDIAN_DB=one`.
+pub const ONE_DATABASE: &str = "default";
 
 /// The hosted platforms with a manifest of their own.
 pub const PROFILES: [Profile; 2] = [Profile::Cloud, Profile::Akamai];

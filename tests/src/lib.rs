@@ -19,10 +19,17 @@ mod standin;
 pub use client::{Client, Reply};
 pub use loopback::ReceivedExt;
 pub use spin::{
-    repo_root, spin_binary, write_split_runtime_config, Layout, SpinApp, SpinOptions,
-    SPIN_REFUSED_UTF8,
+    spin_binary, write_split_runtime_config, Layout, SpinApp, SpinOptions, SPIN_REFUSED_UTF8,
 };
 pub use standin::{Received, StandIn, StandInReply, Truncating};
+
+/// The repository root (this crate lives in `tests/`).
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf()
+}
 
 /// The internal token the test app is started with: long enough for the
 /// components' secrets rule (`meridian_platform::secrets::judge_secret`).

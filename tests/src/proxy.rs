@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::spin::repo_root;
+use crate::repo_root;
 
 /// The proxy's settings.
 #[derive(Debug, Clone, Copy)]

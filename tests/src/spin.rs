@@ -7,8 +7,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::hosted::ONE_DATABASE;
 use crate::profile::{profile, Profile};
-use crate::{ADMIN_TOKEN, INTERNAL_TOKEN};
+use crate::{repo_root, ADMIN_TOKEN, INTERNAL_TOKEN};
 
 use crate::client::Client;
 use crate::split::{self, SERVICES};
@@ -1226,14 +1227,6 @@ const TRAP_SIGNS: [&str; 2] = ["guest invocation failed", "Error processing requ
 /// UTF-8 before any component runs (docs/known-limits.md): not a trap.
 pub const SPIN_REFUSED_UTF8: &str = "invalid utf-8 sequence";
 
-/// The repository root (this crate lives in `tests/`).
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo root")
-        .to_path_buf()
-}
-
 /// The repository's manifest, or a copy with the gateway's internal token
 /// replaced (sources made absolute so the copy builds nothing and loads the
 /// same components).
@@ -1356,10 +1349,6 @@ fn write_runtime_config_placing(
     std::fs::write(&path, config).expect("runtime config");
     path
 }
-
-/// The one SQLite label every service opens with `MERIDIAN_DB=one`: the
-/// label a platform that allows one database gives an app.
-pub const ONE_DATABASE: &str = "default";
 
 /// Whether the suite runs with one SQLite database for the whole app
 /// (`MERIDIAN_DB=one`).
