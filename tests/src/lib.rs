@@ -31,6 +31,13 @@ pub fn repo_root() -> std::path::PathBuf {
         .to_path_buf()
 }
 
+/// The text of the repository's `spin.toml`, which the generated
+/// manifests are checked against.
+#[cfg(test)]
+fn spin_toml() -> String {
+    std::fs::read_to_string(repo_root().join("spin.toml")).expect("spin.toml")
+}
+
 /// The internal token the test app is started with: long enough for the
 /// components' secrets rule (`meridian_platform::secrets::judge_secret`).
 pub const INTERNAL_TOKEN: &str = "e2e-internal-4d9f2a7c1e8b3f6a0c5d9e2b7f1a4c8e";

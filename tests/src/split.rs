@@ -150,10 +150,7 @@ fn blocks(text: &str) -> Vec<Block> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn spin_toml() -> String {
-        std::fs::read_to_string(crate::repo_root().join("spin.toml")).expect("spin.toml")
-    }
+    use crate::spin_toml;
 
     #[test]
     fn the_committed_split_manifests_are_what_spin_toml_generates() {
