@@ -27,6 +27,7 @@
 use std::path::PathBuf;
 
 pub use crate::profile::Profile;
+use crate::split::SERVICES;
 
 /// The one SQLite label a platform that allows one database gives an app
 /// (Fermyon Cloud's), and the one every service opens with
@@ -50,7 +51,7 @@ pub fn manifest(spin_toml: &str, profile: Profile) -> String {
         spin_toml,
         profile,
         "target/wasm32-wasip2/release",
-        &format!("../../target/platforms/{}", profile.name()),
+        &format!("../../target/{}", profile.build_dir()),
     );
     format!(
         "# Generated from spin.toml for {}: `cargo run -p meridian-tools --bin\n\
@@ -70,7 +71,9 @@ pub fn deployed(text: &str, profile: Profile, built: &str, platform_dir: &str) -
         if line.starts_with('[') {
             in_build = line.starts_with("[component.") && line.ends_with(".build]");
         }
-        if in_build {
+        // A dropped build table leaves the blank line before it and the
+        // one after it: one is kept.
+        if in_build || (line.is_empty() && out.ends_with("\n\n")) {
             continue;
         }
         let line = match line.strip_prefix("sqlite_databases = ") {
@@ -80,22 +83,14 @@ pub fn deployed(text: &str, profile: Profile, built: &str, platform_dir: &str) -
             },
             None => with_default(line, profile).unwrap_or_else(|| line.to_owned()),
         };
-        let line =
-            ["gateway", "identity", "community", "billing"]
-                .iter()
-                .fold(line, |line, component| {
-                    line.replace(
-                        &format!("\"{built}/{component}.wasm\""),
-                        &format!("\"{platform_dir}/{component}.wasm\""),
-                    )
-                });
+        let line = SERVICES.iter().fold(line, |line, component| {
+            line.replace(
+                &format!("\"{built}/{component}.wasm\""),
+                &format!("\"{platform_dir}/{component}.wasm\""),
+            )
+        });
         out.push_str(&line);
         out.push('\n');
-    }
-    // A build step's table ends with a blank line before the next one;
-    // dropping the table leaves two.
-    while out.contains("\n\n\n") {
-        out = out.replace("\n\n\n", "\n\n");
     }
     out
 }

@@ -1366,7 +1366,7 @@ fn spin_variable(name: &str) -> String {
 fn component_wasm(component: &str) -> PathBuf {
     let target = repo_root().join("target");
     match profile() {
-        Some(p) if ["gateway", "identity", "community", "billing"].contains(&component) => {
+        Some(p) if SERVICES.contains(&component) => {
             target.join(p.build_dir()).join(format!("{component}.wasm"))
         }
         _ => target.join(format!("wasm32-wasip2/release/{component}.wasm")),
