@@ -27,7 +27,7 @@ platform="${1:-spin}"
 shift || true
 case "$platform" in
   spin) features="" ;;
-  cloud) features="gateway/without-atomics,gateway/without-batch,identity/without-batch,billing/without-atomics,billing/without-batch" ;;
+  cloud) features="gateway/without-atomics,gateway/without-batch,gateway/without-postgres,identity/without-batch,identity/without-postgres,community/without-postgres,billing/without-atomics,billing/without-batch,billing/without-postgres" ;;
   akamai) features="gateway/without-atomics,billing/without-atomics,identity/without-sqlite,community/without-sqlite,billing/without-sqlite" ;;
   *) echo "usage: scripts/build-for.sh spin|cloud|akamai" >&2; exit 2 ;;
 esac

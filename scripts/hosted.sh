@@ -75,4 +75,12 @@ if [ "$platform" = akamai ]; then
   trap stop_postgres EXIT
   export MERIDIAN_DB=postgres
 fi
-cargo test -p meridian-e2e --test '*' --no-fail-fast "$@" -- --test-threads=2 "${args[@]}"
+status=0
+cargo test -p meridian-e2e --test '*' --no-fail-fast "$@" -- --test-threads=2 "${args[@]}" || status=$?
+if [ "$platform" = cloud ]; then
+  # The cloud deployment's own tests (ignored elsewhere): the services
+  # reached through the app's public origin, strangers at the internal
+  # prefix, the outbound requests each public request makes.
+  cargo test -p meridian-e2e --test one_origin "$@" -- --ignored --test-threads=2 || status=$?
+fi
+exit "$status"

@@ -13,7 +13,11 @@
 //!   opens the label `default` (its tables and migration ledger its own by
 //!   name) and `sqlite_database` says so; its key-value store has no
 //!   atomic increments, so a tenant's count of requests in progress — which
-//!   a lost decrement would hold shut — is off;
+//!   a lost decrement would hold shut — is off; and it has no service
+//!   chaining, so no route is private: each service answers under
+//!   `/_meridian/<service>/...`, the callers reach it through the app's
+//!   own public origin (`public_origin`, the one outbound host besides the
+//!   database's) and no `*.spin.internal` URL is left;
 //! - Akamai Functions has no SQLite, so no label is granted and the
 //!   PostgreSQL variables (the services' databases and the counts'
 //!   `counts_postgres`, off the key-value store's write quota) must be set:
@@ -67,7 +71,12 @@ pub fn manifest(spin_toml: &str, profile: Profile) -> String {
 pub fn deployed(text: &str, profile: Profile, built: &str, platform_dir: &str) -> String {
     let mut out = String::new();
     let mut in_build = false;
-    for line in text.lines() {
+    // Whether the settings block being copied has its `public_origin` line.
+    let mut origin_set = false;
+    // The comment lines above the line being read: dropped with it.
+    let mut comments = String::new();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, &line) in lines.iter().enumerate() {
         if line.starts_with('[') {
             in_build = line.starts_with("[component.") && line.ends_with(".build]");
         }
@@ -76,6 +85,31 @@ pub fn deployed(text: &str, profile: Profile, built: &str, platform_dir: &str) -
         if in_build || (line.is_empty() && out.ends_with("\n\n")) {
             continue;
         }
+        if line.starts_with('#') {
+            comments.push_str(line);
+            comments.push('\n');
+            continue;
+        }
+        if profile == Profile::Cloud {
+            if line.starts_with("settings = ") {
+                origin_set = false;
+            }
+            let next = lines.get(i + 1).copied().unwrap_or("");
+            match for_cloud(line, next, &mut origin_set) {
+                Cloud::Keep => {}
+                Cloud::Drop => {
+                    comments.clear();
+                    continue;
+                }
+                Cloud::Replace(replaced) => {
+                    out.push_str(&std::mem::take(&mut comments));
+                    out.push_str(&replaced);
+                    out.push('\n');
+                    continue;
+                }
+            }
+        }
+        out.push_str(&std::mem::take(&mut comments));
         let line = match line.strip_prefix("sqlite_databases = ") {
             Some(_) => match profile {
                 Profile::Cloud => format!("sqlite_databases = [\"{ONE_DATABASE}\"]"),
@@ -92,7 +126,105 @@ pub fn deployed(text: &str, profile: Profile, built: &str, platform_dir: &str) -
         out.push_str(&line);
         out.push('\n');
     }
+    out.push_str(&comments);
     out
+}
+
+/// The variable through which a platform without service chaining is
+/// called back, and its placeholder default (`.invalid`, RFC 2606: Spin
+/// refuses an empty outbound host, and the components refuse to serve
+/// until it is set).
+const PUBLIC_ORIGIN: &str = "public_origin = { default = \"https://public-origin.invalid\" }";
+
+/// What a line of `spin.toml` becomes on Fermyon Cloud.
+enum Cloud {
+    Keep,
+    Drop,
+    Replace(String),
+}
+
+/// The variables of PostgreSQL, which the cloud build has not (Fermyon
+/// Cloud does not publish which `spin:postgres` it serves).
+const POSTGRES_VARIABLES: [&str; 5] = [
+    "postgres_host",
+    "identity_postgres",
+    "community_postgres",
+    "billing_postgres",
+    "counts_postgres",
+];
+
+/// `line` (followed by `next`) as Fermyon Cloud deploys it. Without service
+/// chaining: a private route becomes the service's public route under the
+/// internal prefix; the services' URL variables and settings become the
+/// one public origin (`origin_set`: whether the settings block already has
+/// it); outbound hosts name the origin instead of the services. Without
+/// PostgreSQL: its variables, settings and outbound host are gone.
+fn for_cloud(line: &str, next: &str, origin_set: &mut bool) -> Cloud {
+    let is_service_url = |name: &str| SERVICES.iter().any(|s| name == format!("{s}_url"));
+    let is_postgres = |name: &str| POSTGRES_VARIABLES.contains(&name);
+    if let Some((name, _)) = line.split_once(" = { ") {
+        if is_postgres(name) {
+            return Cloud::Drop;
+        }
+    }
+    if let Some((_, value)) = line.split_once("={{ ") {
+        if is_postgres(value.trim_end_matches(" }}")) {
+            return Cloud::Drop;
+        }
+    }
+    if line == "route = { private = true }" {
+        return match next
+            .strip_prefix("component = \"")
+            .and_then(|rest| rest.strip_suffix('"'))
+        {
+            Some(component) => Cloud::Replace(format!(
+                "route = \"{}/{component}/...\"",
+                meridian_platform::wire::INTERNAL_PREFIX
+            )),
+            None => Cloud::Keep,
+        };
+    }
+    if let Some((name, _)) = line.split_once(" = { default = ") {
+        if is_service_url(name) {
+            return match name == "identity_url" {
+                true => Cloud::Replace(format!(
+                    "# The app's own public URL (https://<app>.fermyon.app, or its custom\n\
+                     # domain): without service chaining the components call each other\n\
+                     # through it, each service under /_meridian/<service>, every call\n\
+                     # signed (docs/deploy.md). Until it is set they refuse to serve.\n\
+                     {PUBLIC_ORIGIN}  # Fermyon Cloud: no service chaining"
+                )),
+                false => Cloud::Drop,
+            };
+        }
+    }
+    if let Some((name, value)) = line.split_once('=') {
+        if is_service_url(name) && value.starts_with("{{ ") {
+            return match std::mem::replace(origin_set, true) {
+                true => Cloud::Drop,
+                false => Cloud::Replace("public_origin={{ public_origin }}".to_owned()),
+            };
+        }
+    }
+    if let Some(hosts) = line.strip_prefix("allowed_outbound_hosts = [") {
+        let mut kept: Vec<String> = Vec::new();
+        for host in hosts.trim_end_matches(']').split(", ") {
+            let named = host
+                .trim_matches('"')
+                .strip_prefix("{{ ")
+                .and_then(|h| h.strip_suffix(" }}"));
+            let host = match named {
+                Some(name) if is_postgres(name) => continue,
+                Some(name) if is_service_url(name) => "\"{{ public_origin }}\"".to_owned(),
+                _ => host.to_owned(),
+            };
+            if !kept.contains(&host) {
+                kept.push(host);
+            }
+        }
+        return Cloud::Replace(format!("allowed_outbound_hosts = [{}]", kept.join(", ")));
+    }
+    Cloud::Keep
 }
 
 /// A declaration of an application variable as `profile` deploys it,
@@ -158,6 +290,32 @@ mod tests {
         assert!(akamai.contains("counts_postgres = { required = true, secret = true }  # "));
         assert!(akamai.contains("postgres_host = { required = true }  # "));
         assert!(akamai.contains("source = \"../../target/platforms/akamai/billing.wasm\""));
+        // No service chaining on Fermyon Cloud: public routes under the
+        // prefix, the one origin, no `*.spin.internal` URL.
+        assert!(!cloud.contains("private = true"));
+        assert!(!cloud.contains("spin.internal"));
+        for service in ["identity", "community", "billing"] {
+            assert!(cloud.contains(&format!(
+                "route = \"/_meridian/{service}/...\"\ncomponent = \"{service}\""
+            )));
+            assert!(!cloud.contains(&format!("{service}_url")));
+        }
+        assert_eq!(
+            cloud
+                .matches("allowed_outbound_hosts = [\"{{ public_origin }}\"]")
+                .count(),
+            2
+        );
+        assert!(
+            !cloud.contains("postgres"),
+            "the cloud build has no PostgreSQL"
+        );
+        assert_eq!(
+            cloud.matches("public_origin={{ public_origin }}").count(),
+            2
+        );
+        assert!(cloud.contains(PUBLIC_ORIGIN));
+        assert!(akamai.contains("private = true"));
         for text in [&cloud, &akamai] {
             assert!(!text.contains("target/wasm32-wasip2/release"));
             assert!(!text.contains(".build]"), "a build step of its own");

@@ -5,6 +5,7 @@
 
 pub mod api;
 mod client;
+pub mod edge;
 pub mod hosted;
 pub mod load;
 pub mod loopback;
@@ -18,6 +19,7 @@ mod standin;
 
 pub use client::{Client, Reply};
 pub use loopback::ReceivedExt;
+pub use profile::{profile, Profile};
 pub use spin::{
     spin_binary, write_split_runtime_config, Layout, SpinApp, SpinOptions, SPIN_REFUSED_UTF8,
 };
@@ -43,6 +45,45 @@ fn spin_toml() -> String {
 pub const INTERNAL_TOKEN: &str = "e2e-internal-4d9f2a7c1e8b3f6a0c5d9e2b7f1a4c8e";
 /// The platform admin token the test app is started with.
 pub const ADMIN_TOKEN: &str = "e2e-admin-7b3e9c1f5a2d8e4b0f6c3a9d1e7b5f2c";
+
+/// `headers` with the signature a call of `method` to `target` (its path
+/// and query, as the service receives it) carries when one of Meridian's
+/// components makes it with [`INTERNAL_TOKEN`]: what a test that calls a
+/// service directly must present (`meridian_platform::wire::signature`).
+pub fn signed_headers(
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let mut map = http::HeaderMap::new();
+    for (name, value) in headers {
+        let name: http::HeaderName = name.parse().expect("a header name");
+        map.insert(name, value.parse().expect("a header value"));
+    }
+    let key = meridian_platform::wire::signature::CallKey::derive(INTERNAL_TOKEN);
+    meridian_platform::http::signed(&key, method, target, &mut map);
+    map.iter()
+        .map(|(n, v)| (n.to_string(), v.to_str().expect("ASCII").to_owned()))
+        .collect()
+}
+
+/// Whether `call`, as a stand-in received it, carries the signature of
+/// Meridian's components for what it received (the harness's
+/// [`INTERNAL_TOKEN`]).
+pub fn signed_by_meridian(call: &loopback::Request) -> bool {
+    let key = meridian_platform::wire::signature::CallKey::derive(INTERNAL_TOKEN);
+    let target = call.uri().path_and_query().map_or("/", |pq| pq.as_str());
+    let signed = meridian_platform::wire::signature::SignedCall {
+        method: call.method().as_str(),
+        target,
+        header: |n: &str| call.headers().get(n).and_then(|v| v.to_str().ok()),
+    };
+    let presented = call
+        .headers()
+        .get(meridian_platform::wire::headers::SIGNATURE)
+        .and_then(|v| v.to_str().ok());
+    key.verifies(&signed, presented)
+}
 
 /// Polls `check` every 20 ms until it gives a value, for at most 5 s, for
 /// what happens after an answer: a write's events are delivered once its

@@ -1146,6 +1146,14 @@ impl Spin<'_> {
             .arg("--state-dir")
             .arg(self.dir.join(format!("spin-state{suffix}")))
             .env_remove("RUST_LOG")
+            // Its own origin, which a manifest without service chaining
+            // (the cloud profile's) calls its services through; a test's
+            // own value (a counting proxy's) comes later and wins. A
+            // manifest that declares no such variable ignores it.
+            .env(
+                "SPIN_VARIABLE_PUBLIC_ORIGIN",
+                format!("http://127.0.0.1:{port}"),
+            )
             .envs(env.iter().map(|(n, v)| (n, v)))
             .current_dir(self.dir)
             .stdin(Stdio::null())
@@ -1403,7 +1411,7 @@ pub fn one_database_manifest(text: &str) -> String {
 /// The runtime configuration of `MERIDIAN_DB=one`: the one label a file in
 /// `dir`.
 fn write_one_database_config(dir: &Path, kv_file: bool, shared: Option<&Path>) -> PathBuf {
-    let config = key_value_section(kv_file, shared) + &sqlite_file(dir, ONE_DATABASE);
+    let config = key_value_section(kv_file, shared) + sqlite_file(dir, ONE_DATABASE).as_str();
     let path = dir.join("runtime-config.toml");
     std::fs::write(&path, config).expect("runtime config");
     path

@@ -114,10 +114,11 @@ fn private_services_are_not_reachable_from_outside() {
 }
 
 /// Split, each internal service listens on its own port; there, nothing
-/// without the internal token gets past its gate (all-in-one, the
-/// services have no port of their own: see the test above).
+/// without a valid signature gets past its gate, and what it gets is an
+/// unknown route's answer (all-in-one, the services have no port of their
+/// own: see the test above).
 #[test]
-fn in_the_split_layout_a_service_on_its_own_port_refuses_a_caller_without_the_token() {
+fn in_the_split_layout_a_service_on_its_own_port_refuses_a_caller_without_a_signature() {
     let app = SpinApp::start();
     let services = app.service_urls();
     match meridian_e2e::Layout::from_env() {
@@ -125,16 +126,18 @@ fn in_the_split_layout_a_service_on_its_own_port_refuses_a_caller_without_the_to
         meridian_e2e::Layout::Split => {
             assert_eq!(services.len(), 3);
             for (_, url) in services {
-                for (path, token) in [
+                for (path, signature) in [
                     ("/health", None),
-                    ("/internal/resolve?slug=acme", Some("guess")),
+                    ("/internal/resolve?slug=acme", Some("00".repeat(32))),
                 ] {
-                    let headers: Vec<(&str, &str)> = token
-                        .map(|t| ("x-meridian-internal-token", t))
+                    let headers: Vec<(&str, &str)> = signature
+                        .as_deref()
+                        .map(|s| ("x-meridian-signature", s))
                         .into_iter()
                         .collect();
                     let r = meridian_e2e::Client::new(&url).send("GET", path, &headers, None);
-                    r.assert_problem(401, "unauthorized");
+                    let problem = r.assert_problem(404, "not_found");
+                    assert_eq!(problem["detail"], "no such route");
                 }
             }
         }
@@ -248,9 +251,17 @@ fn a_downstream_gets_the_budget_and_the_real_identity_never_the_spoofed_one() {
     assert_eq!(call.header("x-tenant-id"), Some(TENANT_ID));
     assert_eq!(call.header("x-actor-id"), Some(ACTOR_ID));
     assert_eq!(call.header("x-actor-role"), Some("manager"));
-    assert_eq!(
-        call.header("x-meridian-internal-token"),
-        Some(INTERNAL_TOKEN)
+    assert!(
+        meridian_e2e::signed_by_meridian(call),
+        "the call is signed over what it carries"
+    );
+    assert!(
+        call.header("x-meridian-internal-token").is_none()
+            && !call
+                .headers()
+                .iter()
+                .any(|(_, v)| v.as_bytes() == INTERNAL_TOKEN.as_bytes()),
+        "the secret itself never travels"
     );
     assert_eq!(call.header("x-request-id"), Some("e2e-spoof"));
     assert_eq!(
@@ -366,7 +377,7 @@ fn a_failing_write_without_a_key_is_sent_once() {
 }
 
 #[test]
-fn services_refuse_a_caller_without_the_shared_internal_token() {
+fn services_refuse_a_caller_signing_with_another_internal_token() {
     let app = SpinApp::start_with(
         SpinOptions::default()
             .gateway_internal_token("not-the-shared-internal-token-0123456789abcdef"),
@@ -376,15 +387,16 @@ fn services_refuse_a_caller_without_the_shared_internal_token() {
     let detail = body["detail"].as_str().unwrap();
     for service in ["identity", "community", "billing"] {
         assert!(
-            detail.contains(&format!("{service} (status 401)")),
+            detail.contains(&format!("{service} (status 404)")),
             "{detail}"
         );
     }
-    // A tenant request stops at identity's gate: nothing is resolved.
+    // A tenant request stops at identity's gate: nothing is resolved, and
+    // the client learns of a fault on the app's side, not a missing route.
     let r = app
         .client()
         .send("GET", "/v1/acme", &[("authorization", "Bearer t")], None);
-    r.assert_problem(401, "unauthorized");
+    r.assert_problem(503, "upstream_unavailable");
 }
 
 /// A downstream that sends its response head at once, then stalls midway

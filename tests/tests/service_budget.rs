@@ -4,13 +4,13 @@
 //! any tenant-scoped work, and writes nothing.
 //!
 //! Each service runs in a second `spin up` on the main app's databases,
-//! called directly with the internal token and the budget headers a caller
-//! that ran late would send.
+//! called directly, signed as Meridian's components sign, with the budget
+//! headers a caller that ran late would send.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use meridian_e2e::api::Tenant;
-use meridian_e2e::{SpinApp, INTERNAL_TOKEN};
+use meridian_e2e::{signed_headers, SpinApp};
 use serde_json::json;
 
 fn now_ms() -> u64 {
@@ -30,11 +30,11 @@ fn late_write(
 ) -> meridian_e2e::Reply {
     let deadline = (now_ms() + budget_ms).to_string();
     let budget = budget_ms.to_string();
-    service.client().send(
+    let target = tenant.path(path);
+    let headers = signed_headers(
         "POST",
-        &tenant.path(path),
+        &target,
         &[
-            ("x-meridian-internal-token", INTERNAL_TOKEN),
             ("x-meridian-deadline", &deadline),
             ("x-meridian-budget-ms", &budget),
             ("x-tenant-id", &tenant.id),
@@ -42,8 +42,14 @@ fn late_write(
             ("x-actor-role", "admin"),
             ("content-type", "application/json"),
         ],
-        Some(&body.to_string()),
-    )
+    );
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    service
+        .client()
+        .send("POST", &target, &headers, Some(&body.to_string()))
 }
 
 #[test]

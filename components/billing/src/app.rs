@@ -7,6 +7,9 @@ use meridian_platform::store::db::{Database, Store};
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, Problem, RequestContext};
 
+/// The service billing calls, as its failure memory names it.
+pub const COMMUNITY: &str = "community";
+
 /// What billing runs on: the database, and what its calls to community run
 /// on. Spin's in the component, fakes in tests.
 pub trait Env: Calls {

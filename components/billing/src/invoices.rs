@@ -3,6 +3,7 @@
 //! resident at community, write invoice + idempotency record + outbox event
 //! in one transaction, then deliver the event if time allows.
 
+use crate::app::COMMUNITY;
 use meridian_platform::http::idempotency::{self, Begun, Written};
 use meridian_platform::http::page::PageRequest;
 use meridian_platform::http::prelude::*;
@@ -208,7 +209,7 @@ impl<E: Env> Billing<E> {
         let request = outbound::request(Method::GET, &url, Vec::new())?;
         let call = self
             .upstream
-            .call(ctx, &RetryPolicy::standard(), request)
+            .call(ctx, COMMUNITY, &RetryPolicy::standard(), request)
             .await;
         call.response
     }

@@ -83,7 +83,11 @@ meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move 
     let app = crate::app::Billing {
         store,
         upstream: Spin::upstream(),
-        community_url: vars::service_url("community_url", "http://community.spin.internal"),
+        community_url: vars::service_url(
+            crate::app::COMMUNITY,
+            "community_url",
+            "http://community.spin.internal",
+        ),
         // Read only where it is checked (the relay): one variable less per request.
         admin_token: match request.path().starts_with("/internal/outbox/") {
             true => vars::admin_token(),

@@ -3,6 +3,7 @@
 //! retry-safe POST keyed by the event id, so delivering twice (inline and
 //! relay, or relay twice) still leaves one notification.
 
+use crate::app::COMMUNITY;
 use std::time::Duration;
 
 use meridian_platform::budget::steps;
@@ -80,7 +81,7 @@ impl<E: Env> Billing<E> {
                     // Safe to repeat: the consumer keys notifications by event id.
                     let call = self
                         .upstream
-                        .call(&step, &RetryPolicy::standard(), request)
+                        .call(&step, COMMUNITY, &RetryPolicy::standard(), request)
                         .await;
                     call.response
                 }

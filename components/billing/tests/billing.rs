@@ -20,8 +20,9 @@ use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{internal_headers, HttpClient, SendError};
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
+use meridian_platform::wire::signature::CallKey;
 use meridian_platform::{Clock, RequestContext};
-use meridian_testing::http::{as_received, code, fields, post, request, Build};
+use meridian_testing::http::{admit, as_received, code, fields, post, request, Build};
 use meridian_testing::{
     assert_embeds_every_migration, context_at, manual_clock, migrated_store_on, tenant_context,
     upstream, ClockSleeper, HostSqlite, NoJitter,
@@ -66,14 +67,14 @@ impl HttpClient for InProcessCommunity {
             self.clock.advance(ctx.remaining(self.clock.now()));
             return Err(ctx.spent().into());
         }
-        let inbound = as_received(request, internal_headers(ctx, self.clock.now(), TOKEN));
+        let key = CallKey::derive(TOKEN);
+        let inbound = as_received(request, internal_headers(ctx, self.clock.now()), &key);
         let gate = InternalGate {
-            expected_token: TOKEN,
+            key: &key,
             hop: "community",
             skew_threshold: Duration::from_millis(250),
         };
-        let request_id = ctx.request_id().clone();
-        let response = match gate.admit(request_id, |n| inbound.header(n), self.clock.now()) {
+        let response = match admit(&gate, &inbound, self.clock.now()) {
             Ok(admitted) => community::handle(&self.app, &admitted.ctx, &inbound),
             Err(problem) => message::problem_for("x", problem),
         };

@@ -38,9 +38,21 @@ mod entry {
         let gateway = Gateway {
             config: GatewayConfig {
                 budget: vars::budget_config(),
-                identity_url: vars::service_url("identity_url", "http://identity.spin.internal"),
-                community_url: vars::service_url("community_url", "http://community.spin.internal"),
-                billing_url: vars::service_url("billing_url", "http://billing.spin.internal"),
+                identity_url: vars::service_url(
+                    "identity",
+                    "identity_url",
+                    "http://identity.spin.internal",
+                ),
+                community_url: vars::service_url(
+                    "community",
+                    "community_url",
+                    "http://community.spin.internal",
+                ),
+                billing_url: vars::service_url(
+                    "billing",
+                    "billing_url",
+                    "http://billing.spin.internal",
+                ),
                 rates: vars::rate_settings(),
                 concurrency: vars::concurrency_settings(),
                 admission: vars::admission_config().sampled(vars::count_sample()),

@@ -126,7 +126,7 @@ impl<E: Calls> Exchange<'_, E> {
             other => vec![Service::Identity, other],
         };
         for to in calls {
-            keys.extend(self.upstream.read_keys(&self.ctx, self.config.base_url(to)));
+            keys.extend(self.upstream.read_keys(&self.ctx, to.name()));
         }
         self.upstream.counters.read_ahead(&keys);
     }

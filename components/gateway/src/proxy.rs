@@ -46,7 +46,10 @@ impl<E: Calls> Exchange<'_, E> {
                 .map_err(|e| Refusal::from(call_failed(service, e)))?;
         *outbound.headers_mut() = forwardable_headers(request, credentials);
 
-        let call = self.upstream.call(&self.ctx, policy, outbound).await;
+        let call = self
+            .upstream
+            .call(&self.ctx, service.name(), policy, outbound)
+            .await;
         self.trace.timing.record(service.name(), call.took);
         self.trace.count(&call);
 

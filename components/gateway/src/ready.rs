@@ -32,7 +32,11 @@ impl<E: Calls> Exchange<'_, E> {
             let url = format!("{}/health", config.base_url(service));
             // Health probes are reads: safe to repeat.
             let call = match outbound::request(Method::GET, &url, Vec::new()) {
-                Ok(probe) => upstream.call(ctx, &RetryPolicy::standard(), probe).await,
+                Ok(probe) => {
+                    upstream
+                        .call(ctx, service.name(), &RetryPolicy::standard(), probe)
+                        .await
+                }
                 Err(refused) => Call::refused(refused),
             };
             (service, call)

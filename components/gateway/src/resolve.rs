@@ -91,7 +91,12 @@ impl<E: Calls> Exchange<'_, E> {
         // Resolution is a read: safe to repeat within the budget.
         let call = self
             .upstream
-            .call(&self.ctx, &RetryPolicy::standard(), resolution)
+            .call(
+                &self.ctx,
+                Service::Identity.name(),
+                &RetryPolicy::standard(),
+                resolution,
+            )
             .await;
         self.trace.timing.record("resolve", call.took);
         self.trace.count(&call);
@@ -100,6 +105,21 @@ impl<E: Calls> Exchange<'_, E> {
             Ok(r) => r,
             Err(e) => return Err(call_failed(Service::Identity, e).into()),
         };
+        if response.problem_code().as_deref() == Some(ErrorCode::NotFound.as_str()) {
+            // Resolution answers 401 or tenant_not_found, never a bare
+            // not_found: this is identity's answer to a call whose
+            // signature it refused (another internal secret), which says
+            // nothing to the client about its tenant.
+            journal::event(Event::Failure {
+                what: "resolving a tenant",
+                cause: "identity refused the gateway's signature: do both use one internal_token?"
+                    .into(),
+            });
+            return Err(Refusal::from(Problem::new(
+                ErrorCode::UpstreamUnavailable,
+                "the identity service refused the gateway's call",
+            )));
+        }
         if response.status() != 200 {
             // identity's own 401/404/504 problem, passed on unchanged; any
             // other answer becomes the gateway's problem.

@@ -113,7 +113,7 @@ impl HttpClient for FakeUpstream<'_> {
         self.seen.borrow_mut().push(Seen {
             at: now,
             url: url.clone(),
-            internal: internal_headers(ctx, now, "internal-secret"),
+            internal: internal_headers(ctx, now),
             request: request.clone(),
         });
         let reply = {
@@ -151,7 +151,7 @@ impl HttpClient for FakeUpstream<'_> {
                     status,
                     &[
                         ("content-type", content_type),
-                        ("x-meridian-internal-token", "leak"),
+                        ("x-meridian-signature", "leak"),
                         ("connection", "keep-alive"),
                     ],
                     body,
@@ -325,7 +325,7 @@ fn the_forwarded_call_carries_the_budget_and_the_real_identity_not_the_spoofed_o
             ("x-request-id", "trace-me"),
             ("x-tenant-id", "11111111-1111-4111-8111-111111111111"),
             ("x-actor-role", "admin"),
-            ("x-meridian-internal-token", "guess"),
+            ("x-meridian-signature", "guess"),
             ("x-meridian-deadline", "99999999999999"),
         ],
     );
@@ -356,15 +356,11 @@ fn the_forwarded_call_carries_the_budget_and_the_real_identity_not_the_spoofed_o
     assert_eq!(call.internal("x-tenant-id"), Some(TENANT));
     assert_eq!(call.internal("x-actor-id"), Some(ACTOR));
     assert_eq!(call.internal("x-actor-role"), Some("manager"));
-    assert_eq!(
-        call.internal("x-meridian-internal-token"),
-        Some("internal-secret")
-    );
     assert_eq!(call.internal("x-request-id"), Some("trace-me"));
     // The resolution forwarded the bearer token; nothing else did.
     assert!(seen[0].request.header("authorization") == Some("Bearer tok"));
     // Internal and connection headers from upstream do not reach the client.
-    assert_eq!(r.header("x-meridian-internal-token"), None);
+    assert_eq!(r.header("x-meridian-signature"), None);
     assert_eq!(r.header("connection"), None);
     assert_eq!(r.header("x-meridian-attempts"), Some("2"));
     let timing = r.header("server-timing").unwrap();

@@ -23,6 +23,8 @@ use crate::store::db::{failure, Database, DbError, Dialect, Store};
 use crate::store::migrate::{migrate, Migration, MigrationError};
 use crate::wire::headers;
 use crate::wire::request_id::RequestId;
+use crate::wire::signature::CallKey;
+use crate::wire::INTERNAL_PREFIX;
 use crate::{Clock, ErrorCode, Problem, RequestContext};
 use http::StatusCode;
 
@@ -237,8 +239,39 @@ where
     }
 }
 
+/// `path` as `hop` routes it: without the prefix `/_meridian/<hop>` that
+/// its routes carry where the platform has no service chaining and the
+/// services' routes are public (Fermyon Cloud); `None` when it has none.
+pub fn unprefixed<'a>(path: &'a str, hop: &str) -> Option<&'a str> {
+    let rest = path
+        .strip_prefix(INTERNAL_PREFIX)?
+        .strip_prefix('/')?
+        .strip_prefix(hop)?;
+    match rest {
+        "" => Some("/"),
+        rest if rest.starts_with('/') => Some(rest),
+        _ => None,
+    }
+}
+
+/// `request` with the internal prefix taken off its path, as the service's
+/// handlers route it.
+fn routed(mut request: Request, hop: &str) -> Request {
+    let Some(path) = unprefixed(request.uri().path(), hop) else {
+        return request;
+    };
+    let target = match request.uri().query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_owned(),
+    };
+    if let Ok(uri) = target.parse() {
+        *request.uri_mut() = uri;
+    }
+    request
+}
+
 /// An internal service as a [`Hop`] of the one pipeline: its gate on the
-/// head (the internal token, the deadline and tenant headers, any budget
+/// head (the call's signature, the deadline and tenant headers, any budget
 /// left), then [`serve`], each answer with its request id and the
 /// request's log line.
 pub struct ServiceHop<'a, Op: 'static, O, C, F> {
@@ -248,8 +281,8 @@ pub struct ServiceHop<'a, Op: 'static, O, C, F> {
     pub databases: O,
     /// Wall clock.
     pub clock: C,
-    /// The shared internal token the gate expects (`internal_token`).
-    pub internal_token: String,
+    /// The key the gate checks calls' signatures with (`internal_token`).
+    pub key: CallKey,
     /// The service's handler.
     pub app: F,
 }
@@ -292,14 +325,19 @@ where
             request_id.as_str(),
             head.header("traceparent"),
         );
-        let (method, route) = (head.method().clone(), self.spec.route_template(head.path()));
+        let path = head.path();
+        let routed_path = unprefixed(path, self.spec.hop).unwrap_or(path);
+        let (method, route) = (head.method().clone(), self.spec.route_template(routed_path));
         let gate = InternalGate {
-            expected_token: &self.internal_token,
+            key: &self.key,
             hop: self.spec.hop,
             skew_threshold: DEFAULT_SKEW_THRESHOLD,
         };
+        let target = head.uri().path_and_query().map_or("/", |pq| pq.as_str());
         match gate.admit(
             request_id.clone(),
+            head.method().as_str(),
+            target,
             |name| head.header(name),
             self.clock.now(),
         ) {
@@ -334,7 +372,7 @@ where
             None => {
                 serve(
                     ctx.clone(),
-                    request,
+                    routed(request, self.spec.hop),
                     self.spec,
                     &self.databases,
                     self.clock.clone(),
@@ -353,5 +391,36 @@ where
             .set_header(headers::REQUEST_ID, ctx.request_id().as_str());
         self.line(method.as_str(), &route, Some(&ctx), &answer);
         answer
+    }
+}
+
+#[cfg(test)]
+mod unprefixed_tests {
+    use super::*;
+
+    #[test]
+    fn only_the_services_own_prefix_is_taken_off() {
+        assert_eq!(
+            unprefixed("/_meridian/identity/internal/resolve", "identity"),
+            Some("/internal/resolve")
+        );
+        assert_eq!(unprefixed("/_meridian/identity", "identity"), Some("/"));
+        assert_eq!(unprefixed("/_meridian/identity/", "identity"), Some("/"));
+        assert_eq!(unprefixed("/_meridian/identityx/health", "identity"), None);
+        assert_eq!(unprefixed("/_meridian/billing/health", "identity"), None);
+        assert_eq!(unprefixed("/internal/resolve", "identity"), None);
+        assert_eq!(unprefixed("/_meridianidentity/health", "identity"), None);
+    }
+
+    #[test]
+    fn a_routed_request_keeps_its_query() {
+        let request = http::Request::builder()
+            .uri("/_meridian/community/internal/residents?limit=5")
+            .body(Vec::new())
+            .unwrap();
+        assert_eq!(
+            routed(request, "community").uri().to_string(),
+            "/internal/residents?limit=5"
+        );
     }
 }

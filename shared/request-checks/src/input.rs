@@ -32,7 +32,7 @@ const HEADERS: [&str; 18] = [
     headers::IDEMPOTENCY_KEY,
     headers::DEADLINE,
     headers::BUDGET_MS,
-    headers::INTERNAL_TOKEN,
+    headers::SIGNATURE,
     headers::ATTEMPTS,
     headers::TENANT_ID,
     headers::TENANT_SLUG,

@@ -19,8 +19,9 @@ use meridian_platform::store::db::Store;
 use meridian_platform::tenancy::cache::LocalEntries;
 use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
+use meridian_platform::wire::signature::CallKey;
 use meridian_platform::{Clock, RequestContext};
-use meridian_testing::http::{as_received, request, Build};
+use meridian_testing::http::{admit, as_received, request, Build};
 use meridian_testing::{
     migrated_store_on, tenant_context, upstream, ClockSleeper, HostSqlite, NoJitter,
 };
@@ -243,18 +244,14 @@ pub struct InProcessCommunity {
 
 impl HttpClient for InProcessCommunity {
     async fn send(&self, ctx: &RequestContext, request: Request) -> Result<Response, SendError> {
-        let internal = internal_headers(ctx, self.clock.now(), INTERNAL_TOKEN);
-        let inbound = as_received(request, internal);
+        let key = CallKey::derive(INTERNAL_TOKEN);
+        let inbound = as_received(request, internal_headers(ctx, self.clock.now()), &key);
         let gate = InternalGate {
-            expected_token: INTERNAL_TOKEN,
+            key: &key,
             hop: "community",
             skew_threshold: Duration::from_millis(250),
         };
-        let response = match gate.admit(
-            ctx.request_id().clone(),
-            |n| inbound.header(n),
-            self.clock.now(),
-        ) {
+        let response = match admit(&gate, &inbound, self.clock.now()) {
             Ok(admitted) => community::handle(&self.app, &admitted.ctx, &inbound),
             Err(problem) => message::problem_for(REQUEST_ID, problem),
         };

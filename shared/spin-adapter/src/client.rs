@@ -12,7 +12,8 @@ use futures::future::{select, Either};
 use futures::SinkExt;
 use meridian_platform::budget::steps;
 use meridian_platform::http::message;
-use meridian_platform::http::{internal_headers, HttpClient, Request, Response, SendError};
+use meridian_platform::http::{internal_headers, signed, HttpClient, Request, Response, SendError};
+use meridian_platform::wire::signature::CallKey;
 use meridian_platform::{Clock, RequestContext, SystemClock};
 use spin_sdk::http::{IncomingResponse, Method, OutgoingRequest, Scheme};
 use spin_sdk::wit::wasi::http0_2_0::outgoing_handler;
@@ -24,15 +25,13 @@ use crate::timer::Timer;
 /// The budget-aware client every component uses for internal calls.
 #[derive(Debug, Clone)]
 pub struct SpinHttp {
-    internal_token: String,
+    key: CallKey,
 }
 
 impl SpinHttp {
-    /// A client that proves itself with `internal_token`.
-    pub fn new(internal_token: impl Into<String>) -> Self {
-        Self {
-            internal_token: internal_token.into(),
-        }
+    /// A client that signs its calls with `key`.
+    pub fn new(key: CallKey) -> Self {
+        Self { key }
     }
 }
 
@@ -41,8 +40,8 @@ impl HttpClient for SpinHttp {
         let now = SystemClock.now();
         ctx.ensure(now, steps::CALL)?;
         let remaining = ctx.remaining(now);
-        let internal = internal_headers(ctx, now, &self.internal_token);
-        let exchange = Box::pin(exchange(request, internal, remaining));
+        let internal = internal_headers(ctx, now);
+        let exchange = Box::pin(exchange(request, internal, &self.key, remaining));
         match select(exchange, Box::pin(Timer::after(remaining))).await {
             // A transport timeout set from the budget can fire a hair before
             // the race timer: a failure once the budget is gone is the deadline.
@@ -60,10 +59,11 @@ impl HttpClient for SpinHttp {
 async fn exchange(
     request: Request,
     internal: Vec<(&'static str, String)>,
+    key: &CallKey,
     remaining: Duration,
 ) -> Result<Response, SendError> {
     let (head, body) = request.into_parts();
-    let outgoing = build(head, &internal)?;
+    let outgoing = build(head, &internal, key)?;
     let body_sink = outgoing.take_body();
     let pending =
         outgoing_handler::handle(outgoing, Some(options(remaining)?)).map_err(map_error)?;
@@ -82,6 +82,7 @@ async fn exchange(
 fn build(
     head: http::request::Parts,
     internal: &[(&'static str, String)],
+    key: &CallKey,
 ) -> Result<OutgoingRequest, SendError> {
     let refused = |what: &str| SendError::Refused(format!("invalid {what}"));
     let http::request::Parts {
@@ -99,11 +100,13 @@ fn build(
         other => return Err(SendError::Refused(format!("not an http URL: {other}"))),
     };
     // The internal headers are set last, so no value the caller passed
-    // can stand in for them.
+    // can stand in for them; the signature covers them as they are sent.
     for (name, value) in internal {
         let value = http::HeaderValue::from_str(value).map_err(|_| refused(name))?;
         headers.insert(*name, value);
     }
+    let target = uri.path_and_query().map_or("/", |pq| pq.as_str());
+    signed(key, method.as_str(), target, &mut headers);
     let fields =
         fields(&headers).map_err(|e| SendError::Refused(format!("invalid header: {e}")))?;
     let outgoing = OutgoingRequest::new(fields);
@@ -117,7 +120,7 @@ fn build(
         .set_authority(Some(authority.as_str()))
         .map_err(|()| refused("authority"))?;
     outgoing
-        .set_path_with_query(Some(uri.path_and_query().map_or("/", |pq| pq.as_str())))
+        .set_path_with_query(Some(target))
         .map_err(|()| refused("path"))?;
     Ok(outgoing)
 }

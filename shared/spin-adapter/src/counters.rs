@@ -10,9 +10,13 @@
 //! replica sees the same history.
 
 use std::cell::OnceCell;
+#[cfg(not(feature = "without-postgres"))]
 use std::time::Duration;
 
-use meridian_platform::counts::{decode_number as decode, Counters, Held, TableCounters};
+#[cfg(not(feature = "without-postgres"))]
+use meridian_platform::counts::TableCounters;
+use meridian_platform::counts::{decode_number as decode, Counters, Held};
+#[cfg(not(feature = "without-postgres"))]
 use meridian_platform::store::db::Database;
 use meridian_platform::tenancy::cache::Entries;
 #[cfg(not(feature = "without-atomics"))]
@@ -21,6 +25,7 @@ use spin_sdk::wit::wasi::keyvalue::atomics;
 use spin_sdk::wit::wasi::keyvalue::batch;
 use spin_sdk::wit::wasi::keyvalue::store;
 
+#[cfg(not(feature = "without-postgres"))]
 use meridian_store::spin::postgres::SpinPostgres;
 
 /// The key-value store label the components are granted.
@@ -28,6 +33,7 @@ pub const STORE: &str = "default";
 
 /// How long one statement on the counts' PostgreSQL may wait or run: a
 /// count is never worth a request's budget (a failed one reads as none).
+#[cfg(not(feature = "without-postgres"))]
 const TABLE_WAIT: Duration = Duration::from_millis(250);
 
 /// The counts of this instance, wherever the variables put them: chosen,
@@ -39,7 +45,11 @@ pub struct SpinCounters {
 
 enum Store {
     KeyValue(KeyValueCounters),
+    #[cfg(not(feature = "without-postgres"))]
     Table(Result<TableCounters<SpinPostgres>, String>),
+    /// Counts asked of a PostgreSQL database this build cannot open.
+    #[cfg(feature = "without-postgres")]
+    Unavailable(String),
 }
 
 impl SpinCounters {
@@ -47,6 +57,11 @@ impl SpinCounters {
         self.store
             .get_or_init(|| match crate::vars::get("counts_address") {
                 None => Store::KeyValue(KeyValueCounters::default()),
+                #[cfg(feature = "without-postgres")]
+                Some(_) => Store::Unavailable(
+                    "counts_address is set, and this build has no PostgreSQL".into(),
+                ),
+                #[cfg(not(feature = "without-postgres"))]
                 Some(address) => Store::Table(
                     SpinPostgres::open(&address)
                         .and_then(|db| db.set_lock_wait(TABLE_WAIT).map(|()| db))
@@ -60,6 +75,9 @@ impl SpinCounters {
     fn counters(&self) -> Result<&dyn CountStore, String> {
         match self.store() {
             Store::KeyValue(kv) => Ok(kv),
+            #[cfg(feature = "without-postgres")]
+            Store::Unavailable(why) => Err(why.clone()),
+            #[cfg(not(feature = "without-postgres"))]
             Store::Table(table) => table
                 .as_ref()
                 .map(|t| t as &dyn CountStore)

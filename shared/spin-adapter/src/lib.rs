@@ -36,7 +36,7 @@ impl Spin {
     /// The upstream caller, proving itself with the `internal_token` variable.
     pub fn upstream() -> Upstream<Spin> {
         Upstream {
-            http: SpinHttp::new(vars::internal_token()),
+            http: SpinHttp::new(vars::call_key()),
             clock: SystemClock,
             sleeper: PollSleeper,
             jitter: RandomJitter,

@@ -69,7 +69,13 @@ pub async fn run_hop<H: Hop>(
     hop: &H,
 ) {
     if let Some(weak) = vars::weak_secrets() {
-        convert::send_response(out, refused_for_secrets(&head, weak));
+        let refused = refused_to_serve(&head, weak, "secrets are missing or weak");
+        convert::send_response(out, refused);
+        return;
+    }
+    if let Some(why) = vars::unusable_origin() {
+        let refused = refused_to_serve(&head, why, "public origin cannot carry internal calls");
+        convert::send_response(out, refused);
         return;
     }
     let Answer { response, after } = pipeline::run(hop, head, Incoming(incoming)).await;
@@ -84,19 +90,19 @@ pub async fn run_hop<H: Hop>(
     }
 }
 
-/// The answer of a component whose deployment secrets are weak
-/// ([`vars::weak_secrets`]): a 503 on every route, and a log line that
-/// says which secret and why, until the operator sets real ones.
-fn refused_for_secrets(head: &Request, weak: String) -> Response {
+/// The answer of a component whose deployment must not serve: weak
+/// secrets ([`vars::weak_secrets`]) or an unusable public origin
+/// ([`vars::unusable_origin`]). A 503 on every route, and a log line that
+/// says which setting and why, until the operator fixes it.
+fn refused_to_serve(head: &Request, cause: String, what: &str) -> Response {
     let request_id = RequestId::from_header_or_new(head.header(headers::REQUEST_ID));
     journal::event(Event::Failure {
-        what:
-            "refusing to serve: set strong secrets (or allow_dev_secrets = \"on\" in development)",
-        cause: weak,
+        what: "refusing to serve: fix the deployment's settings (secrets: allow_dev_secrets = \"on\" in development only)",
+        cause,
     });
     let problem = Problem::new(
         ErrorCode::Internal,
-        "this deployment's secrets are missing or weak; its log says which",
+        format!("this deployment's {what}; its log says which"),
     )
     .with_status(StatusCode::SERVICE_UNAVAILABLE);
     let mut response = message::problem_for(request_id.as_str(), problem);
@@ -166,7 +172,7 @@ pub async fn run<Op, F, Fut, A>(
         spec,
         databases: SpinDatabases::from_variables(),
         clock: SystemClock,
-        internal_token: vars::internal_token(),
+        key: vars::call_key(),
         app,
     };
     run_hop(convert::read_head(&incoming), incoming, out, &hop).await;

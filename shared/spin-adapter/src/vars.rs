@@ -4,11 +4,13 @@ use std::sync::OnceLock;
 
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
+use meridian_platform::http::origin::PublicOrigin;
 use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::judge_secret;
 use meridian_platform::settings::Settings;
 use meridian_platform::tenancy::cache::CacheConfig;
+use meridian_platform::wire::signature::CallKey;
 
 /// A variable's value, or `None` when it is undefined or empty: from the
 /// component's composed `settings` when they hold it (read once per
@@ -47,6 +49,12 @@ pub fn internal_token() -> String {
     TOKEN
         .get_or_init(|| get("internal_token").unwrap_or_default())
         .clone()
+}
+
+/// The key internal calls are signed and checked with, derived from the
+/// internal token ([`meridian_platform::wire::signature`]).
+pub fn call_key() -> CallKey {
+    CallKey::derive(&internal_token())
 }
 
 /// Whether the development switch (`allow_dev_secrets = "on"`, set by
@@ -92,9 +100,29 @@ pub fn admin_token() -> String {
     }
 }
 
-/// A downstream's base URL without a trailing slash.
-pub fn service_url(variable: &str, default: &str) -> String {
-    get_or(variable, default).trim_end_matches('/').to_owned()
+/// The base URL of `service` without a trailing slash: behind the app's
+/// public origin where the settings name one (a platform without service
+/// chaining; empty when it is unusable, which [`unusable_origin`] refuses
+/// to serve with), else its own variable (`identity_url`, …), else
+/// `default`.
+pub fn service_url(service: &str, variable: &str, default: &str) -> String {
+    match composed().lookup("public_origin") {
+        Some(raw) => PublicOrigin::parse(raw)
+            .map(|origin| origin.service_url(service))
+            .unwrap_or_default(),
+        None => get_or(variable, default).trim_end_matches('/').to_owned(),
+    }
+}
+
+/// Why this component must not serve, when its settings name a public
+/// origin it cannot call through (unset, or plain HTTP beyond loopback:
+/// [`PublicOrigin::parse`]). Read from the settings alone: a component
+/// without a public origin makes no host call for it.
+pub fn unusable_origin() -> Option<String> {
+    let raw = composed().lookup("public_origin")?;
+    PublicOrigin::parse(raw)
+        .err()
+        .map(|why| format!("public_origin {why}"))
 }
 
 /// A setting, or its default when the variables that make it are

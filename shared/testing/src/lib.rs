@@ -214,7 +214,13 @@ where
 pub mod http {
     use std::borrow::Borrow;
 
+    use meridian_platform::budget::admission::{Admitted, InternalGate};
     use meridian_platform::http::message::{Request, RequestExt, Response, ResponseExt};
+    use meridian_platform::http::signed;
+    use meridian_platform::wire::headers;
+    use meridian_platform::wire::request_id::RequestId;
+    use meridian_platform::wire::signature::CallKey;
+    use meridian_platform::{Problem, UnixMillis};
     use serde_json::Value;
 
     /// A bodiless request: `method` and the path and query (or, for an
@@ -278,15 +284,37 @@ pub mod http {
 
     /// An outbound call as the service it is to receives it: the path and
     /// query only, with the `internal` headers the client sets last
-    /// (`meridian_platform::http::internal_headers`).
-    pub fn as_received(mut request: Request, internal: Vec<(&'static str, String)>) -> Request {
+    /// (`meridian_platform::http::internal_headers`) and its signature
+    /// under `key`.
+    pub fn as_received(
+        mut request: Request,
+        internal: Vec<(&'static str, String)>,
+        key: &CallKey,
+    ) -> Request {
         let target = request.path_and_query().to_owned();
         *request.uri_mut() = target.parse().expect("a path");
         for (name, value) in internal {
             let value = ::http::HeaderValue::from_str(&value).expect("a header value");
             request.headers_mut().insert(name, value);
         }
+        let method = request.method().clone();
+        signed(key, method.as_str(), &target, request.headers_mut());
         request
+    }
+
+    /// `inbound` through `gate` at `now`, as a service's hop admits it.
+    pub fn admit(
+        gate: &InternalGate<'_>,
+        inbound: &Request,
+        now: UnixMillis,
+    ) -> Result<Admitted, Problem> {
+        gate.admit(
+            RequestId::from_header_or_new(inbound.header(headers::REQUEST_ID)),
+            inbound.method().as_str(),
+            inbound.path_and_query(),
+            |n| inbound.header(n),
+            now,
+        )
     }
 
     /// An answer with `status`, the given headers and `body`.

@@ -19,6 +19,7 @@ use meridian_platform::service::{serve, Answer, Databases, ServiceHop, ServiceSp
 use meridian_platform::store::db::{Database, DbError, Row, StorageFault, Store, Value};
 use meridian_platform::store::migrate::Migration;
 use meridian_platform::time::ManualClock;
+use meridian_platform::wire::signature::CallKey;
 use meridian_platform::{Deadline, Problem, RequestContext, UnixMillis};
 use meridian_testing::http::{as_received, request};
 use meridian_testing::{context_at, HostSqlite};
@@ -312,7 +313,8 @@ fn internal(method: &str, token: &str, budget_ms: i64) -> Request {
     let ctx = context_at(start, Duration::from_secs(2), "gateway");
     as_received(
         request(method, "/notes"),
-        internal_headers(&ctx, NOW, token),
+        internal_headers(&ctx, NOW),
+        &CallKey::derive(token),
     )
 }
 
@@ -325,7 +327,7 @@ fn through_the_hop(request: Request, body: &[u8]) -> (Response, bool, u32) {
         spec: &SPEC,
         databases: files,
         clock: clock(),
-        internal_token: TOKEN.to_owned(),
+        key: CallKey::derive(TOKEN),
         app: notes(&runs),
     };
     let body = Watched {
@@ -339,7 +341,7 @@ fn through_the_hop(request: Request, body: &[u8]) -> (Response, bool, u32) {
 #[test]
 fn a_request_the_gate_refuses_is_answered_on_its_head_and_its_body_never_read() {
     for (request, status) in [
-        (internal("POST", "wrong", 1_000), 401),
+        (internal("POST", "wrong-secret", 1_000), 404),
         (internal("POST", TOKEN, -5), 504),
     ] {
         let (r, read, runs) = through_the_hop(request, b"{}");
@@ -390,7 +392,7 @@ fn a_service_lets_its_answer_go_before_its_store_closes() {
         spec: &SPEC,
         databases: Files::new(),
         clock: clock(),
-        internal_token: TOKEN.to_owned(),
+        key: CallKey::derive(TOKEN),
         app: notes(&runs),
     };
     assert!(lets_the_answer_go_first(&hop));

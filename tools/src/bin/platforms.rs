@@ -23,28 +23,29 @@ use wasmparser::{Parser, Payload};
 const COMPONENTS: [&str; 4] = ["gateway", "identity", "community", "billing"];
 
 /// What every Spin host offers a `spin-sdk` 5 (WASI 0.2) HTTP component,
-/// by interface (versions aside).
+/// by interface and compatible version ([`compatible`]: `0.2` takes any
+/// `0.2.x`, `2` any `2.x.y`; a pre-release only itself).
 const COMMON: &[&str] = &[
-    "wasi:io/poll",
-    "wasi:io/error",
-    "wasi:io/streams",
-    "wasi:clocks/monotonic-clock",
-    "wasi:clocks/wall-clock",
-    "wasi:random/random",
-    "wasi:random/insecure-seed",
-    "wasi:cli/environment",
-    "wasi:cli/exit",
-    "wasi:cli/stdin",
-    "wasi:cli/stdout",
-    "wasi:cli/stderr",
-    "wasi:cli/terminal-input",
-    "wasi:cli/terminal-output",
-    "wasi:cli/terminal-stdin",
-    "wasi:cli/terminal-stdout",
-    "wasi:cli/terminal-stderr",
-    "wasi:http/types",
-    "wasi:http/outgoing-handler",
-    "fermyon:spin/variables",
+    "wasi:io/poll@0.2",
+    "wasi:io/error@0.2",
+    "wasi:io/streams@0.2",
+    "wasi:clocks/monotonic-clock@0.2",
+    "wasi:clocks/wall-clock@0.2",
+    "wasi:random/random@0.2",
+    "wasi:random/insecure-seed@0.2",
+    "wasi:cli/environment@0.2",
+    "wasi:cli/exit@0.2",
+    "wasi:cli/stdin@0.2",
+    "wasi:cli/stdout@0.2",
+    "wasi:cli/stderr@0.2",
+    "wasi:cli/terminal-input@0.2",
+    "wasi:cli/terminal-output@0.2",
+    "wasi:cli/terminal-stdin@0.2",
+    "wasi:cli/terminal-stdout@0.2",
+    "wasi:cli/terminal-stderr@0.2",
+    "wasi:http/types@0.2",
+    "wasi:http/outgoing-handler@0.2",
+    "fermyon:spin/variables@2",
 ];
 
 /// A platform: what it offers beyond [`COMMON`] (its published limits,
@@ -58,6 +59,8 @@ struct Platform {
     manifest: &'static str,
     /// What it lets a manifest ask for.
     grants: Grants,
+    /// Whether it has service chaining (`*.spin.internal`, private routes).
+    chaining: bool,
 }
 
 /// What a platform lets a manifest ask for.
@@ -74,45 +77,72 @@ const PLATFORMS: [Platform; 3] = [
         name: "spin up, SpinKube (containerd-shim-spin v0.24, Spin 3.6.3)",
         build: "target/wasm32-wasip2/release",
         offers: &[
-            "fermyon:spin/sqlite",
-            "spin:postgres/postgres",
-            "wasi:keyvalue/store",
-            "wasi:keyvalue/atomics",
-            "wasi:keyvalue/batch",
+            "fermyon:spin/sqlite@2",
+            // Since Spin 3.4 (so SpinKube's shim v0.24, Spin 3.6.3).
+            "spin:postgres/postgres@4",
+            "wasi:keyvalue/store@0.2.0-draft2",
+            "wasi:keyvalue/atomics@0.2.0-draft2",
+            "wasi:keyvalue/batch@0.2.0-draft2",
         ],
         manifest: "spin.toml",
         grants: Grants::RuntimeConfig,
+        chaining: true,
     },
     Platform {
-        name: "Fermyon Cloud (one SQLite database; PostgreSQL; key-value `store` only)",
+        name: "Fermyon Cloud (one SQLite database; key-value `store` only; no service chaining)",
         build: "target/platforms/cloud",
-        offers: &[
-            "fermyon:spin/sqlite",
-            "spin:postgres/postgres",
-            "wasi:keyvalue/store",
-        ],
+        // Which Spin it runs is not published, so only what its published
+        // pages name: SQLite (Spin 2's interface) and the key-value store.
+        // Not `spin:postgres@4.0.0`, which Spin 3.4 brought: the cloud
+        // build has no PostgreSQL.
+        offers: &["fermyon:spin/sqlite@2", "wasi:keyvalue/store@0.2.0-draft2"],
         manifest: "deploy/cloud/spin.toml",
         grants: Grants::Defaults {
             sqlite_databases: 1,
         },
+        // "Local service chaining is not currently supported on Fermyon
+        // Cloud", and chaining is the only way to a private route.
+        chaining: false,
     },
     Platform {
         name: "Akamai Functions (PostgreSQL, no SQLite; key-value `store` and `batch`)",
         build: "target/platforms/akamai",
         offers: &[
-            "spin:postgres/postgres",
-            "wasi:keyvalue/store",
-            "wasi:keyvalue/batch",
+            "spin:postgres/postgres@4",
+            "wasi:keyvalue/store@0.2.0-draft2",
+            "wasi:keyvalue/batch@0.2.0-draft2",
         ],
         manifest: "deploy/akamai/spin.toml",
         grants: Grants::Defaults {
             sqlite_databases: 0,
         },
+        // Its published target lists local service chaining (docs/deploy.md).
+        chaining: true,
     },
 ];
 
-/// The interfaces a component imports, versions stripped: its top-level
-/// imports (a nested core module's are satisfied inside the component).
+/// An interface with the version a host must offer to satisfy it, as
+/// Wasmtime links them: `wasi:http/types@0.2.4` needs some `0.2`,
+/// `fermyon:spin/sqlite@2.0.0` some `2`, and a pre-release
+/// (`wasi:keyvalue/store@0.2.0-draft2`) exactly itself.
+fn compatible(import: &str) -> String {
+    let Some((interface, version)) = import.split_once('@') else {
+        return import.to_owned();
+    };
+    if version.contains('-') {
+        return import.to_owned();
+    }
+    let mut parts = version.split('.');
+    let (major, minor) = (parts.next().unwrap_or("0"), parts.next().unwrap_or("0"));
+    match major {
+        "0" => format!("{interface}@0.{minor}"),
+        major => format!("{interface}@{major}"),
+    }
+}
+
+/// The interfaces a component imports, each with the version a host must
+/// offer ([`compatible`]): its top-level imports (a nested core module's
+/// are satisfied inside the component).
 fn imports(wasm: &[u8]) -> Result<BTreeSet<String>> {
     let mut depth = 0usize;
     let mut names = BTreeSet::new();
@@ -122,9 +152,7 @@ fn imports(wasm: &[u8]) -> Result<BTreeSet<String>> {
             Payload::End(_) => depth = depth.saturating_sub(1),
             Payload::ComponentImportSection(reader) if depth == 0 => {
                 for import in reader {
-                    let name = import?.name.0;
-                    let interface = name.split('@').next().unwrap_or(name);
-                    names.insert(interface.to_owned());
+                    names.insert(compatible(import?.name.0));
                 }
             }
             _ => {}
@@ -173,7 +201,10 @@ fn manifest_mismatches(platform: &Platform) -> Result<Vec<String>> {
             .map(str::to_owned)
             .collect()
     };
-    let mut mismatches = Vec::new();
+    let mut mismatches = match platform.chaining {
+        true => Vec::new(),
+        false => chaining_needed(&manifest),
+    };
     let mut databases = BTreeSet::new();
     for component in COMPONENTS {
         let Some(table) = components.get(component) else {
@@ -220,6 +251,65 @@ fn manifest_mismatches(platform: &Platform) -> Result<Vec<String>> {
     Ok(mismatches)
 }
 
+/// What in `manifest` needs service chaining: a private route (reachable
+/// only by chaining), or an outbound host or variable default that names a
+/// `*.spin.internal` service, directly or through a variable's default.
+fn chaining_needed(manifest: &toml::Table) -> Vec<String> {
+    let mut needed = Vec::new();
+    let defaults: Vec<(String, String)> = manifest
+        .get("variables")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, v)| Some((name.clone(), v.get("default")?.as_str()?.to_owned())))
+        .collect();
+    for (name, default) in &defaults {
+        if default.contains(".spin.internal") {
+            needed.push(format!(
+                "variable {name} defaults to {default}, a chained service"
+            ));
+        }
+    }
+    let triggers = manifest
+        .get("trigger")
+        .and_then(|t| t.get("http"))
+        .and_then(toml::Value::as_array);
+    for trigger in triggers.into_iter().flatten() {
+        let private = trigger
+            .get("route")
+            .and_then(|r| r.get("private"))
+            .and_then(toml::Value::as_bool);
+        if private == Some(true) {
+            let component = trigger.get("component").and_then(toml::Value::as_str);
+            needed.push(format!(
+                "{}: a private route, reachable only by service chaining",
+                component.unwrap_or("a trigger")
+            ));
+        }
+    }
+    let components = manifest.get("component").and_then(toml::Value::as_table);
+    for (component, table) in components.into_iter().flatten() {
+        let hosts = table
+            .get("allowed_outbound_hosts")
+            .and_then(toml::Value::as_array);
+        for host in hosts.into_iter().flatten().filter_map(toml::Value::as_str) {
+            // A template's variable, by its default.
+            let resolved = host
+                .strip_prefix("{{")
+                .and_then(|h| h.strip_suffix("}}"))
+                .map(str::trim)
+                .and_then(|name| defaults.iter().find(|(n, _)| n == name))
+                .map_or(host, |(_, default)| default.as_str());
+            if resolved.contains(".spin.internal") {
+                needed.push(format!(
+                    "{component}: outbound host {host} is a chained service"
+                ));
+            }
+        }
+    }
+    needed
+}
+
 fn main() -> Result<()> {
     let mut mismatches = Vec::new();
     for platform in &PLATFORMS {
@@ -262,4 +352,69 @@ fn main() -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needed(text: &str) -> Vec<String> {
+        chaining_needed(&text.parse().unwrap())
+    }
+
+    #[test]
+    fn versions_compare_as_wasmtime_links_them() {
+        assert_eq!(compatible("wasi:http/types@0.2.12"), "wasi:http/types@0.2");
+        assert_eq!(
+            compatible("fermyon:spin/sqlite@2.0.0"),
+            "fermyon:spin/sqlite@2"
+        );
+        assert_eq!(
+            compatible("spin:postgres/postgres@4.0.0"),
+            "spin:postgres/postgres@4"
+        );
+        assert_eq!(
+            compatible("wasi:keyvalue/store@0.2.0-draft2"),
+            "wasi:keyvalue/store@0.2.0-draft2"
+        );
+        // An older or newer major is another interface.
+        assert_ne!(
+            compatible("spin:postgres/postgres@3.0.0"),
+            "spin:postgres/postgres@4"
+        );
+    }
+
+    #[test]
+    fn the_cloud_manifest_needs_no_chaining_and_spin_toml_does() {
+        let cloud = std::fs::read_to_string(repo_root().join("deploy/cloud/spin.toml")).unwrap();
+        assert_eq!(needed(&cloud), Vec::<String>::new());
+        let spin = std::fs::read_to_string(repo_root().join("spin.toml")).unwrap();
+        assert_eq!(needed(&spin).len(), 3 + 3 + 3 + 1, "{:?}", needed(&spin));
+    }
+
+    #[test]
+    fn a_planted_private_route_chained_host_or_chained_default_is_refused() {
+        let cloud = std::fs::read_to_string(repo_root().join("deploy/cloud/spin.toml")).unwrap();
+        let planted = [
+            cloud.replacen(
+                "route = \"/_meridian/billing/...\"",
+                "route = { private = true }",
+                1,
+            ),
+            cloud.replacen(
+                "allowed_outbound_hosts = [\"{{ public_origin }}\"]",
+                "allowed_outbound_hosts = [\"{{ public_origin }}\", \"http://billing.spin.internal\"]",
+                1,
+            ),
+            cloud.replacen(
+                "public_origin = { default = \"https://public-origin.invalid\" }",
+                "public_origin = { default = \"http://identity.spin.internal\" }",
+                1,
+            ),
+        ];
+        for (i, text) in planted.iter().enumerate() {
+            assert_ne!(text, &cloud, "plant {i} took");
+            assert!(!needed(text).is_empty(), "plant {i} was not caught");
+        }
+    }
 }

@@ -6,6 +6,7 @@ pub mod body;
 pub mod idempotency;
 pub mod memory;
 pub mod message;
+pub mod origin;
 pub mod outbound;
 pub mod page;
 pub mod pipeline;

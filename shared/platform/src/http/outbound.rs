@@ -1,6 +1,6 @@
 //! Outbound calls: the client contract that the Spin adapter implements and
-//! tests fake, how a call can fail, and the internal headers every call
-//! carries.
+//! tests fake, how a call can fail, and the internal headers and
+//! signature every call carries.
 
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use crate::http::message::{Request, Response};
 use crate::http::retry::Verdict;
 use crate::time::UnixMillis;
 use crate::wire::headers;
+use crate::wire::signature::{CallKey, SignedCall};
 
 /// Why an outbound call produced no response.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
@@ -90,20 +91,15 @@ pub trait HttpClient {
     async fn send(&self, ctx: &RequestContext, request: Request) -> Result<Response, SendError>;
 }
 
-/// The internal headers for a call made at `now`: budget, request id,
-/// tenant scope and the internal token. The client sets these last, so no
-/// caller-supplied value can override them.
-pub fn internal_headers(
-    ctx: &RequestContext,
-    now: UnixMillis,
-    internal_token: &str,
-) -> Vec<(&'static str, String)> {
+/// The internal headers for a call made at `now`: budget, request id and
+/// tenant scope. The client sets these last, so no caller-supplied value
+/// can override them, and then signs the call ([`signed`]).
+pub fn internal_headers(ctx: &RequestContext, now: UnixMillis) -> Vec<(&'static str, String)> {
     let budget = BudgetHeaders::encode(ctx.deadline(), now);
     let mut out = vec![
         (headers::DEADLINE, budget.deadline),
         (headers::BUDGET_MS, budget.budget_ms),
         (headers::REQUEST_ID, ctx.request_id().to_string()),
-        (headers::INTERNAL_TOKEN, internal_token.to_owned()),
     ];
     if let Some(scope) = ctx.tenant() {
         out.push((headers::TENANT_ID, scope.tenant_id.to_string()));
@@ -111,6 +107,21 @@ pub fn internal_headers(
         out.push((headers::ACTOR_ROLE, scope.role.as_str().to_owned()));
     }
     out
+}
+
+/// Sets the signature of a call of `method` to `target` (its path and
+/// query) whose headers, the internal ones included, are `headers`:
+/// nothing is set without a secret, and the callee then refuses the call.
+pub fn signed(key: &CallKey, method: &str, target: &str, headers: &mut http::HeaderMap) {
+    let signature = key.sign(&SignedCall {
+        method,
+        target,
+        header: |name: &str| headers.get(name).and_then(|v| v.to_str().ok()),
+    });
+    match signature.and_then(|s| http::HeaderValue::from_str(&s).ok()) {
+        Some(value) => headers.insert(headers::SIGNATURE, value),
+        None => headers.remove(headers::SIGNATURE),
+    };
 }
 
 #[cfg(test)]
@@ -122,7 +133,7 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn internal_headers_carry_budget_identity_and_token() {
+    fn internal_headers_carry_budget_and_identity_but_no_secret() {
         let now = UnixMillis::from_millis(10_000);
         let scope = TenantScope {
             tenant_id: "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01".parse().unwrap(),
@@ -136,17 +147,39 @@ mod tests {
             "gateway",
         )
         .with_tenant(scope);
-        let h = internal_headers(&ctx, UnixMillis::from_millis(10_100), "tok");
+        let h = internal_headers(&ctx, UnixMillis::from_millis(10_100));
         let get = |n: &str| h.iter().find(|(k, _)| *k == n).map(|(_, v)| v.as_str());
         assert_eq!(get(headers::DEADLINE), Some("10300"));
         assert_eq!(get(headers::BUDGET_MS), Some("200"));
         assert_eq!(get(headers::REQUEST_ID), Some("r1"));
-        assert_eq!(get(headers::INTERNAL_TOKEN), Some("tok"));
+        assert_eq!(
+            get(headers::SIGNATURE),
+            None,
+            "signed once the head is whole"
+        );
         assert_eq!(
             get(headers::TENANT_ID),
             Some("0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01")
         );
         assert_eq!(get(headers::ACTOR_ROLE), Some("admin"));
+    }
+
+    #[test]
+    fn a_signed_head_verifies_and_an_unsigned_key_clears_a_forged_signature() {
+        let key = CallKey::derive("the-internal-secret-0123456789abcdef");
+        let mut h = http::HeaderMap::new();
+        h.insert(headers::DEADLINE, http::HeaderValue::from_static("10300"));
+        signed(&key, "GET", "/health", &mut h);
+        let presented = h.get(headers::SIGNATURE).and_then(|v| v.to_str().ok());
+        let call = SignedCall {
+            method: "GET",
+            target: "/health",
+            header: |n: &str| h.get(n).and_then(|v| v.to_str().ok()),
+        };
+        assert!(key.verifies(&call, presented));
+        let mut forged = h.clone();
+        signed(&CallKey::derive(""), "GET", "/health", &mut forged);
+        assert_eq!(forged.get(headers::SIGNATURE), None);
     }
 
     #[test]

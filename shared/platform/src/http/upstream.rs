@@ -78,20 +78,19 @@ impl Call {
 }
 
 impl<E: Calls> Upstream<E> {
-    /// The keys a call from `ctx`'s hop to the service at `base_url` reads
-    /// before it starts (its breaker's state), to be read ahead with the
+    /// The keys a call from `ctx`'s hop to the service `to` reads before
+    /// it starts (its breaker's state), to be read ahead with the
     /// request's other reads ([`Counters::read_ahead`]).
-    pub fn read_keys(&self, ctx: &RequestContext, base_url: &str) -> Vec<String> {
-        match base_url.parse::<http::Uri>() {
-            Ok(uri) => FailureMemory::new(&self.counters, self.memory, ctx.hop(), &target(&uri).0)
-                .read_keys(),
-            Err(_) => Vec::new(),
-        }
+    pub fn read_keys(&self, ctx: &RequestContext, to: &str) -> Vec<String> {
+        FailureMemory::new(&self.counters, self.memory, ctx.hop(), to).read_keys()
     }
 
-    /// Sends `request` under `ctx`'s budget, repeating transient failures
-    /// only as far as `policy` allows. The policy is the caller's statement
-    /// of whether the call is safe to repeat.
+    /// Sends `request` to the service `to` under `ctx`'s budget, repeating
+    /// transient failures only as far as `policy` allows. The policy is the
+    /// caller's statement of whether the call is safe to repeat. The
+    /// failure memory is the service's, whatever its URL: where every
+    /// service is reached through one origin (a platform without service
+    /// chaining), each still has a breaker of its own.
     ///
     /// The call, its retries and the deadline it carries end at the hop's
     /// work deadline: a downstream that runs out answers (or is abandoned)
@@ -100,10 +99,16 @@ impl<E: Calls> Upstream<E> {
     /// Its layers, outermost first: the breaker ([`FailureMemory::admit`]),
     /// the retry loop gated by the shared retry budget (`attempts`),
     /// and each attempt on the transport, judged once ([`judge`]).
-    pub async fn call(&self, ctx: &RequestContext, policy: &RetryPolicy, request: Request) -> Call {
+    pub async fn call(
+        &self,
+        ctx: &RequestContext,
+        to: &str,
+        policy: &RetryPolicy,
+        request: Request,
+    ) -> Call {
         let ctx = &ctx.for_step();
         let started = self.clock.now();
-        let (to, route) = target(request.uri());
+        let (to, route) = (to.to_owned(), route_template(None, request.uri().path()));
         let memory = FailureMemory::new(&self.counters, self.memory, ctx.hop(), &to);
         let (outcome, retry_refused) = match memory.admit(started) {
             // History says this downstream is failing: answer now instead
@@ -245,18 +250,6 @@ pub fn judge(result: &Result<Response, SendError>) -> Judged {
     }
 }
 
-/// Who a call to `uri` is to, and its path as a template: the host's first
-/// label for a Spin internal name (`identity.spin.internal` → `identity`),
-/// else `host:port`.
-fn target(uri: &http::Uri) -> (String, String) {
-    let authority = uri.authority().map_or("", |a| a.as_str());
-    let to = match authority.strip_suffix(".spin.internal") {
-        Some(service) => service,
-        None => authority,
-    };
-    (to.to_owned(), route_template(None, uri.path()))
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -348,26 +341,5 @@ mod tests {
                 "{result:?}"
             );
         }
-    }
-
-    #[test]
-    fn a_call_is_named_by_its_service_and_path_template() {
-        let id = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
-        assert_eq!(
-            target(
-                &format!("http://community.spin.internal/internal/residents/{id}?x=1")
-                    .parse()
-                    .unwrap()
-            ),
-            ("community".into(), "/internal/residents/{id}".into())
-        );
-        assert_eq!(
-            target(&"http://127.0.0.1:3002/internal/health".parse().unwrap()),
-            ("127.0.0.1:3002".into(), "/internal/health".into())
-        );
-        assert_eq!(
-            target(&"http://identity".parse().unwrap()),
-            ("identity".into(), "/".into())
-        );
     }
 }

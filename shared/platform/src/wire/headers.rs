@@ -8,8 +8,9 @@ pub const DEADLINE: &str = "x-meridian-deadline";
 pub const BUDGET_MS: &str = "x-meridian-budget-ms";
 /// A client's request for a shorter budget.
 pub const TIMEOUT_MS: &str = "x-meridian-timeout-ms";
-/// Proves the caller is one of Meridian's own services.
-pub const INTERNAL_TOKEN: &str = "x-meridian-internal-token";
+/// Proves the caller is one of Meridian's own services: the call's
+/// signature under the internal secret (`wire::signature`).
+pub const SIGNATURE: &str = "x-meridian-signature";
 /// Number of upstream attempts the gateway made.
 pub const ATTEMPTS: &str = "x-meridian-attempts";
 /// Gateway → client: retries the shared retry budget refused (absent: none).
@@ -94,7 +95,7 @@ mod tests {
     fn internal_headers_are_recognised_in_any_case() {
         for name in [
             "x-meridian-deadline",
-            "X-Meridian-Internal-Token",
+            "X-Meridian-Signature",
             "x-tenant-id",
             "X-TENANT-ID",
             "x-actor-role",

@@ -7,14 +7,16 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
+#[cfg(not(feature = "without-postgres"))]
 pub mod postgres;
 #[cfg(not(feature = "without-sqlite"))]
 pub mod sqlite;
 
-#[cfg(feature = "without-sqlite")]
+#[cfg(any(feature = "without-sqlite", feature = "without-postgres"))]
 use crate::db::StorageFault;
 use crate::db::{Database, DbError, Dialect, Row, Value};
 
+#[cfg(not(feature = "without-postgres"))]
 use postgres::SpinPostgres;
 #[cfg(not(feature = "without-sqlite"))]
 use sqlite::SpinSqlite;
@@ -34,6 +36,7 @@ enum Connection {
     #[cfg(not(feature = "without-sqlite"))]
     Sqlite(SpinSqlite),
     /// A PostgreSQL server, by address.
+    #[cfg(not(feature = "without-postgres"))]
     Postgres(SpinPostgres),
 }
 
@@ -54,7 +57,17 @@ impl SpinDb {
                         .into(),
                 ));
             }
+            #[cfg(not(feature = "without-postgres"))]
             Engine::Postgres { address } => Connection::Postgres(SpinPostgres::open(address)?),
+            #[cfg(feature = "without-postgres")]
+            Engine::Postgres { .. } => {
+                return Err(DbError::Unavailable(
+                    StorageFault::CannotOpen,
+                    "this build has no PostgreSQL (built for a host that does not publish \
+                     spin:postgres@4.0.0): leave postgres_address empty"
+                        .into(),
+                ));
+            }
         };
         Ok(Self {
             connection,
@@ -73,6 +86,7 @@ impl Database for SpinDb {
         let result = match &self.connection {
             #[cfg(not(feature = "without-sqlite"))]
             Connection::Sqlite(db) => db.run(sql, params),
+            #[cfg(not(feature = "without-postgres"))]
             Connection::Postgres(db) => db.run(sql, params),
         };
         if matches!(result, Err(DbError::Missing(_))) {
@@ -85,6 +99,7 @@ impl Database for SpinDb {
         match &self.connection {
             #[cfg(not(feature = "without-sqlite"))]
             Connection::Sqlite(db) => db.dialect(),
+            #[cfg(not(feature = "without-postgres"))]
             Connection::Postgres(db) => db.dialect(),
         }
     }
@@ -93,6 +108,7 @@ impl Database for SpinDb {
         match &self.connection {
             #[cfg(not(feature = "without-sqlite"))]
             Connection::Sqlite(db) => db.set_lock_wait(wait),
+            #[cfg(not(feature = "without-postgres"))]
             Connection::Postgres(db) => db.set_lock_wait(wait),
         }
     }
