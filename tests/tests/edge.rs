@@ -396,7 +396,7 @@ fn services_refuse_a_caller_signing_with_another_internal_token() {
     let r = app
         .client()
         .send("GET", "/v1/acme", &[("authorization", "Bearer t")], None);
-    r.assert_problem(503, "upstream_unavailable");
+    r.assert_problem(502, "upstream_unavailable");
 }
 
 /// A downstream that sends its response head at once, then stalls midway

@@ -212,7 +212,7 @@ fn an_error_answered_by_the_platforms_edge_reaches_the_client_as_a_retryable_pro
     let tenant = app.tenant("acme");
     for collection in ["/residents", "/invoices"] {
         let r = tenant.get(collection).send();
-        let body = r.assert_problem(503, "upstream_unavailable");
+        let body = r.assert_problem(502, "upstream_unavailable");
         assert_eq!(body["retryable"], true, "{collection}: {body}");
     }
     // A read is safe to repeat: each service was tried three times.

@@ -507,6 +507,27 @@ fn identity_refusals_are_passed_on_and_nothing_is_forwarded() {
 }
 
 #[test]
+fn identity_refusing_the_gateways_signature_is_a_502_not_a_missing_route() {
+    // Identity answers a call it cannot verify as an unknown route: for a
+    // resolution, that says the deployment's secrets disagree, nothing
+    // about the client's tenant or path.
+    let h = Harness::new(vec![(
+        "http://identity.test/internal/resolve",
+        vec![problem(404, "not_found")],
+    )]);
+    let r = h.send("GET", "/v1/acme/residents", &[AUTH]);
+    assert_eq!(r.status(), 502);
+    assert_eq!(body(&r)["code"], "upstream_unavailable");
+    assert_eq!(h.seen().len(), 1, "not retried, nothing forwarded");
+    // identity's own 404 for a tenant it does not know is passed on.
+    let h = Harness::new(vec![(
+        "http://identity.test/internal/resolve",
+        vec![problem(404, "tenant_not_found")],
+    )]);
+    assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 404);
+}
+
+#[test]
 fn a_missing_token_or_impossible_slug_is_answered_without_a_call() {
     let h = Harness::new(vec![]);
     assert_eq!(

@@ -251,6 +251,15 @@ fn manifest_mismatches(platform: &Platform) -> Result<Vec<String>> {
     Ok(mismatches)
 }
 
+/// What of `imported` (each [`compatible`]) `platform` does not offer.
+fn lacking<'a>(platform: &Platform, imported: &'a BTreeSet<String>) -> Vec<&'a str> {
+    imported
+        .iter()
+        .map(String::as_str)
+        .filter(|i| !COMMON.contains(i) && !platform.offers.contains(i))
+        .collect()
+}
+
 /// What in `manifest` needs service chaining: a private route (reachable
 /// only by chaining), or an outbound host or variable default that names a
 /// `*.spin.internal` service, directly or through a variable's default.
@@ -330,11 +339,7 @@ fn main() -> Result<()> {
                 .map(|m| format!("{}: {}: {m}", platform.name, platform.manifest)),
         );
         for (component, imported) in &built {
-            let lacking: Vec<&str> = imported
-                .iter()
-                .map(String::as_str)
-                .filter(|i| !COMMON.contains(i) && !platform.offers.contains(i))
-                .collect();
+            let lacking = lacking(platform, imported);
             let verdict = match lacking.is_empty() {
                 true => "imports only what it offers".to_owned(),
                 false => format!("lacks {}", lacking.join(", ")),
@@ -382,6 +387,30 @@ mod tests {
             compatible("spin:postgres/postgres@3.0.0"),
             "spin:postgres/postgres@4"
         );
+    }
+
+    #[test]
+    fn a_build_importing_an_interface_or_version_its_platform_lacks_is_refused() {
+        let [spin, cloud, akamai] = &PLATFORMS;
+        let imported =
+            |names: &[&str]| -> BTreeSet<String> { names.iter().map(|n| compatible(n)).collect() };
+        let sqlite_app = imported(&[
+            "wasi:http/types@0.2.4",
+            "fermyon:spin/sqlite@2.0.0",
+            "wasi:keyvalue/store@0.2.0-draft2",
+        ]);
+        assert!(lacking(cloud, &sqlite_app).is_empty());
+        // The cloud build as it was: PostgreSQL of Spin 3.4 on a platform
+        // that does not say it runs it.
+        let with_postgres =
+            imported(&["fermyon:spin/sqlite@2.0.0", "spin:postgres/postgres@4.0.0"]);
+        assert_eq!(lacking(cloud, &with_postgres), ["spin:postgres/postgres@4"]);
+        assert!(lacking(spin, &with_postgres).is_empty());
+        // Another major of an interface a platform offers is not offered.
+        let older = imported(&["spin:postgres/postgres@3.0.0"]);
+        assert_eq!(lacking(akamai, &older), ["spin:postgres/postgres@3"]);
+        let atomics = imported(&["wasi:keyvalue/atomics@0.2.0-draft2"]);
+        assert_eq!(lacking(cloud, &atomics).len(), 1);
     }
 
     #[test]
