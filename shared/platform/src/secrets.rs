@@ -16,6 +16,17 @@ pub fn constant_time_eq(presented: &str, expected: &str) -> bool {
     a.ct_eq(&b).into()
 }
 
+/// A key for one use of a deployment secret: SHA-256 of `domain` (which
+/// names the use, ending in a NUL) and `secret`, so that the key of one
+/// use is good for nothing else.
+pub fn derived_key(domain: &[u8], secret: &str) -> [u8; 32] {
+    Sha256::new()
+        .chain_update(domain)
+        .chain_update(secret.as_bytes())
+        .finalize()
+        .into()
+}
+
 /// A new API token: the prefix and 256 random bits in hex.
 pub fn generate_token() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];

@@ -49,9 +49,9 @@
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
-use crate::secrets::token_hash;
+use crate::secrets::{derived_key, token_hash};
 use crate::tenancy::{TenantScope, TenantSlug};
 use crate::time::{duration_ms, UnixMillis};
 
@@ -130,13 +130,8 @@ impl CacheConfig {
     /// is good for nothing else. An empty secret signs nothing: every
     /// look-up is a miss.
     pub fn signed_with(self, secret: &str) -> Self {
-        let mac_key = (!secret.is_empty()).then(|| {
-            Sha256::new()
-                .chain_update(b"meridian resolution cache v1\0")
-                .chain_update(secret.as_bytes())
-                .finalize()
-                .into()
-        });
+        let mac_key =
+            (!secret.is_empty()).then(|| derived_key(b"meridian resolution cache v1\0", secret));
         Self { mac_key, ..self }
     }
 }

@@ -13,7 +13,9 @@
 //! refuses an expired deadline before it looks at anything else.
 
 use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
+
+use crate::secrets::derived_key;
 
 use crate::wire::headers;
 
@@ -59,13 +61,7 @@ impl CallKey {
     /// variable), domain-separated from every other use of it. An empty
     /// secret gives a key that signs nothing and accepts nothing.
     pub fn derive(secret: &str) -> Self {
-        let key = (!secret.is_empty()).then(|| {
-            Sha256::new()
-                .chain_update(b"meridian internal call v1\0")
-                .chain_update(secret.as_bytes())
-                .finalize()
-                .into()
-        });
+        let key = (!secret.is_empty()).then(|| derived_key(b"meridian internal call v1\0", secret));
         Self { key }
     }
 
