@@ -167,9 +167,11 @@ fn for_cloud(line: &str, next: &str, origin_set: &mut bool) -> Cloud {
             return Cloud::Drop;
         }
     }
-    if let Some((_, value)) = line.split_once("={{ ") {
+    // A setting of PostgreSQL stays, empty: a component looks up what its
+    // settings hold without a host call, and one they lack with one.
+    if let Some((setting, value)) = line.split_once("={{ ") {
         if is_postgres(value.trim_end_matches(" }}")) {
-            return Cloud::Drop;
+            return Cloud::Replace(format!("{setting}="));
         }
     }
     if line == "route = { private = true }" {
@@ -307,9 +309,11 @@ mod tests {
             2
         );
         assert!(
-            !cloud.contains("postgres"),
+            !cloud.contains("postgres_host") && !cloud.contains("{{ counts_postgres }}"),
             "the cloud build has no PostgreSQL"
         );
+        // Its settings stay, empty: looked up without a host call.
+        assert_eq!(cloud.matches("\npostgres_address=\n").count(), 3);
         assert_eq!(
             cloud.matches("public_origin={{ public_origin }}").count(),
             2

@@ -217,8 +217,15 @@ impl<E: Calls> Gateway<E> {
         let budget = served_ctx
             .as_ref()
             .map(|ctx| (ctx.budget_at_arrival(), ctx.remaining(now)));
-        let timing = trace.timing.header_value(now.since(arrived), budget);
-        response.set_header(headers::SERVER_TIMING, timing);
+        // An unknown route's answer (a 404 before any budget was made) says
+        // nothing of the gateway: where the services' routes are public (the
+        // cloud deployment), a service answers a stranger with exactly it,
+        // and the two must not be told apart.
+        let unrouted = served_ctx.is_none() && response.status() == StatusCode::NOT_FOUND;
+        if !unrouted {
+            let timing = trace.timing.header_value(now.since(arrived), budget);
+            response.set_header(headers::SERVER_TIMING, timing);
+        }
         let ended = trace.admitted.and_then(|(route, slug)| {
             // What admission learns: whether the request finished in time
             // (not out of budget, and within its in-time share of it by our

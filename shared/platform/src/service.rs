@@ -24,7 +24,7 @@ use crate::store::migrate::{migrate, Migration, MigrationError};
 use crate::wire::headers;
 use crate::wire::request_id::RequestId;
 use crate::wire::signature::CallKey;
-use crate::wire::INTERNAL_PREFIX;
+use crate::wire::unprefixed;
 use crate::{Clock, ErrorCode, Problem, RequestContext};
 use http::StatusCode;
 
@@ -239,21 +239,6 @@ where
     }
 }
 
-/// `path` as `hop` routes it: without the prefix `/_meridian/<hop>` that
-/// its routes carry where the platform has no service chaining and the
-/// services' routes are public (Fermyon Cloud); `None` when it has none.
-pub fn unprefixed<'a>(path: &'a str, hop: &str) -> Option<&'a str> {
-    let rest = path
-        .strip_prefix(INTERNAL_PREFIX)?
-        .strip_prefix('/')?
-        .strip_prefix(hop)?;
-    match rest {
-        "" => Some("/"),
-        rest if rest.starts_with('/') => Some(rest),
-        _ => None,
-    }
-}
-
 /// `request` with the internal prefix taken off its path, as the service's
 /// handlers route it.
 fn routed(mut request: Request, hop: &str) -> Request {
@@ -397,20 +382,6 @@ where
 #[cfg(test)]
 mod unprefixed_tests {
     use super::*;
-
-    #[test]
-    fn only_the_services_own_prefix_is_taken_off() {
-        assert_eq!(
-            unprefixed("/_meridian/identity/internal/resolve", "identity"),
-            Some("/internal/resolve")
-        );
-        assert_eq!(unprefixed("/_meridian/identity", "identity"), Some("/"));
-        assert_eq!(unprefixed("/_meridian/identity/", "identity"), Some("/"));
-        assert_eq!(unprefixed("/_meridian/identityx/health", "identity"), None);
-        assert_eq!(unprefixed("/_meridian/billing/health", "identity"), None);
-        assert_eq!(unprefixed("/internal/resolve", "identity"), None);
-        assert_eq!(unprefixed("/_meridianidentity/health", "identity"), None);
-    }
 
     #[test]
     fn a_routed_request_keeps_its_query() {

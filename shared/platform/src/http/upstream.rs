@@ -15,6 +15,7 @@ use crate::tenancy::cache::Entries;
 use crate::time::{duration_ms, Clock};
 use crate::wire::headers::RETRY_AFTER;
 use crate::wire::problem::ErrorCode;
+use crate::wire::unprefixed;
 
 /// What calls to other services run on, named once: Spin's client, clock,
 /// sleeper and jitter in a component, fakes in tests. A component's types
@@ -108,7 +109,11 @@ impl<E: Calls> Upstream<E> {
     ) -> Call {
         let ctx = &ctx.for_step();
         let started = self.clock.now();
-        let (to, route) = (to.to_owned(), route_template(None, request.uri().path()));
+        // The service's own route, without the prefix a platform without
+        // service chaining reaches it under.
+        let path = request.uri().path();
+        let route = route_template(None, unprefixed(path, to).unwrap_or(path));
+        let to = to.to_owned();
         let memory = FailureMemory::new(&self.counters, self.memory, ctx.hop(), &to);
         let (outcome, retry_refused) = match memory.admit(started) {
             // History says this downstream is failing: answer now instead
