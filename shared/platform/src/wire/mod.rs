@@ -28,6 +28,19 @@ pub fn unprefixed<'a>(path: &'a str, hop: &str) -> Option<&'a str> {
     }
 }
 
+/// Serializes a closed set of values (a status, a role) as the wire name its
+/// `as_str` gives, so that each name is written once, there.
+#[macro_export]
+macro_rules! serialize_as_str {
+    ($type:ty) => {
+        impl ::serde::Serialize for $type {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,17 +58,4 @@ mod tests {
         assert_eq!(unprefixed("/internal/resolve", "identity"), None);
         assert_eq!(unprefixed("/_meridianidentity/health", "identity"), None);
     }
-}
-
-/// Serializes a closed set of values (a status, a role) as the wire name its
-/// `as_str` gives, so that each name is written once, there.
-#[macro_export]
-macro_rules! serialize_as_str {
-    ($type:ty) => {
-        impl ::serde::Serialize for $type {
-            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.as_str())
-            }
-        }
-    };
 }
