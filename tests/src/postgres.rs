@@ -138,6 +138,18 @@ impl PgDatabases {
         );
     }
 
+    /// Deletes every entry of the counts' table whose name starts with
+    /// `prefix`.
+    pub fn delete_counts(&self, prefix: &str) {
+        let prefix = prefix.replace('\'', "''");
+        self.psql(
+            "counts",
+            &format!(
+                "{COUNTS_TABLE_DDL}; DELETE FROM meridian_counts WHERE starts_with(name, '{prefix}')"
+            ),
+        );
+    }
+
     /// The server as `allowed_outbound_hosts` names it: `postgres://host:port`.
     pub fn host(&self) -> String {
         let host = self

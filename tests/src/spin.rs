@@ -401,6 +401,27 @@ impl SpinApp {
         keys
     }
 
+    /// Forgets what the failure memory (every caller's retry budget and
+    /// breakers, `meridian/<caller>/<service>/…`) remembers, where it
+    /// outlives a restart: the key-value store's file, or the counts'
+    /// PostgreSQL table (the Akamai profile). A store in memory forgets on
+    /// its own at a restart.
+    pub fn forget_failure_memory(&self) {
+        if let Some(pg) = self.postgres.as_ref().filter(|pg| pg.has_counts()) {
+            return pg.delete_counts("meridian/");
+        }
+        let file = self.key_value_store();
+        if file.exists() {
+            let store = rusqlite::Connection::open(file).expect("the key-value store");
+            store
+                .busy_timeout(Duration::from_secs(5))
+                .expect("a busy timeout");
+            store
+                .execute("DELETE FROM spin_key_value WHERE key LIKE 'meridian/%'", [])
+                .expect("the failure memory's keys deleted");
+        }
+    }
+
     /// Records every write to the app's `default` key-value store from now
     /// on (a file: [`SpinOptions::key_value_file`], or a hosted profile):
     /// a trigger per kind of write stamps each row Spin's store inserts,
@@ -706,8 +727,9 @@ impl SpinApp {
             .collect()
     }
 
-    /// How a call to `service` is named in log lines: the service, reached
-    /// by service chaining, or its `127.0.0.1:<port>` in the split layout.
+    /// What names `service` in the URL of a call to it (Spin's spans carry
+    /// the URL): the service, reached by service chaining or under the
+    /// internal prefix, or its `127.0.0.1:<port>` in the split layout.
     pub fn call_target(&self, service: &str) -> String {
         self.split.iter().find(|(s, _)| *s == service).map_or_else(
             || service.to_owned(),

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use meridian_e2e::api::Tenant;
 use meridian_e2e::edge::Edge;
 use meridian_e2e::loopback::Response;
 use meridian_e2e::{
@@ -40,6 +41,29 @@ fn behind(edge: &Edge, options: SpinOptions) -> SpinApp {
     let app = SpinApp::start_with(options.variable("public_origin", edge.url()));
     edge.forward_to(app.url());
     app
+}
+
+/// A keyed invoice for `resident`, as `tenant`'s admin: its status.
+fn keyed_invoice(tenant: &Tenant, resident: &str, key: &str, cents: u32) -> u16 {
+    tenant
+        .post("/invoices")
+        .key(key)
+        .json(&json!({
+            "resident_id": resident, "amount_cents": cents, "currency": "EUR",
+            "description": key, "due_date": "2026-12-31"
+        }))
+        .status
+}
+
+/// What crossed `edge` for `run` and the work after its answer, by service.
+#[track_caller]
+fn crossing(edge: &Edge, what: &str, run: &dyn Fn() -> u16) -> BTreeMap<String, usize> {
+    edge.take();
+    let status = run();
+    assert!(status < 500, "{what}: {status}");
+    // Work after the answer (an event's delivery) crosses the edge too.
+    settled(what, 0, || edge.carried());
+    edge.take_counts()
 }
 
 /// An answer with what varies between two requests taken out: the
@@ -251,12 +275,7 @@ fn each_public_request_makes_the_outbound_requests_docs_deploy_states() {
     let client = app.client();
     let mut table: Vec<(&str, BTreeMap<String, usize>, usize)> = Vec::new();
     let mut count = |what: &'static str, most: usize, run: &dyn Fn() -> u16| {
-        edge.take();
-        let status = run();
-        assert!(status < 500, "{what}: {status}");
-        // Work after the answer (an event's delivery) crosses the edge too.
-        settled(what, 0, || edge.carried());
-        let counts = edge.take_counts();
+        let counts = crossing(&edge, what, run);
         let total = counts.values().sum();
         table.push((what, counts, total));
         assert!(
@@ -284,15 +303,7 @@ fn each_public_request_makes_the_outbound_requests_docs_deploy_states() {
             .json(&json!({"name": "Bo", "unit": "2B"}))
             .status
     });
-    let invoice = || {
-        acme.post("/invoices")
-            .key("inv-1")
-            .json(&json!({
-                "resident_id": resident, "amount_cents": 1_000, "currency": "EUR",
-                "description": "dues", "due_date": "2026-12-31"
-            }))
-            .status
-    };
+    let invoice = || keyed_invoice(&acme, &resident, "inv-1", 1_000);
     count(
         "POST an invoice with a key, its event delivered",
         3,
@@ -300,15 +311,7 @@ fn each_public_request_makes_the_outbound_requests_docs_deploy_states() {
     );
     count("the same POST replayed", 1, &invoice);
     failing.store(true, Ordering::SeqCst);
-    let another = || {
-        acme.post("/invoices")
-            .key("inv-2")
-            .json(&json!({
-                "resident_id": resident, "amount_cents": 500, "currency": "EUR",
-                "description": "late fee", "due_date": "2026-12-31"
-            }))
-            .status
-    };
+    let another = || keyed_invoice(&acme, &resident, "inv-2", 500);
     count(
         "POST an invoice with a key, its delivery failing (retried)",
         5,
@@ -362,31 +365,24 @@ fn without_the_resolution_cache_each_tenant_request_asks_identity_once_more() {
     );
     let acme = app.tenant("acme");
     let resident = acme.resident("Ada");
-    let mut measured = Vec::new();
-    for (what, run) in [
+    let measured = [
         (
             "GET a page",
-            Box::new(|| acme.get("/residents?limit=20").send().status) as Box<dyn Fn() -> u16>,
+            crossing(&edge, "a page", &|| {
+                acme.get("/residents?limit=20").send().status
+            }),
         ),
         (
             "POST an invoice with a key, its event delivered",
-            Box::new(|| {
-                acme.post("/invoices")
-                    .key("inv-nocache")
-                    .json(&json!({
-                        "resident_id": resident, "amount_cents": 1_000, "currency": "EUR",
-                        "description": "dues", "due_date": "2026-12-31"
-                    }))
-                    .status
+            crossing(&edge, "an invoice", &|| {
+                keyed_invoice(&acme, &resident, "inv-nocache", 1_000)
             }),
         ),
-    ] {
-        edge.take();
-        assert!(run() < 500, "{what}");
-        settled(what, 0, || edge.carried());
-        let counts = edge.take_counts();
-        measured.push((what, counts.values().sum::<usize>(), counts));
-    }
+    ];
+    let measured: Vec<(&str, usize, BTreeMap<String, usize>)> = measured
+        .into_iter()
+        .map(|(what, counts)| (what, counts.values().sum(), counts))
+        .collect();
     eprintln!("outbound requests per public request, resolution_cache=off:");
     for (what, total, counts) in &measured {
         eprintln!("  {what:<60} {total}  {counts:?}");
