@@ -8,6 +8,7 @@ pub const ALL: &[Migration] = meridian_platform::migrations!("billing":
     2 => "0002_idempotency_records.sql" in "shared",
     3 => "0003_row_sequence.sql",
     4 => "0004_write_ahead_log.sql",
+    5 => "0005_idempotency_claim_owner.sql" in "shared",
 );
 
 /// The same schema for PostgreSQL: `migrations/postgres/billing/` and
@@ -18,4 +19,5 @@ pub const POSTGRES: &[Migration] = meridian_platform::migrations!("postgres/bill
     2 => "0002_idempotency_records.sql" in "postgres/shared",
     3 => "0003_row_sequence.sql" in "postgres/shared",
     4 => "0004_row_sequence_triggers.sql",
+    5 => "0005_idempotency_claim_owner.sql" in "postgres/shared",
 );

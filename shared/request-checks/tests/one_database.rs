@@ -93,11 +93,14 @@ fn in_one_database_each_service_keeps_its_own_idempotency_records() {
         // The same scope in every service: each claims it afresh in its
         // own table, and a second claim in the same service finds it.
         assert_eq!(
-            claim(&store, &ctx(), &scope, "fp").unwrap(),
+            claim(&store, &ctx(), &scope, "fp", "first").unwrap(),
             Claimed::Fresh,
             "{service}"
         );
-        assert!(claim(&store, &ctx(), &scope, "fp").is_err(), "{service}");
+        assert!(
+            claim(&store, &ctx(), &scope, "fp", "second").is_err(),
+            "{service}"
+        );
     }
 }
 

@@ -70,6 +70,14 @@ pub fn assert_embeds_every_migration(
     }
 }
 
+/// The idempotency records' schema as every service migrates it (SQLite):
+/// the table, then its claims' owner.
+pub const IDEMPOTENCY_DDL: &str = concat!(
+    include_str!("../../../migrations/shared/0002_idempotency_records.sql"),
+    "\n",
+    include_str!("../../../migrations/shared/0005_idempotency_claim_owner.sql")
+);
+
 /// A manual clock at a fixed start that lives as long as the test.
 pub fn manual_clock() -> &'static meridian_platform::time::ManualClock {
     Box::leak(Box::new(meridian_platform::time::ManualClock::new(

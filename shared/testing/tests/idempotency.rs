@@ -12,7 +12,7 @@ use meridian_platform::time::ManualClock;
 use meridian_platform::{Problem, RequestContext, UnixMillis};
 use meridian_testing::{context_at, HostSqlite};
 
-const DDL: &str = include_str!("../../../migrations/shared/0002_idempotency_records.sql");
+use meridian_testing::IDEMPOTENCY_DDL as DDL;
 
 fn store() -> Store<HostSqlite, &'static ManualClock> {
     let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new(
@@ -57,12 +57,15 @@ fn a_completed_write_is_replayed_for_the_same_body() {
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
     let fp = fingerprint(br#"{"a":1,"b":2}"#);
-    assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
-    complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
+    assert_eq!(
+        claim(&s, &ctx, &scope(&k, "u1"), &fp, "owner"),
+        Ok(Claimed::Fresh)
+    );
+    complete(&s, &ctx, &scope(&k, "u1"), "owner", &created()).unwrap();
     // Key order and whitespace do not make a different body.
     let same = fingerprint(br#"{ "b": 2, "a": 1 }"#);
     assert_eq!(
-        claim(&s, &ctx, &scope(&k, "u1"), &same),
+        claim(&s, &ctx, &scope(&k, "u1"), &same, "owner"),
         Ok(Claimed::Replay(created()))
     );
 }
@@ -72,9 +75,23 @@ fn the_same_key_with_another_body_is_refused() {
     let s = store();
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
-    claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{\"a\":1}")).unwrap();
-    complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
-    let err = claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{\"a\":2}")).unwrap_err();
+    claim(
+        &s,
+        &ctx,
+        &scope(&k, "u1"),
+        &fingerprint(b"{\"a\":1}"),
+        "owner",
+    )
+    .unwrap();
+    complete(&s, &ctx, &scope(&k, "u1"), "owner", &created()).unwrap();
+    let err = claim(
+        &s,
+        &ctx,
+        &scope(&k, "u1"),
+        &fingerprint(b"{\"a\":2}"),
+        "owner",
+    )
+    .unwrap_err();
     assert_eq!(err, IdempotencyError::Reused);
     assert_eq!(Problem::from(err).status(), 422);
 }
@@ -85,8 +102,11 @@ fn a_duplicate_while_the_first_is_running_is_a_conflict() {
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
     let fp = fingerprint(b"{}");
-    assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
-    let err = claim(&s, &ctx, &scope(&k, "u1"), &fp).unwrap_err();
+    assert_eq!(
+        claim(&s, &ctx, &scope(&k, "u1"), &fp, "owner"),
+        Ok(Claimed::Fresh)
+    );
+    let err = claim(&s, &ctx, &scope(&k, "u1"), &fp, "owner").unwrap_err();
     assert_eq!(err, IdempotencyError::InProgress);
     assert_eq!(Problem::from(err).status(), 409);
 }
@@ -97,8 +117,14 @@ fn keys_are_scoped_by_actor() {
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
     let fp = fingerprint(b"{}");
-    assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
-    assert_eq!(claim(&s, &ctx, &scope(&k, "u2"), &fp), Ok(Claimed::Fresh));
+    assert_eq!(
+        claim(&s, &ctx, &scope(&k, "u1"), &fp, "owner"),
+        Ok(Claimed::Fresh)
+    );
+    assert_eq!(
+        claim(&s, &ctx, &scope(&k, "u2"), &fp, "owner"),
+        Ok(Claimed::Fresh)
+    );
 }
 
 #[test]
@@ -107,9 +133,12 @@ fn a_released_claim_can_be_retried() {
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
     let fp = fingerprint(b"{}");
-    claim(&s, &ctx, &scope(&k, "u1"), &fp).unwrap();
-    release(&s, &ctx, &scope(&k, "u1"));
-    assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
+    claim(&s, &ctx, &scope(&k, "u1"), &fp, "owner").unwrap();
+    release(&s, &ctx, &scope(&k, "u1"), "owner");
+    assert_eq!(
+        claim(&s, &ctx, &scope(&k, "u1"), &fp, "owner"),
+        Ok(Claimed::Fresh)
+    );
 }
 
 #[test]
@@ -117,10 +146,10 @@ fn a_claim_whose_owner_died_is_taken_over_after_its_deadline() {
     let s = store();
     let k = key("k1");
     let fp = fingerprint(b"{}");
-    claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp).unwrap();
+    claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp, "owner").unwrap();
     s.clock().advance(Duration::from_millis(501));
     assert_eq!(
-        claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp),
+        claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp, "owner"),
         Ok(Claimed::Fresh)
     );
 }
@@ -130,15 +159,15 @@ fn a_claim_is_held_until_exactly_its_owners_deadline() {
     let s = store();
     let k = key("k1");
     let fp = fingerprint(b"{}");
-    claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp).unwrap();
+    claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp, "owner").unwrap();
     s.clock().advance(Duration::from_millis(499));
     assert_eq!(
-        claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp),
+        claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp, "owner"),
         Err(IdempotencyError::InProgress)
     );
     s.clock().advance(Duration::from_millis(1));
     assert_eq!(
-        claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp),
+        claim(&s, &ctx_of(&s, 500), &scope(&k, "u1"), &fp, "owner"),
         Ok(Claimed::Fresh)
     );
 }
@@ -149,21 +178,21 @@ fn a_record_is_kept_for_exactly_the_retention_period() {
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
     let fp = fingerprint(b"{\"a\":1}");
-    claim(&s, &ctx, &scope(&k, "u1"), &fp).unwrap();
-    complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
+    claim(&s, &ctx, &scope(&k, "u1"), &fp, "owner").unwrap();
+    complete(&s, &ctx, &scope(&k, "u1"), "owner", &created()).unwrap();
     // DESIGN: "kept at least 24 hours" — spelled out, not read from the
     // constant under test.
     let day = Duration::from_secs(24 * 3600);
     assert_eq!(meridian_platform::http::idempotency::RETENTION, day);
     s.clock().advance(day - Duration::from_millis(1));
     assert_eq!(
-        claim(&s, &ctx_of(&s, 1_000), &scope(&k, "u1"), &fp),
+        claim(&s, &ctx_of(&s, 1_000), &scope(&k, "u1"), &fp, "owner"),
         Ok(Claimed::Replay(created())),
         "kept a day less a millisecond"
     );
     s.clock().advance(Duration::from_millis(1));
     assert_eq!(
-        claim(&s, &ctx_of(&s, 1_000), &scope(&k, "u1"), &fp),
+        claim(&s, &ctx_of(&s, 1_000), &scope(&k, "u1"), &fp, "owner"),
         Ok(Claimed::Fresh),
         "gone at a day"
     );
@@ -235,8 +264,8 @@ fn a_replay_answers_with_the_stored_status_and_body() {
         ),
     ] {
         let k = key(k);
-        claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{}")).unwrap();
-        complete(&s, &ctx, &scope(&k, "u1"), &stored).unwrap();
+        claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{}"), "owner").unwrap();
+        complete(&s, &ctx, &scope(&k, "u1"), "owner", &stored).unwrap();
         let Ok(Begun::Replay(r)) = begin(&s, &ctx, Some(&k), ("t1", "u1"), "POST /members", b"{}")
         else {
             panic!("a completed key replays");
@@ -252,12 +281,25 @@ fn records_expire_after_the_retention_period() {
     let s = store();
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
-    claim(&s, &ctx, &scope(&k, "u1"), &fingerprint(b"{\"a\":1}")).unwrap();
-    complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
+    claim(
+        &s,
+        &ctx,
+        &scope(&k, "u1"),
+        &fingerprint(b"{\"a\":1}"),
+        "owner",
+    )
+    .unwrap();
+    complete(&s, &ctx, &scope(&k, "u1"), "owner", &created()).unwrap();
     s.clock().advance(Duration::from_secs(24 * 3600 + 1));
     let later = ctx_of(&s, 1_000);
     assert_eq!(
-        claim(&s, &later, &scope(&k, "u1"), &fingerprint(b"{\"a\":2}")),
+        claim(
+            &s,
+            &later,
+            &scope(&k, "u1"),
+            &fingerprint(b"{\"a\":2}"),
+            "owner"
+        ),
         Ok(Claimed::Fresh)
     );
 }
@@ -268,18 +310,18 @@ fn expired_records_are_purged_when_new_writes_complete() {
     let ctx = ctx_of(&s, 1_000);
     for i in 0..3 {
         let k = key(&format!("old-{i}"));
-        claim(&s, &ctx, &scope(&k, "u1"), "fp").unwrap();
-        complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
+        claim(&s, &ctx, &scope(&k, "u1"), "fp", "owner").unwrap();
+        complete(&s, &ctx, &scope(&k, "u1"), "owner", &created()).unwrap();
     }
     s.clock().advance(Duration::from_secs(24 * 3600 + 1));
     let k = key("new");
     let ctx = ctx_of(&s, 1_000);
-    claim(&s, &ctx, &scope(&k, "u1"), "fp").unwrap();
+    claim(&s, &ctx, &scope(&k, "u1"), "fp", "owner").unwrap();
     let claimed = s
         .query(&ctx, "SELECT idem_key FROM idempotency_records", &[])
         .unwrap();
     assert_eq!(claimed.len(), 4, "a claim is one statement: nothing purged");
-    complete(&s, &ctx, &scope(&k, "u1"), &created()).unwrap();
+    complete(&s, &ctx, &scope(&k, "u1"), "owner", &created()).unwrap();
     let left = s
         .query(
             &ctx_of(&s, 1_000),
@@ -328,14 +370,17 @@ fn a_fresh_claim_takes_the_write_lock_for_one_statement_and_a_busy_key_reads_onc
     );
     let k = key("k1");
     let fp = fingerprint(b"{}");
-    assert_eq!(claim(&s, &ctx, &scope(&k, "u1"), &fp), Ok(Claimed::Fresh));
+    assert_eq!(
+        claim(&s, &ctx, &scope(&k, "u1"), &fp, "owner"),
+        Ok(Claimed::Fresh)
+    );
     assert_eq!(
         s.db().statements.get(),
         1,
         "no transaction around the claim"
     );
     assert_eq!(
-        claim(&s, &ctx, &scope(&k, "u1"), &fp),
+        claim(&s, &ctx, &scope(&k, "u1"), &fp, "owner"),
         Err(IdempotencyError::InProgress)
     );
     assert_eq!(
@@ -354,6 +399,7 @@ fn a_dead_owners_claim_is_not_taken_over_with_another_body() {
         &ctx_of(&s, 500),
         &scope(&k, "u1"),
         &fingerprint(b"{\"a\":1}"),
+        "dead",
     )
     .unwrap();
     s.clock().advance(Duration::from_millis(501));
@@ -362,7 +408,8 @@ fn a_dead_owners_claim_is_not_taken_over_with_another_body() {
             &s,
             &ctx_of(&s, 500),
             &scope(&k, "u1"),
-            &fingerprint(b"{\"a\":2}")
+            &fingerprint(b"{\"a\":2}"),
+            "other"
         ),
         Err(IdempotencyError::Reused)
     );
@@ -371,9 +418,101 @@ fn a_dead_owners_claim_is_not_taken_over_with_another_body() {
             &s,
             &ctx_of(&s, 500),
             &scope(&k, "u1"),
-            &fingerprint(b"{\"a\":1}")
+            &fingerprint(b"{\"a\":1}"),
+            "heir"
         ),
         Ok(Claimed::Fresh),
         "the same body takes it over"
     );
+}
+
+/// Two hosts whose clocks are five seconds apart, on one database: the
+/// host whose clock runs ahead judges the other's claim expired while its
+/// owner is still working, and takes it over. The owner that lost its
+/// claim commits nothing and answers a conflict: one write of one key.
+#[test]
+fn a_claim_taken_over_by_a_host_whose_clock_runs_ahead_commits_nothing_for_its_first_owner() {
+    use meridian_platform::http::idempotency::{begin, Begun, Written};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("billing.db");
+    let host = |offset_ms: u64| {
+        let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new(
+            UnixMillis::from_millis(1_700_000_000_000 + offset_ms),
+        )));
+        Store::new(HostSqlite::open(&file), clock)
+    };
+    let (behind, ahead) = (host(0), host(5_000));
+    let setup = ctx_of(&behind, 1_000);
+    for stmt in meridian_platform::store::migrate::split_statements(&behind.render(DDL)) {
+        behind.execute(&setup, stmt, &[]).unwrap();
+    }
+    behind
+        .execute(&setup, "CREATE TABLE invoices (id TEXT NOT NULL)", &[])
+        .unwrap();
+    let k = key("invoice-1");
+    let write = |id: &'static str| {
+        move |tx: &Store<HostSqlite, &'static ManualClock>| {
+            tx.execute(
+                &ctx_of(tx, 3_000),
+                "INSERT INTO invoices (id) VALUES (?)",
+                &[id.into()],
+            )?;
+            Ok(Written::same(http::StatusCode::CREATED, &id))
+        }
+    };
+    // The host behind claims the key for its 3 s budget...
+    let first_ctx = ctx_of(&behind, 3_000);
+    let Ok(Begun::Proceed(first)) = begin(
+        &behind,
+        &first_ctx,
+        Some(&k),
+        ("t1", "u1"),
+        "POST /invoices",
+        b"{}",
+    ) else {
+        panic!("a fresh key proceeds");
+    };
+    // ...the host ahead, 5 s later by its clock, finds that deadline passed
+    // and takes the key over, and writes first.
+    let second_ctx = ctx_of(&ahead, 3_000);
+    let Ok(Begun::Proceed(second)) = begin(
+        &ahead,
+        &second_ctx,
+        Some(&k),
+        ("t1", "u1"),
+        "POST /invoices",
+        b"{}",
+    ) else {
+        panic!("the claim looks expired to the host ahead");
+    };
+    assert_eq!(
+        second
+            .commit(&ahead, &second_ctx, write("second"))
+            .unwrap()
+            .status(),
+        201
+    );
+    // The first owner, still within its own budget, finishes its work.
+    behind.clock().advance(Duration::from_millis(100));
+    let lost = first
+        .commit(&behind, &first_ctx, write("first"))
+        .unwrap_err();
+    assert_eq!(lost.status().as_u16(), 409, "{lost:?}");
+    let rows = behind
+        .query(&ctx_of(&behind, 1_000), "SELECT id FROM invoices", &[])
+        .unwrap();
+    assert_eq!(rows.len(), 1, "one write of one key");
+    // And a replay answers what the write that stands made.
+    let Ok(Begun::Replay(replayed)) = begin(
+        &behind,
+        &ctx_of(&behind, 1_000),
+        Some(&k),
+        ("t1", "u1"),
+        "POST /invoices",
+        b"{}",
+    ) else {
+        panic!("the key replays");
+    };
+    assert_eq!(replayed.status(), 201);
+    assert_eq!(replayed.body().as_slice(), br#""second""#);
 }

@@ -13,7 +13,7 @@ use meridian_platform::wire::problem::ErrorCode;
 use meridian_platform::{Clock, RequestContext, UnixMillis};
 use meridian_testing::{context_at, HostSqlite};
 
-const IDEMPOTENCY: &str = include_str!("../../../migrations/shared/0002_idempotency_records.sql");
+use meridian_testing::IDEMPOTENCY_DDL as IDEMPOTENCY;
 
 /// A row and its event, written together as a service's write does.
 const TABLES: &str = "CREATE TABLE things (id INTEGER PRIMARY KEY, payload BLOB NOT NULL);

@@ -1,17 +1,26 @@
 //! The idempotency record store, shared by every service.
 //!
 //! A write with a key goes through three steps. `claim` records the key as
-//! `in_progress` (or finds it done, reused, or busy) in one statement of
-//! its own, so a concurrent duplicate sees it at once. The business write
-//! then calls `complete` inside its own transaction, so the record, the
-//! write and any outbox rows commit together. If the write fails, `release`
-//! drops the claim so the client can try again; a claim whose owner died is
-//! taken over once the owner's deadline has passed.
+//! `in_progress` for its owner — one request, named by a value no other
+//! holds — (or finds it done, reused, or busy) in one statement of its own,
+//! so a concurrent duplicate sees it at once. The business write then calls
+//! `complete` inside its own transaction, so the record, the write and any
+//! outbox rows commit together. If the write fails, `release` drops the
+//! claim so the client can try again; a claim whose owner died is taken
+//! over once the owner's deadline has passed.
+//!
+//! "Passed" is judged by the clock of the host that takes over, which may
+//! run ahead of the owner's: a takeover can come while the owner is still
+//! working. So `complete` and `release` act only on a claim their request
+//! still owns: an owner whose claim was taken over completes nothing, its
+//! transaction rolls back, and it answers a conflict — one write of one
+//! key, whatever the hosts' clocks say.
 //!
 //! Table (in each service's migrations):
 //! `idempotency_records(tenant_id, actor_id, operation, idem_key,
 //! request_hash, state, response_status, response_body, locked_until_ms,
-//! created_at_ms, expires_at_ms)`, primary key on the first four.
+//! created_at_ms, expires_at_ms, claimed_by)`, primary key on the first
+//! four.
 
 use std::time::Duration;
 
@@ -68,6 +77,10 @@ pub enum IdempotencyError {
     /// The first request with this key is still running.
     #[error("a request with this Idempotency-Key is still in progress")]
     InProgress,
+    /// Another request took this one's claim over (its deadline looked
+    /// passed to another host's clock) and writes in its place.
+    #[error("a request with this Idempotency-Key took over from this one")]
+    TakenOver,
     /// Storage failed.
     #[error(transparent)]
     Db(#[from] DbError),
@@ -101,7 +114,9 @@ fn ms(v: u64) -> Value {
     Value::Integer(i64::try_from(v).unwrap_or(i64::MAX))
 }
 
-/// Claims `scope` for a request whose body has `fingerprint`.
+/// Claims `scope` for a request whose body has `fingerprint`, as `owner`
+/// (a value no other request holds: [`complete`] and [`release`] act only
+/// on a claim `owner` still holds).
 ///
 /// The claim is one statement, an upsert that takes a free key (new,
 /// expired, or left by an owner whose deadline has passed) and writes
@@ -116,11 +131,12 @@ pub fn claim<D: Database, C: Clock>(
     ctx: &impl AsRef<HopBudget>,
     scope: &Scope<'_>,
     fingerprint: &str,
+    owner: &str,
 ) -> Result<Claimed, IdempotencyError> {
     let ctx = ctx.as_ref();
     for _ in 0..2 {
         let now = store.clock().now().as_millis();
-        if take(store, ctx, scope, fingerprint, now)? {
+        if take(store, ctx, scope, fingerprint, owner, now)? {
             return Ok(Claimed::Fresh);
         }
         let rows = store.query(
@@ -149,6 +165,7 @@ fn take<D: Database, C: Clock>(
     ctx: &HopBudget,
     scope: &Scope<'_>,
     fingerprint: &str,
+    owner: &str,
     now: u64,
 ) -> Result<bool, DbError> {
     let mut params = scope_params(scope);
@@ -157,18 +174,20 @@ fn take<D: Database, C: Clock>(
         ms(ctx.deadline().instant().as_millis()),
         ms(now),
         ms(now.saturating_add(RETENTION.as_millis() as u64)),
+        owner.into(),
     ]);
     let taken = store.query(
         ctx,
         &format!(
             "INSERT INTO {} AS r
-         (tenant_id, actor_id, operation, idem_key, request_hash, state, locked_until_ms, created_at_ms, expires_at_ms)
-         VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)
+         (tenant_id, actor_id, operation, idem_key, request_hash, state, locked_until_ms, created_at_ms, expires_at_ms, claimed_by)
+         VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?, ?)
          ON CONFLICT (tenant_id, actor_id, operation, idem_key) DO UPDATE SET
            request_hash = excluded.request_hash, state = 'in_progress',
            response_status = NULL, response_body = NULL,
            locked_until_ms = excluded.locked_until_ms,
-           created_at_ms = excluded.created_at_ms, expires_at_ms = excluded.expires_at_ms
+           created_at_ms = excluded.created_at_ms, expires_at_ms = excluded.expires_at_ms,
+           claimed_by = excluded.claimed_by
          WHERE r.expires_at_ms <= excluded.created_at_ms
             OR (r.state = 'in_progress' AND r.locked_until_ms <= excluded.created_at_ms
                 AND r.request_hash = excluded.request_hash)
@@ -208,29 +227,40 @@ fn decide(row: &Row, fingerprint: &str, now: u64) -> Result<Option<Claimed>, Ide
     }
 }
 
-/// Marks the claim completed with `response`. Call it inside the business
-/// write's transaction.
+/// Marks `owner`'s claim completed with `response`. Call it inside the
+/// business write's transaction: a claim another request took over is
+/// [`IdempotencyError::TakenOver`], and that transaction must roll back.
 pub fn complete<D: Database, C: Clock>(
     tx: &Store<D, C>,
     ctx: &impl AsRef<HopBudget>,
     scope: &Scope<'_>,
+    owner: &str,
     response: &StoredResponse,
-) -> Result<(), DbError> {
+) -> Result<(), IdempotencyError> {
     let ctx = ctx.as_ref();
     let mut params = vec![
         Value::Integer(i64::from(response.status.as_u16())),
         response.body.clone().into(),
     ];
     params.extend(scope_params(scope));
-    tx.execute(
+    params.push(owner.into());
+    let completed = tx.query(
         ctx,
         &format!(
             "UPDATE {} SET state = 'completed', response_status = ?, response_body = ?
-             WHERE {WHERE_SCOPE}",
+             WHERE {WHERE_SCOPE} AND state = 'in_progress' AND claimed_by = ?
+             RETURNING state",
             tx.table(TABLE)
         ),
         &params,
     )?;
+    if completed.is_empty() {
+        journal::event(Event::Failure {
+            what: "completing an idempotency claim",
+            cause: "another request took the claim over (its clock judged this one's deadline passed): this write is rolled back".into(),
+        });
+        return Err(IdempotencyError::TakenOver);
+    }
     // Housekeeping, bounded, in a transaction that holds the write lock
     // already: expired records go as new ones complete. A budget too
     // short for it leaves them to the next write, not this one failed.
@@ -245,22 +275,26 @@ pub fn complete<D: Database, C: Clock>(
         &[ms(tx.clock().now().as_millis())],
     ) {
         Err(DbError::Budget(_)) => Ok(()),
-        other => other,
+        other => Ok(other?),
     }
 }
 
-/// Drops an unfinished claim after the write failed, so a retry runs again.
+/// Drops `owner`'s unfinished claim after the write failed, so a retry runs
+/// again; a claim another request took over is left to it.
 pub fn release<D: Database, C: Clock>(
     store: &Store<D, C>,
     ctx: &impl AsRef<HopBudget>,
     scope: &Scope<'_>,
+    owner: &str,
 ) {
     let ctx = ctx.as_ref();
     let sql = format!(
-        "DELETE FROM {} WHERE {WHERE_SCOPE} AND state = 'in_progress'",
+        "DELETE FROM {} WHERE {WHERE_SCOPE} AND state = 'in_progress' AND claimed_by = ?",
         store.table(TABLE)
     );
-    if let Err(e) = store.execute(ctx, &sql, &scope_params(scope)) {
+    let mut params = scope_params(scope);
+    params.push(owner.into());
+    if let Err(e) = store.execute(ctx, &sql, &params) {
         // The claim expires with the request's deadline anyway.
         journal::event(Event::Failure {
             what: "releasing an idempotency claim",

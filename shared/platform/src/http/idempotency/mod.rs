@@ -20,7 +20,7 @@ impl From<IdempotencyError> for Problem {
             IdempotencyError::Reused => {
                 Problem::new(ErrorCode::IdempotencyKeyReused, e.to_string())
             }
-            IdempotencyError::InProgress => {
+            IdempotencyError::InProgress | IdempotencyError::TakenOver => {
                 Problem::new(ErrorCode::IdempotencyKeyInProgress, e.to_string())
             }
             IdempotencyError::Db(e) => e.into(),

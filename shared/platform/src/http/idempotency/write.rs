@@ -64,7 +64,9 @@ pub enum Begun<'a> {
 #[derive(Debug)]
 #[must_use = "a claimed key must be committed or abandoned"]
 pub struct KeyedWrite<'a> {
-    scope: Option<Scope<'a>>,
+    /// The key's scope and this request's claim on it (its owner: a
+    /// random UUID), for a keyed write.
+    claim: Option<(Scope<'a>, String)>,
 }
 
 /// Starts a write in `operation` (method and route template) for the
@@ -78,7 +80,7 @@ pub fn begin<'a, D: Database, C: Clock>(
     body: &[u8],
 ) -> Result<Begun<'a>, Problem> {
     let Some(key) = key else {
-        return Ok(Begun::Proceed(KeyedWrite { scope: None }));
+        return Ok(Begun::Proceed(KeyedWrite { claim: None }));
     };
     let scope = Scope {
         tenant: owner.0,
@@ -86,8 +88,12 @@ pub fn begin<'a, D: Database, C: Clock>(
         operation,
         key,
     };
-    match claim(store, ctx, &scope, &fingerprint(body)) {
-        Ok(Claimed::Fresh) => Ok(Begun::Proceed(KeyedWrite { scope: Some(scope) })),
+    // A value no other request holds: the claim is this request's alone.
+    let owner = uuid::Uuid::new_v4().simple().to_string();
+    match claim(store, ctx, &scope, &fingerprint(body), &owner) {
+        Ok(Claimed::Fresh) => Ok(Begun::Proceed(KeyedWrite {
+            claim: Some((scope, owner)),
+        })),
         Ok(Claimed::Replay(stored)) => {
             let mut response = into_response(stored);
             response.set_header(IDEMPOTENT_REPLAYED, "true");
@@ -133,8 +139,8 @@ impl KeyedWrite<'_> {
     ) -> Result<Response, Problem> {
         let outcome = store.transaction(ctx, |tx| {
             let written = work(tx)?;
-            if let Some(scope) = &self.scope {
-                complete(tx, ctx, scope, &written.kept)?;
+            if let Some((scope, owner)) = &self.claim {
+                complete(tx, ctx, scope, owner, &written.kept)?;
             }
             Ok::<_, Problem>(written.sent)
         });
@@ -149,8 +155,8 @@ impl KeyedWrite<'_> {
 
     /// Gives the key back without writing (the request failed before its write).
     pub fn abandon<D: Database, C: Clock>(self, store: &Store<D, C>, ctx: &RequestContext) {
-        if let Some(scope) = &self.scope {
-            release(store, ctx, scope);
+        if let Some((scope, owner)) = &self.claim {
+            release(store, ctx, scope, owner);
         }
     }
 
