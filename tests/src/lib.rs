@@ -5,6 +5,7 @@
 
 pub mod api;
 mod client;
+pub mod distance;
 pub mod edge;
 pub mod hosted;
 pub mod load;

@@ -1,0 +1,111 @@
+//! Meridian on PostgreSQL a round trip away: for each round-trip time, the
+//! services' databases behind a delaying proxy (`meridian_e2e::distance`:
+//! the kernel here has no netem), then a tenant's `GET` of a page and its
+//! keyed `POST` of an invoice, one at a time, each timed and its sends to
+//! the server counted (a waited round trip is at least one send; the
+//! event's delivery after the answer included, once the sends settle).
+//!
+//! Run: `scripts/distance.sh [RTT_MS ...]` (a throw-away PostgreSQL, as
+//! `scripts/postgres.sh` starts it; default 0 2 10), which sets
+//! `MERIDIAN_DB=postgres` and `MERIDIAN_POSTGRES` for it.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use meridian_e2e::distance::Distance;
+use meridian_e2e::postgres::{server, PgDatabases};
+use meridian_e2e::{settled, SpinApp, SpinOptions};
+use serde_json::json;
+
+/// Requests of each kind measured at each distance.
+const EACH: usize = 15;
+
+/// One kind of request at one distance.
+struct Measured {
+    p50: Duration,
+    /// Sends to the server per request, the smallest and the largest.
+    sends: (usize, usize),
+}
+
+fn main() -> Result<()> {
+    let server = server().context("run through scripts/distance.sh (MERIDIAN_DB=postgres)")?;
+    let rtts: Vec<u64> = match std::env::args().skip(1).collect::<Vec<_>>() {
+        args if args.is_empty() => vec![0, 2, 10],
+        args => args
+            .iter()
+            .map(|a| a.parse().context("a round-trip time in milliseconds"))
+            .collect::<Result<_>>()?,
+    };
+    let (credentials, host) = server
+        .rsplit_once('@')
+        .context("postgres://user:password@host:port")?;
+    println!(
+        "{:>6}  {:>12} {:>10}  {:>14} {:>10}",
+        "RTT", "GET p50", "its sends", "keyed POST p50", "its sends"
+    );
+    for rtt in rtts {
+        let proxy = Distance::start(host, Duration::from_millis(rtt));
+        let databases = PgDatabases::create(&format!("{credentials}@{}", proxy.addr()));
+        let app = SpinApp::start_with(SpinOptions {
+            postgres: Some(databases),
+            ..SpinOptions::default()
+        });
+        let acme = app.tenant("acme");
+        let resident = acme.resident("Ada");
+        // Warm: the pool's connections open, the caller remembered.
+        for _ in 0..3 {
+            acme.get("/residents?limit=20").send();
+        }
+        let get = measure(&proxy, "GET", || {
+            acme.get("/residents?limit=20").send().status
+        })?;
+        let mut n = 0;
+        let post = measure(&proxy, "keyed POST", || {
+            n += 1;
+            acme.post("/invoices")
+                .key(&format!("distance-{rtt}-{n}"))
+                .json(&json!({
+                    "resident_id": resident, "amount_cents": 1_000, "currency": "EUR",
+                    "description": "dues", "due_date": "2026-12-31"
+                }))
+                .status
+        })?;
+        println!(
+            "{:>4}ms  {:>10.1}ms {:>5}–{:<4}  {:>12.1}ms {:>5}–{:<4}",
+            rtt,
+            get.p50.as_secs_f64() * 1e3,
+            get.sends.0,
+            get.sends.1,
+            post.p50.as_secs_f64() * 1e3,
+            post.sends.0,
+            post.sends.1
+        );
+    }
+    Ok(())
+}
+
+/// `EACH` requests made by `send`, one at a time, each once the sends of
+/// the one before (its work after the answer included) have settled.
+fn measure(proxy: &Distance, what: &str, mut send: impl FnMut() -> u16) -> Result<Measured> {
+    let mut took = Vec::new();
+    let mut sends = Vec::new();
+    for _ in 0..EACH {
+        let before = settled(what, 0, || proxy.sends());
+        let started = Instant::now();
+        let status = send();
+        took.push(started.elapsed());
+        if status >= 300 {
+            bail!("{what}: {status}");
+        }
+        sends.push(settled(what, before, || proxy.sends()) - before);
+    }
+    took.sort();
+    sends.sort_unstable();
+    Ok(Measured {
+        p50: took.get(took.len() / 2).copied().unwrap_or_default(),
+        sends: (
+            sends.first().copied().unwrap_or_default(),
+            sends.last().copied().unwrap_or_default(),
+        ),
+    })
+}
