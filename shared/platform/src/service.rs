@@ -380,7 +380,7 @@ where
 }
 
 #[cfg(test)]
-mod unprefixed_tests {
+mod routed_tests {
     use super::*;
 
     #[test]
