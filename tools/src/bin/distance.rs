@@ -3,7 +3,9 @@
 //! the kernel here has no netem), then a tenant's `GET` of a page and its
 //! keyed `POST` of an invoice, one at a time, each timed and its sends to
 //! the server counted (a waited round trip is at least one send; the
-//! event's delivery after the answer included, once the sends settle).
+//! event's delivery after the answer included, once the sends settle);
+//! then keyed `POST`s for a few seconds from one writer, and from 16
+//! writers on 16 tenants at once: writes a second.
 //!
 //! Run: `scripts/distance.sh [RTT_MS ...]` (a throw-away PostgreSQL, as
 //! `scripts/postgres.sh` starts it; default 0 2 10), which sets
@@ -12,6 +14,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use meridian_e2e::api::Tenant;
 use meridian_e2e::distance::Distance;
 use meridian_e2e::postgres::{server, PgDatabases};
 use meridian_e2e::{settled, SpinApp, SpinOptions};
@@ -19,6 +22,10 @@ use serde_json::json;
 
 /// Requests of each kind measured at each distance.
 const EACH: usize = 15;
+/// How long each throughput run writes.
+const WRITING: Duration = Duration::from_secs(5);
+/// Writers (and tenants) of the concurrent run.
+const WRITERS: usize = 16;
 
 /// One kind of request at one distance.
 struct Measured {
@@ -40,8 +47,8 @@ fn main() -> Result<()> {
         .rsplit_once('@')
         .context("postgres://user:password@host:port")?;
     println!(
-        "{:>6}  {:>12} {:>10}  {:>14} {:>10}",
-        "RTT", "GET p50", "its sends", "keyed POST p50", "its sends"
+        "{:>6}  {:>12} {:>10}  {:>14} {:>10}  {:>12} {:>14}",
+        "RTT", "GET p50", "its sends", "keyed POST p50", "its sends", "1 writer/s", "16 writers/s"
     );
     for rtt in rtts {
         let proxy = Distance::start(host, Duration::from_millis(rtt));
@@ -70,18 +77,60 @@ fn main() -> Result<()> {
                 }))
                 .status
         })?;
+        let tenants: Vec<Tenant> = (0..WRITERS)
+            .map(|i| app.tenant(&format!("writer{i}")))
+            .collect();
+        let residents: Vec<String> = tenants.iter().map(|t| t.resident("Ada")).collect();
+        let one = writes_per_second(&tenants[..1], &residents[..1], &format!("one-{rtt}"));
+        let many = writes_per_second(&tenants, &residents, &format!("many-{rtt}"));
         println!(
-            "{:>4}ms  {:>10.1}ms {:>5}–{:<4}  {:>12.1}ms {:>5}–{:<4}",
+            "{:>4}ms  {:>10.1}ms {:>5}–{:<4}  {:>12.1}ms {:>5}–{:<4}  {:>12.1} {:>14.1}",
             rtt,
             get.p50.as_secs_f64() * 1e3,
             get.sends.0,
             get.sends.1,
             post.p50.as_secs_f64() * 1e3,
             post.sends.0,
-            post.sends.1
+            post.sends.1,
+            one,
+            many
         );
     }
     Ok(())
+}
+
+/// Keyed invoices written a second for `WRITING`, one writer a tenant,
+/// each writing one after another (its keys `prefix-…`): the 201s only.
+fn writes_per_second(tenants: &[Tenant], residents: &[String], prefix: &str) -> f64 {
+    let started = Instant::now();
+    let written: usize = std::thread::scope(|s| {
+        let writers: Vec<_> = tenants
+            .iter()
+            .zip(residents)
+            .enumerate()
+            .map(|(w, (tenant, resident))| {
+                s.spawn(move || {
+                    let mut ok = 0;
+                    let mut n = 0;
+                    while started.elapsed() < WRITING {
+                        n += 1;
+                        let status = tenant
+                            .post("/invoices")
+                            .key(&format!("{prefix}-{w}-{n}"))
+                            .json(&json!({
+                                "resident_id": resident, "amount_cents": 1_000, "currency": "EUR",
+                                "description": "dues", "due_date": "2026-12-31"
+                            }))
+                            .status;
+                        ok += usize::from(status == 201);
+                    }
+                    ok
+                })
+            })
+            .collect();
+        writers.into_iter().map(|w| w.join().unwrap_or(0)).sum()
+    });
+    written as f64 / started.elapsed().as_secs_f64()
 }
 
 /// `EACH` requests made by `send`, one at a time, each once the sends of
