@@ -11,14 +11,28 @@ use std::sync::atomic::{AtomicU32, Ordering};
 const COUNTS_TABLE_DDL: &str = "CREATE TABLE IF NOT EXISTS meridian_counts \
      (name TEXT PRIMARY KEY, number BIGINT NOT NULL DEFAULT 0, bytes BYTEA)";
 
-/// The server's address when the suite runs on PostgreSQL.
+/// The server's address when the suite runs on PostgreSQL: a round trip
+/// of `MERIDIAN_PG_RTT_MS` milliseconds away when that is set (behind this
+/// process's [`crate::distance::Distance`] proxy).
 pub fn server() -> Option<String> {
     if std::env::var("MERIDIAN_DB").as_deref() != Ok("postgres") {
         return None;
     }
     let address = std::env::var("MERIDIAN_POSTGRES")
         .expect("MERIDIAN_DB=postgres needs MERIDIAN_POSTGRES (scripts/postgres.sh sets it)");
-    Some(address.trim_end_matches('/').to_owned())
+    let address = address.trim_end_matches('/');
+    let rtt = std::env::var("MERIDIAN_PG_RTT_MS").ok().map(|ms| {
+        ms.parse::<u64>()
+            .expect("MERIDIAN_PG_RTT_MS: whole milliseconds")
+    });
+    let (Some(rtt), Some((credentials, host))) = (rtt, address.rsplit_once('@')) else {
+        return Some(address.to_owned());
+    };
+    static DISTANCE: std::sync::OnceLock<crate::distance::Distance> = std::sync::OnceLock::new();
+    let proxy = DISTANCE.get_or_init(|| {
+        crate::distance::Distance::start(host, std::time::Duration::from_millis(rtt))
+    });
+    Some(format!("{credentials}@{}", proxy.addr()))
 }
 
 /// One app's three databases on the server, and in the Akamai profile a
