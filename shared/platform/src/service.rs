@@ -111,20 +111,27 @@ impl<Op> ServiceSpec<Op> {
         }
         // A fresh database's first requests race to migrate it, and on a
         // loaded libSQL server one of them can be interrupted
-        // (SQLITE_INTERRUPT) or find the lock held past its wait. Migrating
-        // is idempotent (the ledger, read again inside each migration's
-        // transaction, which an interrupt rolls back whole), so it runs once
-        // more, within the budget, before the request is refused.
+        // (SQLITE_INTERRUPT) or find the lock held past its wait; in one
+        // database for the whole app, the three services' first probes
+        // race too, and a switch to write-ahead logging finds the file busy
+        // at once rather than waiting (seen: billing's `/health` refused
+        // after 60 ms of a 3 s budget). Migrating is idempotent (the
+        // ledger, read again inside each migration's transaction, which an
+        // interrupt rolls back whole), so it runs up to twice more, within
+        // the budget, before the request is refused.
         let migrations = match store.db().dialect() {
             Dialect::Sqlite => self.migrations,
             Dialect::Postgres => self.postgres_migrations,
         };
-        let outcome = match migrate(&store, ctx, migrations) {
-            Err(MigrationError::Db(DbError::Locked(_) | DbError::Interrupted(_))) => {
-                migrate(&store, ctx, migrations)
+        let mut outcome = migrate(&store, ctx, migrations);
+        for _ in 0..2 {
+            match outcome {
+                Err(MigrationError::Db(DbError::Locked(_) | DbError::Interrupted(_))) => {
+                    outcome = migrate(&store, ctx, migrations);
+                }
+                _ => break,
             }
-            first => first,
-        };
+        }
         match outcome {
             Ok(applied) => {
                 let migrated = !applied.is_empty();

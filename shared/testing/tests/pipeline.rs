@@ -41,19 +41,20 @@ const SPEC: ServiceSpec<()> = ServiceSpec {
 };
 
 /// A host SQLite that sets the schema-behind flag, as Spin's does; and
-/// interrupts the next statement that starts with `interrupt`, as a loaded
-/// libSQL server can (`SQLITE_INTERRUPT`, inside a transaction rolling it
-/// back).
+/// interrupts the next statements (as many as `interrupt` counts) that
+/// start with its text, as a loaded libSQL server can (`SQLITE_INTERRUPT`,
+/// inside a transaction rolling it back).
 struct Flagging {
     db: HostSqlite,
     behind: Rc<Cell<bool>>,
-    interrupt: Rc<Cell<Option<&'static str>>>,
+    interrupt: Rc<Cell<Option<(&'static str, u32)>>>,
 }
 
 impl Database for Flagging {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
-        if self.interrupt.get().is_some_and(|p| sql.starts_with(p)) {
-            self.interrupt.set(None);
+        if let Some((prefix, times)) = self.interrupt.get().filter(|(p, _)| sql.starts_with(p)) {
+            self.interrupt
+                .set((times > 1).then_some((prefix, times - 1)));
             let _ = self.db.run("ROLLBACK", &[]);
             return Err(DbError::Interrupted("SQLITE_INTERRUPT".into()));
         }
@@ -70,7 +71,7 @@ impl Database for Flagging {
 struct Files {
     dir: tempfile::TempDir,
     opens: Cell<u32>,
-    interrupt: Rc<Cell<Option<&'static str>>>,
+    interrupt: Rc<Cell<Option<(&'static str, u32)>>>,
 }
 
 impl Files {
@@ -210,12 +211,28 @@ fn a_migration_the_server_interrupted_is_run_again_whole_and_the_write_once() {
     // applies it; run statement by statement instead, the ledger's row
     // would be written outside any transaction and its COMMIT refused.
     let files = Files::new();
-    files.interrupt.set(Some("CREATE TABLE notes"));
+    files.interrupt.set(Some(("CREATE TABLE notes", 1)));
     let runs = Cell::new(0);
     let r = run(&SPEC, &files, request("POST", "/notes"), &runs);
     assert_eq!((r.status().as_u16(), runs.get()), (200, 1), "{}", json(&r));
     let r = run(&SPEC, &files, request("GET", "/notes"), &runs);
     assert_eq!(json(&r)["notes"], 1);
+}
+
+#[test]
+fn a_migration_the_server_interrupted_twice_is_still_run_and_a_third_time_refused() {
+    // Three services racing to migrate one database can each be turned
+    // away more than once: two more tries, within the budget.
+    let files = Files::new();
+    files.interrupt.set(Some(("CREATE TABLE notes", 2)));
+    let runs = Cell::new(0);
+    let r = run(&SPEC, &files, request("POST", "/notes"), &runs);
+    assert_eq!((r.status().as_u16(), runs.get()), (200, 1), "{}", json(&r));
+    let files = Files::new();
+    files.interrupt.set(Some(("CREATE TABLE notes", 3)));
+    let r = run(&SPEC, &files, request("POST", "/notes"), &runs);
+    assert_eq!(r.status().as_u16(), 503, "{}", json(&r));
+    assert_eq!(runs.get(), 1, "the handler never ran on the refused one");
 }
 
 #[test]
@@ -226,7 +243,7 @@ fn a_write_the_server_interrupted_is_a_retryable_503_and_is_not_run_again() {
         run(&SPEC, &files, request("GET", "/health"), &runs).status(),
         200
     );
-    files.interrupt.set(Some("INSERT INTO notes"));
+    files.interrupt.set(Some(("INSERT INTO notes", 1)));
     let r = run(&SPEC, &files, request("POST", "/notes"), &runs);
     assert_eq!(
         (r.status().as_u16(), json(&r)["retryable"].as_bool()),
