@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
-use meridian_platform::http::origin::PublicOrigin;
+use meridian_platform::http::origin::{OriginError, PublicOrigin};
 use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::judge_secret;
@@ -100,14 +100,24 @@ pub fn admin_token() -> String {
     }
 }
 
+/// The app's public origin where the settings name one (a platform
+/// without service chaining), parsed once per instance: the check that
+/// refuses to serve and each service's URL read the same.
+fn public_origin() -> Option<&'static Result<PublicOrigin, OriginError>> {
+    static ORIGIN: OnceLock<Option<Result<PublicOrigin, OriginError>>> = OnceLock::new();
+    ORIGIN
+        .get_or_init(|| composed().lookup("public_origin").map(PublicOrigin::parse))
+        .as_ref()
+}
+
 /// The base URL of `service` without a trailing slash: behind the app's
-/// public origin where the settings name one (a platform without service
-/// chaining; empty when it is unusable, which [`unusable_origin`] refuses
-/// to serve with), else its own variable (`identity_url`, …), else
-/// `default`.
+/// public origin where the settings name one (empty when it is unusable,
+/// which [`unusable_origin`] refuses to serve with), else its own variable
+/// (`identity_url`, …), else `default`.
 pub fn service_url(service: &str, variable: &str, default: &str) -> String {
-    match composed().lookup("public_origin") {
-        Some(raw) => PublicOrigin::parse(raw)
+    match public_origin() {
+        Some(origin) => origin
+            .as_ref()
             .map(|origin| origin.service_url(service))
             .unwrap_or_default(),
         None => get_or(variable, default).trim_end_matches('/').to_owned(),
@@ -119,10 +129,10 @@ pub fn service_url(service: &str, variable: &str, default: &str) -> String {
 /// [`PublicOrigin::parse`]). Read from the settings alone: a component
 /// without a public origin makes no host call for it.
 pub fn unusable_origin() -> Option<String> {
-    let raw = composed().lookup("public_origin")?;
-    PublicOrigin::parse(raw)
-        .err()
-        .map(|why| format!("public_origin {why}"))
+    match public_origin()? {
+        Ok(_) => None,
+        Err(why) => Some(format!("public_origin {why}")),
+    }
 }
 
 /// A setting, or its default when the variables that make it are

@@ -44,6 +44,18 @@ fn scope<'a>(k: &'a IdempotencyKey, actor: &'a str) -> Scope<'a> {
     }
 }
 
+/// `k` claimed for `body` and completed with `response`, as `u1`.
+fn completed(
+    s: &Store<HostSqlite, &'static ManualClock>,
+    ctx: &RequestContext,
+    k: &IdempotencyKey,
+    body: &[u8],
+    response: &StoredResponse,
+) {
+    claim(s, ctx, &scope(k, "u1"), &fingerprint(body), "owner").unwrap();
+    complete(s, ctx, &scope(k, "u1"), "owner", response).unwrap();
+}
+
 fn created() -> StoredResponse {
     StoredResponse {
         status: http::StatusCode::CREATED,
@@ -75,15 +87,7 @@ fn the_same_key_with_another_body_is_refused() {
     let s = store();
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
-    claim(
-        &s,
-        &ctx,
-        &scope(&k, "u1"),
-        &fingerprint(b"{\"a\":1}"),
-        "owner",
-    )
-    .unwrap();
-    complete(&s, &ctx, &scope(&k, "u1"), "owner", &created()).unwrap();
+    completed(&s, &ctx, &k, b"{\"a\":1}", &created());
     let err = claim(
         &s,
         &ctx,
@@ -281,15 +285,7 @@ fn records_expire_after_the_retention_period() {
     let s = store();
     let k = key("k1");
     let ctx = ctx_of(&s, 1_000);
-    claim(
-        &s,
-        &ctx,
-        &scope(&k, "u1"),
-        &fingerprint(b"{\"a\":1}"),
-        "owner",
-    )
-    .unwrap();
-    complete(&s, &ctx, &scope(&k, "u1"), "owner", &created()).unwrap();
+    completed(&s, &ctx, &k, b"{\"a\":1}", &created());
     s.clock().advance(Duration::from_secs(24 * 3600 + 1));
     let later = ctx_of(&s, 1_000);
     assert_eq!(
