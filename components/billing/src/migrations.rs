@@ -9,6 +9,7 @@ pub const ALL: &[Migration] = meridian_platform::migrations!("billing":
     3 => "0003_row_sequence.sql",
     4 => "0004_write_ahead_log.sql",
     5 => "0005_idempotency_claim_owner.sql" in "shared",
+    6 => "0006_idempotency_tenant_expiry.sql" in "shared",
 );
 
 /// The same schema for PostgreSQL: `migrations/postgres/billing/` and
@@ -20,4 +21,7 @@ pub const POSTGRES: &[Migration] = meridian_platform::migrations!("postgres/bill
     3 => "0003_row_sequence.sql" in "postgres/shared",
     4 => "0004_row_sequence_triggers.sql",
     5 => "0005_idempotency_claim_owner.sql" in "postgres/shared",
+    6 => "0006_idempotency_tenant_expiry.sql" in "postgres/shared",
+    7 => "0007_tenant_row_sequence.sql",
+    8 => "0008_role_ceilings.sql" in "postgres/shared",
 );

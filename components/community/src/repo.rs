@@ -60,6 +60,23 @@ pub fn resident<D: Database, C: Clock>(
     )
 }
 
+/// The resident, held until the transaction ends (PostgreSQL's `FOR
+/// UPDATE`; SQLite's transaction holds its one write lock already): a
+/// change read-modified-written from it is not lost to a concurrent one.
+pub fn resident_held<D: Database, C: Clock>(
+    s: &Scoped<'_, D, C>,
+    id: &ResidentId,
+) -> Result<Option<Resident>, DbError> {
+    s.one(
+        &format!(
+            "SELECT {RESIDENT_COLUMNS} FROM residents WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL{}",
+            s.store.db().dialect().for_update()
+        ),
+        &[s.tenant(), id.into()],
+        resident_from,
+    )
+}
+
 /// The ids of the tenant's residents linked to `user_id` (a member's person id).
 pub fn residents_linked_to<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,

@@ -106,7 +106,7 @@ pub fn update<D: Database, C: Clock>(
     let user = b.patch_parsed("user_id", true, user_id);
     let (name, unit, email, user) = b.complete((name, unit, email, user))?;
     s.write_once(call, |s| {
-        let mut r = found(s, &id)?;
+        let mut r = repo::resident_held(s, &id)?.ok_or_else(|| Problem::not_found("resident"))?;
         name.apply_to_required(&mut r.name);
         unit.apply_to_required(&mut r.unit);
         email.apply_to(&mut r.email);

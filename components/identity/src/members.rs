@@ -90,6 +90,7 @@ pub fn delete<D: Database, C: Clock>(
     let id = MembershipId::parse(call.id()).ok_or_else(|| Problem::not_found("member"))?;
     let stopped = std::cell::Cell::new(Vec::new());
     let answer = app.scoped(call.ctx)?.write_once(call, |s| {
+        repo::hold_tenant(s)?;
         let member = repo::member(s, &id)?.ok_or_else(|| Problem::not_found("member"))?;
         if member.role == Role::Admin && repo::admin_count(s)? <= 1 {
             return Err(Problem::new(

@@ -102,9 +102,12 @@ pub fn ensure_user<D: Database, C: Clock>(
     if let Some((existing, _)) = user_by_email(db, ctx, email)? {
         return Ok(UserId::stored(&existing));
     }
+    // Another tenant may be adding the same person at this moment: the
+    // first insert stands, and both read its id.
     db.execute(
         ctx,
-        "INSERT INTO users (id, email, name, created_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO users (id, email, name, created_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (email) DO NOTHING",
         &[
             id.as_str().into(),
             email.into(),
@@ -112,7 +115,12 @@ pub fn ensure_user<D: Database, C: Clock>(
             created_at.into(),
         ],
     )?;
-    Ok(id)
+    match user_by_email(db, ctx, email)? {
+        Some((stored, _)) => Ok(UserId::stored(&stored)),
+        None => Err(DbError::Decode(format!(
+            "no user for {email} after its insert"
+        ))),
+    }
 }
 
 /// Inserts a membership of the platform user `platform_user_id`; the
@@ -210,6 +218,23 @@ pub fn membership_of<D: Database, C: Clock>(
     rows.first()
         .map(|r| r.text("id").map(MembershipId::stored))
         .transpose()
+}
+
+/// Holds the tenant's row until the transaction ends, so that a rule
+/// that counts the tenant's members (a tenant keeps an admin) reads what
+/// the tenant's last writer committed: on PostgreSQL another such writer
+/// of the same tenant waits (`FOR UPDATE`), and no other tenant does; on
+/// SQLite the transaction holds the one write lock already.
+pub fn hold_tenant<D: Database, C: Clock>(s: &Scoped<'_, D, C>) -> Result<(), DbError> {
+    s.store.query(
+        s.ctx,
+        &format!(
+            "SELECT id FROM tenants WHERE id = ?{}",
+            s.store.db().dialect().for_update()
+        ),
+        &[s.tenant()],
+    )?;
+    Ok(())
 }
 
 /// How many admins the tenant has.

@@ -168,15 +168,28 @@ impl<Op> ServiceSpec<Op> {
 }
 
 /// Whether `request` reads the migration ledger (and applies what is
-/// missing) before its work. Writes do, and `/health`, which readiness
-/// probes call right after a deploy. Reads do not: the ledger read is a
-/// statement of its own, on most requests, and it cost reads up to a fifth
-/// of their throughput (docs/benchmarks.md). A read whose statements find the
-/// schema behind brings it up to date then, and runs again (see [`serve`]);
-/// a migration that changes data but no table a read uses is applied by
-/// the next write or readiness probe.
+/// missing) before its work: `/health` alone, which readiness probes call
+/// right after a deploy. Other requests do not: the ledger read is a
+/// statement of its own — on a PostgreSQL server a network away, two
+/// round trips of every request — and it cost reads up to a fifth of
+/// their throughput (docs/benchmarks.md). A request whose statements find
+/// the schema behind brings it up to date then, and runs again (see
+/// [`serve`]); a migration that changes no table or column a statement
+/// names (an index, a function, a setting) is applied by the next
+/// readiness probe or by the next request that finds the schema behind.
 pub fn checks_ledger(request: &Request) -> bool {
-    request.path() == "/health" || !matches!(request.method().as_str(), "GET" | "HEAD")
+    request.path() == "/health"
+}
+
+/// Whether a request whose statements found the schema behind runs again
+/// once it is brought up to date: a read always; a write only when it
+/// failed with a server error (a write's statements that found a table
+/// missing failed its transaction, which rolled back, and its key's claim
+/// was given back: nothing of it is written). A write answered otherwise
+/// stands — a statement after its commit (recording an event's delivery)
+/// may have found the schema behind, and running it again would write twice.
+fn runs_again(request: &Request, first: &Answer<'_>) -> bool {
+    matches!(request.method().as_str(), "GET" | "HEAD") || first.response.status().is_server_error()
 }
 
 /// Serves one admitted request: answers `GET /health`, or opens the store
@@ -213,7 +226,7 @@ where
         return app(ctx, opened.store, request).await.into();
     }
     let first = app(ctx.clone(), opened.store, request.clone()).await.into();
-    if !opened.schema_behind.get() {
+    if !opened.schema_behind.get() || !runs_again(&request, &first) {
         return first;
     }
     // A fresh database, or a migration not yet applied: bring the schema

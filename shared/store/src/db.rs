@@ -30,7 +30,8 @@ pub trait Database {
     /// Bounds how long the next statements wait for another connection's
     /// lock before failing with [`DbError::Locked`] — and, on a database
     /// that can bound it (PostgreSQL's `statement_timeout`), how long each
-    /// runs at all, so that no statement outlives the work deadline.
+    /// runs at all. The store sets it on SQLite only, whose setting costs
+    /// no round trip ([`Store::query`]).
     fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
         self.run(&format!("PRAGMA busy_timeout = {}", duration_ms(wait)), &[])
             .map(drop)
@@ -61,6 +62,9 @@ impl<D: Database + ?Sized> Database for &D {
         (**self).pause(d);
     }
 }
+
+/// How a transaction begins on PostgreSQL ([`Store::begin`] says why).
+pub const BEGIN_POSTGRES: &str = "BEGIN NOT DEFERRABLE";
 
 /// How much earlier than needed a lock wait is set to end, so that one
 /// setting stays valid for this long of later statements. Without it the
@@ -241,7 +245,20 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// deadline. The setting is made `LOCK_WAIT_SLACK` shorter than it could
     /// be, so it stays valid for the statements of the next few ms. Whether
     /// it had to be (re)set, which took a statement.
+    ///
+    /// Never on PostgreSQL: a setting there is a statement of its own, a
+    /// round trip to a server that may be a network away, before nearly
+    /// every statement. Its bounds are ceilings the migrations put on the
+    /// service's role in its database (`lock_timeout`,
+    /// `statement_timeout`, `idle_in_transaction_session_timeout`:
+    /// migrations/postgres/shared/0006_*.sql); the budget check before
+    /// each statement keeps late work from starting, and a statement that
+    /// started in time ends by the ceiling, not by its request's deadline
+    /// (the hop that called this one still answers by its own).
     fn bound_lock_wait(&self, ctx: &HopBudget, now: UnixMillis) -> bool {
+        if self.db.dialect() == Dialect::Postgres {
+            return false;
+        }
         let until = ctx.work_deadline();
         let fits = match self.lock_wait.get() {
             LockWait::Unsupported => return false,
@@ -254,7 +271,7 @@ impl<D: Database, C: Clock> Store<D, C> {
         let wait = until
             .remaining(now)
             .saturating_sub(LOCK_WAIT_SLACK)
-            .min(self.lock_slice());
+            .min(LOCK_SLICE);
         match self.db.set_lock_wait(wait) {
             Ok(()) => self.lock_wait.set(LockWait::Set(wait)),
             // A remote libSQL refuses pragmas ("unsupported statement"):
@@ -263,17 +280,6 @@ impl<D: Database, C: Clock> Store<D, C> {
             Err(_) => self.lock_wait.set(LockWait::Unsupported),
         }
         true
-    }
-
-    /// The longest one lock wait lasts before the store tries again:
-    /// [`LOCK_SLICE`] on SQLite, whose busy handler starves a long waiter;
-    /// on PostgreSQL, which queues lock waiters fairly, one wait to the
-    /// work deadline.
-    fn lock_slice(&self) -> Duration {
-        match self.db.dialect() {
-            Dialect::Sqlite => LOCK_SLICE,
-            Dialect::Postgres => Duration::MAX,
-        }
     }
 
     /// Whether a statement that started at `started` and met a held lock
@@ -325,42 +331,37 @@ impl<D: Database, C: Clock> Store<D, C> {
         }
     }
 
-    /// Begins a transaction that holds the service's write lock, waiting
-    /// for it as every statement waits ([`Self::query`]): nothing of the
-    /// transaction has run. SQLite's `BEGIN IMMEDIATE` takes the
-    /// database's one write lock. On PostgreSQL a transaction-scoped
-    /// advisory lock, one per service, keeps the same rule — one writing
-    /// transaction of a service at a time, each reading what the last
-    /// committed — so every read-then-write a service does inside a
-    /// transaction (a payment against an invoice's balance, an idempotency
-    /// claim, the row sequence) means on PostgreSQL what it means on SQLite.
+    /// Begins a transaction, waiting for the write lock as every statement
+    /// waits ([`Self::query`]): nothing of the transaction has run.
+    ///
+    /// SQLite's `BEGIN IMMEDIATE` takes the database's one write lock:
+    /// one writing transaction at a time. PostgreSQL needs no such rule,
+    /// and has none here: writes of different tenants never wait for each
+    /// other, and each rule a write keeps holds by the server's own means
+    /// (docs/storage.md, "Rules without a service lock").
+    ///
+    /// On PostgreSQL the transaction begins `NOT DEFERRABLE` (the default,
+    /// so it changes nothing) because that form refuses to run inside a
+    /// transaction that has already run a query: a pooled connection
+    /// still in the transaction of a request that trapped (Spin's pool
+    /// cleans a connection without a `ROLLBACK`). That transaction is then
+    /// rolled back — none of its writes can reach this request's `COMMIT`
+    /// — and the transaction begun again.
     fn begin(&self, ctx: &HopBudget) -> Result<(), DbError> {
         match self.db.dialect() {
             Dialect::Sqlite => self.execute(ctx, "BEGIN IMMEDIATE", &[]),
-            Dialect::Postgres => {
-                self.execute(ctx, "BEGIN", &[])?;
-                let locked = self.execute(
-                    ctx,
-                    "SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(?)) AS l",
-                    &[Value::Integer(self.write_lock_key())],
-                );
-                if locked.is_err() {
-                    // A failed statement has aborted the transaction.
-                    let _ = self.run(ctx, "ROLLBACK", &[]);
+            Dialect::Postgres => match self.execute(ctx, BEGIN_POSTGRES, &[]) {
+                Err(DbError::Inherited(cause)) => {
+                    journal::event(journal::Event::Failure {
+                        what: "a pooled connection in another request's transaction",
+                        cause: format!("{cause}: rolled back"),
+                    });
+                    self.run(ctx, "ROLLBACK", &[])?;
+                    self.execute(ctx, BEGIN_POSTGRES, &[])
                 }
-                locked
-            }
+                other => other,
+            },
         }
-    }
-
-    /// The key of the service's advisory write lock on PostgreSQL: one
-    /// per service in a shared database (FNV-1a of its name), the same
-    /// for every store of a database of its own.
-    fn write_lock_key(&self) -> i64 {
-        let hash = self.owner.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        i64::from_ne_bytes(hash.to_ne_bytes())
     }
 
     /// The clock the store checks the budget against.
@@ -492,34 +493,114 @@ mod tests {
         )
     }
 
-    /// A PostgreSQL server whose lock wait ran out early: the transaction
-    /// the statement was in is aborted, so the store answers at once.
-    #[test]
-    fn on_postgres_a_refused_lock_is_never_tried_again() {
-        struct Postgres<'c>(Recorder<'c>);
-        impl Database for Postgres<'_> {
-            fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
-                self.0.run(sql, params)
-            }
-            fn dialect(&self) -> Dialect {
-                Dialect::Postgres
-            }
-            /// The server gives up a millisecond short of the wait (the
-            /// clocks' rounding): a sliced SQLite wait would try again.
-            fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
-                self.0
-                    .wait
-                    .set(wait.saturating_sub(Duration::from_millis(1)));
-                Ok(())
+    /// A PostgreSQL server: its statements recorded as the recorder's. A
+    /// lock wait it is asked for gives up a millisecond short of the wait
+    /// (the clocks' rounding: a sliced SQLite wait would try again); the
+    /// first `inherited` statements that begin a transaction meet one a
+    /// trapped request left open.
+    struct Postgres<'c> {
+        db: Recorder<'c>,
+        inherited: Cell<u32>,
+    }
+
+    impl<'c> Postgres<'c> {
+        fn new(clock: &'c ManualClock) -> Self {
+            Self {
+                db: Recorder::new(clock),
+                inherited: Cell::new(0),
             }
         }
+    }
+
+    impl Database for Postgres<'_> {
+        fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+            if sql == BEGIN_POSTGRES && self.inherited.get() > 0 {
+                self.inherited.set(self.inherited.get() - 1);
+                self.db.sql.borrow_mut().push(sql.to_owned());
+                return Err(DbError::Inherited("25001".into()));
+            }
+            self.db.run(sql, params)
+        }
+        fn dialect(&self) -> Dialect {
+            Dialect::Postgres
+        }
+        fn set_lock_wait(&self, wait: Duration) -> Result<(), DbError> {
+            self.db
+                .wait
+                .set(wait.saturating_sub(Duration::from_millis(1)));
+            self.db.sql.borrow_mut().push("SET lock_timeout".into());
+            Ok(())
+        }
+    }
+
+    /// A PostgreSQL server whose lock wait ran out: the transaction the
+    /// statement was in is aborted, so the store answers at once.
+    #[test]
+    fn on_postgres_a_refused_lock_is_never_tried_again() {
         let clock = ManualClock::new(UnixMillis::from_millis(START));
-        let db = Postgres(Recorder::new(&clock));
-        db.0.locked.set(true);
+        let db = Postgres::new(&clock);
+        db.db.locked.set(true);
+        db.db.wait.set(Duration::from_millis(100));
         let store = Store::new(&db, &clock);
         let err = store.query(&ctx(400), "SELECT 1", &[]).unwrap_err();
         assert!(matches!(err, DbError::Locked(_)), "{err:?}");
-        assert_eq!(db.0.count("SELECT 1"), 1);
+        assert_eq!(db.db.count("SELECT 1"), 1);
+    }
+
+    /// Each statement is its own round trip to a server that may be a
+    /// network away: no setting before it, no lock wider than the rows a
+    /// write touches around a transaction.
+    #[test]
+    fn on_postgres_a_transaction_is_its_statements_and_nothing_else() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let db = Postgres::new(&clock);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(1_000);
+        store
+            .transaction(&ctx, |tx| tx.execute(&ctx, "INSERT INTO t VALUES (1)", &[]))
+            .unwrap();
+        store.query(&ctx, "SELECT 1", &[]).unwrap();
+        assert_eq!(
+            *db.db.sql.borrow(),
+            [
+                BEGIN_POSTGRES,
+                "INSERT INTO t VALUES (1)",
+                "COMMIT",
+                "SELECT 1"
+            ]
+        );
+    }
+
+    /// A pooled connection still in a trapped request's transaction:
+    /// rolled back before this request's transaction begins, so its
+    /// writes never reach this request's commit.
+    #[test]
+    fn on_postgres_a_transaction_left_open_by_a_trapped_request_is_rolled_back_first() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let db = Postgres::new(&clock);
+        db.inherited.set(1);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(1_000);
+        store
+            .transaction(&ctx, |tx| tx.execute(&ctx, "INSERT INTO t VALUES (1)", &[]))
+            .unwrap();
+        assert_eq!(
+            *db.db.sql.borrow(),
+            [
+                BEGIN_POSTGRES,
+                "ROLLBACK",
+                BEGIN_POSTGRES,
+                "INSERT INTO t VALUES (1)",
+                "COMMIT"
+            ]
+        );
+        // Met twice in a row: the request fails, nothing of it written.
+        db.inherited.set(2);
+        let err = store
+            .transaction(&ctx, |tx| tx.execute(&ctx, "INSERT INTO t VALUES (2)", &[]))
+            .unwrap_err();
+        assert!(matches!(err, DbError::Inherited(_)), "{err:?}");
+        assert_eq!(db.db.count("INSERT INTO t VALUES (2)"), 0);
     }
 
     #[test]

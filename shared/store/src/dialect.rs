@@ -47,6 +47,28 @@ impl Dialect {
         }
     }
 
+    /// What ends a subquery that picks rows to delete or update, so that
+    /// rows another transaction holds are passed over rather than waited
+    /// for: PostgreSQL's `FOR UPDATE SKIP LOCKED`; nothing on SQLite, where
+    /// a writer holds the one write lock and no row is locked apart.
+    pub const fn skip_locked(self) -> &'static str {
+        match self {
+            Self::Sqlite => "",
+            Self::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
+    /// Ends a read of the row a write's rule rests on, so that the row
+    /// stays as read until the transaction ends: PostgreSQL's `FOR
+    /// UPDATE`, which makes another writer of the same row wait; nothing on
+    /// SQLite, whose transaction already holds the one write lock.
+    pub const fn for_update(self) -> &'static str {
+        match self {
+            Self::Sqlite => "",
+            Self::Postgres => " FOR UPDATE",
+        }
+    }
+
     /// The current time as the migration ledger records it (UTC, ISO 8601
     /// with milliseconds), as a column default.
     pub const fn now_text(self) -> &'static str {
@@ -134,5 +156,8 @@ mod tests {
             .json_text_elements()
             .contains("jsonb_array_elements_text"));
         assert!(Dialect::Postgres.now_text().contains("now()"));
+        assert_eq!(Dialect::Sqlite.skip_locked(), "");
+        assert_eq!(Dialect::Sqlite.for_update(), "");
+        assert!(Dialect::Postgres.skip_locked().ends_with("SKIP LOCKED"));
     }
 }

@@ -36,6 +36,13 @@ pub enum DbError {
     /// database, or its server cannot be reached. Nothing was written.
     #[error("storage unavailable ({fault}): {1}", fault = .0.as_str())]
     Unavailable(StorageFault, String),
+    /// A PostgreSQL connection came with a transaction already open: a
+    /// request whose instance trapped mid-transaction left it, and Spin's
+    /// pool cleans a connection at checkout without rolling it back
+    /// (`BEGIN NOT DEFERRABLE` refuses to run inside it: SQLSTATE 25001).
+    /// The store rolls it back and begins again ([`crate::db::Store`]).
+    #[error("inherited transaction: {0}")]
+    Inherited(String),
     /// SQLite reported an error.
     #[error("sqlite: {0}")]
     Sqlite(String),

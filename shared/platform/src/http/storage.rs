@@ -20,6 +20,14 @@ impl From<DbError> for Problem {
                 detail,
                 "the service's storage is busy; try again",
             ),
+            // A pooled connection still in a trapped request's transaction,
+            // rolled back and met again at once: nothing of this request
+            // was written.
+            DbError::Inherited(detail) => busy(
+                "storage inherited a transaction",
+                detail,
+                "the service's storage is busy; try again",
+            ),
             // A write interrupted inside its transaction was rolled back
             // with it; one interrupted at its commit may have landed, so a
             // write is retried with its Idempotency-Key, answered once.

@@ -261,18 +261,21 @@ pub fn complete<D: Database, C: Clock>(
         });
         return Err(IdempotencyError::TakenOver);
     }
-    // Housekeeping, bounded, in a transaction that holds the write lock
-    // already: expired records go as new ones complete. A budget too
-    // short for it leaves them to the next write, not this one failed.
+    // Housekeeping, bounded and within the writer's tenant: expired
+    // records go as new ones complete. On PostgreSQL a record another
+    // writer of the tenant is deleting is skipped, not waited for. A
+    // budget too short for it leaves them to the next write, not this one
+    // failed.
     let table = tx.table(TABLE);
     match tx.execute(
         ctx,
         &format!(
             "DELETE FROM {table} WHERE (tenant_id, actor_id, operation, idem_key) IN
          (SELECT tenant_id, actor_id, operation, idem_key FROM {table}
-          WHERE expires_at_ms <= ? LIMIT 50)"
+          WHERE tenant_id = ? AND expires_at_ms <= ? LIMIT 50{skip})",
+            skip = tx.db().dialect().skip_locked()
         ),
-        &[ms(tx.clock().now().as_millis())],
+        &[scope.tenant.into(), ms(tx.clock().now().as_millis())],
     ) {
         Err(DbError::Budget(_)) => Ok(()),
         other => Ok(other?),

@@ -242,6 +242,9 @@ fn by_state(code: &str, message: String) -> DbError {
         // deadlock: the server undid the statement, and inside a
         // transaction the whole transaction; never tried again on its own.
         "57014" | "40001" | "40P01" => DbError::Interrupted(message),
+        // `BEGIN NOT DEFERRABLE` inside a transaction that has run a
+        // query: one a trapped request left on the pooled connection.
+        "25001" => DbError::Inherited(message),
         // A read-only transaction or a hot standby: no writes now.
         "25006" => DbError::Unavailable(StorageFault::ReadOnly, message),
         // Insufficient resources: disk full, out of memory, too many
@@ -270,6 +273,7 @@ mod tests {
         assert!(matches!(of("42P01"), DbError::Missing(_)));
         assert!(matches!(of("42703"), DbError::Missing(_)));
         assert!(matches!(of("55P03"), DbError::Locked(_)));
+        assert!(matches!(of("25001"), DbError::Inherited(_)));
         for transient in ["57014", "40001", "40P01"] {
             assert!(matches!(of(transient), DbError::Interrupted(_)));
         }
