@@ -3,8 +3,10 @@
 //! before passing it on (the kernel here has no `netem`). Order is kept and
 //! throughput is not: a chunk waits its own half-RTT from when it was read,
 //! not behind the one before it, as on a long link with room to spare. It
-//! counts the chunks each way: a client's waited round trip is at least one
-//! send to the server.
+//! counts the chunks clients send, and of those the round trips a client
+//! waits for (PostgreSQL's protocol: a chunk of only `Close`, `Sync` and
+//! `Terminate` messages — a dropped statement's close — is not waited for;
+//! every other chunk — a prepare, an execute, the pool's clean-up — is).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -19,6 +21,7 @@ pub struct Distance {
     port: u16,
     stop: Arc<AtomicBool>,
     sends: Arc<AtomicUsize>,
+    waited: Arc<AtomicUsize>,
 }
 
 impl Distance {
@@ -28,9 +31,10 @@ impl Distance {
         let port = listener.local_addr().expect("address").port();
         let stop = Arc::new(AtomicBool::new(false));
         let sends = Arc::new(AtomicUsize::new(0));
+        let waited = Arc::new(AtomicUsize::new(0));
         let (upstream, half) = (upstream.to_owned(), rtt / 2);
         {
-            let (stop, sends) = (stop.clone(), sends.clone());
+            let (stop, sends, waited) = (stop.clone(), sends.clone(), waited.clone());
             std::thread::spawn(move || {
                 for client in listener.incoming() {
                     if stop.load(Ordering::SeqCst) {
@@ -41,12 +45,18 @@ impl Distance {
                         continue;
                     };
                     let _ = (client.set_nodelay(true), server.set_nodelay(true));
-                    pipe(&client, &server, half, Some(sends.clone()));
+                    let counts = (sends.clone(), waited.clone());
+                    pipe(&client, &server, half, Some(counts));
                     pipe(&server, &client, half, None);
                 }
             });
         }
-        Self { port, stop, sends }
+        Self {
+            port,
+            stop,
+            sends,
+            waited,
+        }
     }
 
     /// Its address, `127.0.0.1:<port>`.
@@ -57,6 +67,12 @@ impl Distance {
     /// The chunks clients sent to the server so far.
     pub fn sends(&self) -> usize {
         self.sends.load(Ordering::SeqCst)
+    }
+
+    /// The round trips clients waited for so far: their sends less those
+    /// that only close a statement.
+    pub fn round_trips(&self) -> usize {
+        self.waited.load(Ordering::SeqCst)
     }
 }
 
@@ -70,8 +86,11 @@ impl Drop for Distance {
 
 /// Forwards what `from` sends to `to`, each chunk `delay` after it was
 /// read: one thread reads and stamps, another waits out each stamp and
-/// writes, so chunks in flight overlap. Counts the chunks in `sends`.
-fn pipe(from: &TcpStream, to: &TcpStream, delay: Duration, sends: Option<Arc<AtomicUsize>>) {
+/// writes, so chunks in flight overlap. Counts the chunks, and those
+/// waited for ([`waited_for`]), in `counts`.
+type Counts = (Arc<AtomicUsize>, Arc<AtomicUsize>);
+
+fn pipe(from: &TcpStream, to: &TcpStream, delay: Duration, counts: Option<Counts>) {
     let (Ok(mut reader), Ok(mut writer)) = (from.try_clone(), to.try_clone()) else {
         return;
     };
@@ -82,10 +101,13 @@ fn pipe(from: &TcpStream, to: &TcpStream, delay: Duration, sends: Option<Arc<Ato
             match reader.read(&mut buffer) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    if let Some(sends) = &sends {
-                        sends.fetch_add(1, Ordering::SeqCst);
-                    }
                     let chunk = buffer.get(..n).unwrap_or_default().to_vec();
+                    if let Some((sends, waited)) = &counts {
+                        sends.fetch_add(1, Ordering::SeqCst);
+                        if waited_for(&chunk) {
+                            waited.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
                     if chunks.send((Instant::now() + delay, chunk)).is_err() {
                         break;
                     }
@@ -103,6 +125,24 @@ fn pipe(from: &TcpStream, to: &TcpStream, delay: Duration, sends: Option<Arc<Ato
         // The sender closed: so does this direction, after what it sent.
         let _ = writer.shutdown(Shutdown::Write);
     });
+}
+
+/// Whether a client waits for the answer to `chunk`: anything but a run
+/// of whole `Close` (`C`), `Sync` (`S`) and `Terminate` (`X`) messages,
+/// each a type byte and a 4-byte length that counts itself.
+fn waited_for(chunk: &[u8]) -> bool {
+    let mut rest = chunk;
+    while let [kind, a, b, c, d, ..] = rest {
+        if !matches!(kind, b'C' | b'S' | b'X') {
+            return true;
+        }
+        let len = u32::from_be_bytes([*a, *b, *c, *d]) as usize;
+        match rest.get(1 + len..) {
+            Some(next) => rest = next,
+            None => return true,
+        }
+    }
+    !rest.is_empty()
 }
 
 #[cfg(test)]
@@ -147,6 +187,32 @@ mod tests {
             );
         }
         assert_eq!(distance.sends(), 3);
+        assert_eq!(
+            distance.round_trips(),
+            3,
+            "'h' is no message that goes unanswered"
+        );
+    }
+
+    #[test]
+    fn a_statements_close_is_sent_but_not_waited_for() {
+        let message = |kind: u8, body: &[u8]| {
+            let mut m = vec![kind];
+            m.extend(u32::try_from(body.len() + 4).unwrap().to_be_bytes());
+            m.extend(body);
+            m
+        };
+        let close = [message(b'C', b"Ss1\0"), message(b'S', b"")].concat();
+        let parse = [message(b'P', b"s1\0SELECT 1\0\0\0"), message(b'S', b"")].concat();
+        let clean_up = message(b'Q', b"RESET ALL\0");
+        assert!(!waited_for(&close));
+        assert!(waited_for(&parse));
+        assert!(waited_for(&clean_up));
+        assert!(
+            waited_for(&[close.clone(), parse].concat()),
+            "a close sent with a prepare"
+        );
+        assert!(waited_for(&close[..3]), "a message cut short is counted");
     }
 
     #[test]

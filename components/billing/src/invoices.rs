@@ -189,11 +189,18 @@ impl<E: Env> Billing<E> {
             }),
             created_at: now,
         };
-        let response = write.commit(&self.store, ctx, |tx| {
-            repo::insert_invoice(&s.on(tx), &actor, &invoice)?;
-            repo::enqueue(tx, ctx, &event)?;
-            Ok(Written::same(StatusCode::CREATED, &invoice))
-        })?;
+        // Known before it runs, with nothing to read on the way: the
+        // invoice, its event and the key's answer are one batch (on
+        // PostgreSQL one statement).
+        let response = write.commit_all(
+            &self.store,
+            ctx,
+            vec![
+                repo::insert_invoice(&s, &actor, &invoice),
+                repo::enqueue(&event),
+            ],
+            Written::same(StatusCode::CREATED, &invoice),
+        )?;
         self.deliver_later(vec![event]);
         Ok(response)
     }

@@ -24,4 +24,5 @@ pub const POSTGRES: &[Migration] = meridian_platform::migrations!("postgres/bill
     6 => "0006_idempotency_tenant_expiry.sql" in "postgres/shared",
     7 => "0007_tenant_row_sequence.sql",
     8 => "0008_role_ceilings.sql" in "postgres/shared",
+    9 => "0009_batch_refusal.sql" in "postgres/shared",
 );

@@ -6,6 +6,7 @@
 
 use meridian_platform::http::page::Window;
 use meridian_platform::http::scoped::Scoped;
+use meridian_platform::store::batch::Write;
 use meridian_platform::store::db::{Database, DbError, Row, Store, Value};
 use meridian_platform::time::Timestamp;
 use meridian_platform::{Clock, RequestContext};
@@ -105,18 +106,17 @@ pub fn invoice<D: Database, C: Clock>(
     )
 }
 
-/// Inserts an invoice.
+/// The write that inserts an invoice.
 pub fn insert_invoice<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     created_by: &str,
     i: &Invoice,
-) -> Result<(), DbError> {
-    s.store.execute(
-        s.ctx,
+) -> Write {
+    Write::new(
         "INSERT INTO invoices (id, tenant_id, resident_id, amount_cents, currency, description, due_date, status,
                                balance_cents, created_by, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        &[
+        vec![
             i.id.as_str().into(),
             s.tenant(),
             i.resident_id.as_str().into(),
@@ -246,16 +246,12 @@ pub fn list_payments<D: Database, C: Clock>(
     )
 }
 
-/// Writes an event to the outbox (inside the business transaction).
-pub fn enqueue<D: Database, C: Clock>(
-    db: &Db<D, C>,
-    ctx: &RequestContext,
-    e: &OutboxEvent,
-) -> Result<(), DbError> {
-    db.execute(
-        ctx,
+/// The write that puts an event in the outbox: made with the business
+/// write it reports, in one batch or one transaction.
+pub fn enqueue(e: &OutboxEvent) -> Write {
+    Write::new(
         "INSERT INTO outbox_events (id, tenant_id, type, resident_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        &[
+        vec![
             e.event_id.as_str().into(),
             e.tenant_id.as_str().into(),
             e.kind.as_str().into(),

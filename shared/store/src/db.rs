@@ -22,6 +22,15 @@ pub trait Database {
     /// returns its rows (none for a write).
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError>;
 
+    /// Runs one statement that returns exactly one row whatever it
+    /// matches (it ends in a `SELECT` without `FROM`): a PostgreSQL
+    /// connection runs it as it is, where [`Self::run`] pads a query so
+    /// that the server always sends a row — a padding that cannot wrap a
+    /// data-modifying `WITH` ([`crate::batch`]).
+    fn run_one_row(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        self.run(sql, params)
+    }
+
     /// The SQL this connection speaks.
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
@@ -48,6 +57,10 @@ pub trait Database {
 impl<D: Database + ?Sized> Database for &D {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         (**self).run(sql, params)
+    }
+
+    fn run_one_row(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        (**self).run_one_row(sql, params)
     }
 
     fn dialect(&self) -> Dialect {
@@ -99,6 +112,13 @@ pub struct Store<D, C> {
     statement_budget: Duration,
     /// The lock wait last set on the connection, if any.
     lock_wait: Cell<LockWait>,
+}
+
+/// What a statement returns: rows, or exactly one row whatever it matches.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    Rows,
+    OneRow,
 }
 
 /// What the connection's lock wait is known to be.
@@ -179,7 +199,27 @@ impl<D: Database, C: Clock> Store<D, C> {
         sql: &str,
         params: &[Value],
     ) -> Result<Vec<Row>, DbError> {
-        let ctx = ctx.as_ref();
+        self.query_shaped(ctx.as_ref(), sql, params, Shape::Rows)
+    }
+
+    /// [`Self::query`] for a statement that returns exactly one row
+    /// whatever it matches ([`Database::run_one_row`]).
+    pub fn query_one_row(
+        &self,
+        ctx: &impl AsRef<HopBudget>,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Vec<Row>, DbError> {
+        self.query_shaped(ctx.as_ref(), sql, params, Shape::OneRow)
+    }
+
+    fn query_shaped(
+        &self,
+        ctx: &HopBudget,
+        sql: &str,
+        params: &[Value],
+        shape: Shape,
+    ) -> Result<Vec<Row>, DbError> {
         let now = self.clock.now();
         ctx.ensure(now, self.statement_budget)?;
         if self.bound_lock_wait(ctx, now) {
@@ -196,7 +236,7 @@ impl<D: Database, C: Clock> Store<D, C> {
                     .saturating_sub(LOCK_WAIT_SLACK)
             };
             let started = self.clock.now();
-            match self.run(ctx, sql, params) {
+            match self.run_shaped(ctx, sql, params, shape) {
                 // The wait ran to its bound: the time it had is gone.
                 Err(DbError::Locked(_)) if left(self.clock.now()).is_zero() => {
                     return Err(DbError::Budget(ctx.spent()))
@@ -231,12 +271,26 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// the overload benchmark counts the lines to show it. The check is one
     /// wall-clock read per statement and writes nothing while none is late.
     fn run(&self, ctx: &HopBudget, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        self.run_shaped(ctx, sql, params, Shape::Rows)
+    }
+
+    fn run_shaped(
+        &self,
+        ctx: &HopBudget,
+        sql: &str,
+        params: &[Value],
+        shape: Shape,
+    ) -> Result<Vec<Row>, DbError> {
         let late = self.clock.now().since(ctx.deadline().instant());
         if !late.is_zero() {
             journal::statement_late(sql.split_whitespace().next().unwrap_or_default(), late);
         }
         let started = Instant::now();
-        let result = self.db.run(&self.db.dialect().statement(sql), params);
+        let sql = self.db.dialect().statement(sql);
+        let result = match shape {
+            Shape::Rows => self.db.run(&sql, params),
+            Shape::OneRow => self.db.run_one_row(&sql, params),
+        };
         journal::statement(started.elapsed());
         result
     }

@@ -43,6 +43,11 @@ pub enum DbError {
     /// The store rolls it back and begins again ([`crate::db::Store`]).
     #[error("inherited transaction: {0}")]
     Inherited(String),
+    /// A batch's write that had to change a row changed none (the number
+    /// is its place in the batch): nothing of the batch was written
+    /// ([`crate::batch`]).
+    #[error("write {0} of a batch changed nothing: the batch was not written")]
+    Refused(usize),
     /// SQLite reported an error.
     #[error("sqlite: {0}")]
     Sqlite(String),

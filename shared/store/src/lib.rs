@@ -8,6 +8,7 @@
 //! the platform's (`meridian_platform::http`).
 #![forbid(unsafe_code)]
 
+pub mod batch;
 pub mod db;
 pub mod dialect;
 pub mod error;

@@ -53,6 +53,15 @@ impl From<DbError> for Problem {
                     "the write conflicts with existing data",
                 )
             }
+            // A batch's write that had to change a row found it changed
+            // (a caller that expects a refusal answers it itself).
+            DbError::Refused(write) => {
+                failure("storage refused a batch", format!("write {write}"));
+                Problem::new(
+                    ErrorCode::Conflict,
+                    "the write conflicts with a change made meanwhile; nothing was written",
+                )
+            }
             // Not logged here: usually the answer is replaced once the
             // schema is brought up to date (see the variant).
             DbError::Missing(_) => Problem::new(ErrorCode::Internal, "an internal error occurred"),

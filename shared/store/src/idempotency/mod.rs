@@ -8,6 +8,6 @@ mod store;
 
 pub use key::{IdempotencyKey, InvalidIdempotencyKey, MAX_KEY_LEN};
 pub use store::{
-    claim, complete, fingerprint, release, Claimed, IdempotencyError, Scope, StoredResponse,
-    RETENTION,
+    claim, complete, completion, fingerprint, housekeeping, release, taken_over, Claimed,
+    IdempotencyError, Scope, StoredResponse, RETENTION,
 };

@@ -29,6 +29,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::key::IdempotencyKey;
+use crate::batch::Write;
 use crate::db::{Database, DbError, Row, Store, Value};
 use meridian_deadline::time::Clock;
 use meridian_deadline::HopBudget;
@@ -230,6 +231,8 @@ fn decide(row: &Row, fingerprint: &str, now: u64) -> Result<Option<Claimed>, Ide
 /// Marks `owner`'s claim completed with `response`. Call it inside the
 /// business write's transaction: a claim another request took over is
 /// [`IdempotencyError::TakenOver`], and that transaction must roll back.
+/// (A write made as one batch ([`crate::batch`]) puts [`completion`] and
+/// [`housekeeping`] in its batch instead.)
 pub fn complete<D: Database, C: Clock>(
     tx: &Store<D, C>,
     ctx: &impl AsRef<HopBudget>,
@@ -238,48 +241,66 @@ pub fn complete<D: Database, C: Clock>(
     response: &StoredResponse,
 ) -> Result<(), IdempotencyError> {
     let ctx = ctx.as_ref();
+    if !tx.changes(ctx, &completion(tx, scope, owner, response))? {
+        return Err(taken_over());
+    }
+    // A budget too short for the housekeeping leaves it to the next
+    // write, not this one failed.
+    match tx.changes(ctx, &housekeeping(tx, scope)) {
+        Err(DbError::Budget(_)) => Ok(()),
+        other => Ok(other.map(drop)?),
+    }
+}
+
+/// The write that marks `owner`'s claim completed with `response`: it
+/// must change the claim's row ([`Write::changing`]); changing none, the
+/// claim was taken over by another request.
+pub fn completion<D: Database, C: Clock>(
+    store: &Store<D, C>,
+    scope: &Scope<'_>,
+    owner: &str,
+    response: &StoredResponse,
+) -> Write {
     let mut params = vec![
         Value::Integer(i64::from(response.status.as_u16())),
         response.body.clone().into(),
     ];
     params.extend(scope_params(scope));
     params.push(owner.into());
-    let completed = tx.query(
-        ctx,
-        &format!(
+    Write::new(
+        format!(
             "UPDATE {} SET state = 'completed', response_status = ?, response_body = ?
-             WHERE {WHERE_SCOPE} AND state = 'in_progress' AND claimed_by = ?
-             RETURNING state",
-            tx.table(TABLE)
+             WHERE {WHERE_SCOPE} AND state = 'in_progress' AND claimed_by = ?",
+            store.table(TABLE)
         ),
-        &params,
-    )?;
-    if completed.is_empty() {
-        journal::event(Event::Failure {
-            what: "completing an idempotency claim",
-            cause: "another request took the claim over (its clock judged this one's deadline passed): this write is rolled back".into(),
-        });
-        return Err(IdempotencyError::TakenOver);
-    }
-    // Housekeeping, bounded and within the writer's tenant: expired
-    // records go as new ones complete. On PostgreSQL a record another
-    // writer of the tenant is deleting is skipped, not waited for. A
-    // budget too short for it leaves them to the next write, not this one
-    // failed.
-    let table = tx.table(TABLE);
-    match tx.execute(
-        ctx,
-        &format!(
+        params,
+    )
+    .changing()
+}
+
+/// Housekeeping, bounded and within the writer's tenant: expired records
+/// go as new ones complete. On PostgreSQL a record another writer of the
+/// tenant is deleting is skipped, not waited for.
+pub fn housekeeping<D: Database, C: Clock>(store: &Store<D, C>, scope: &Scope<'_>) -> Write {
+    let table = store.table(TABLE);
+    Write::new(
+        format!(
             "DELETE FROM {table} WHERE (tenant_id, actor_id, operation, idem_key) IN
          (SELECT tenant_id, actor_id, operation, idem_key FROM {table}
           WHERE tenant_id = ? AND expires_at_ms <= ? LIMIT 50{skip})",
-            skip = tx.db().dialect().skip_locked()
+            skip = store.db().dialect().skip_locked()
         ),
-        &[scope.tenant.into(), ms(tx.clock().now().as_millis())],
-    ) {
-        Err(DbError::Budget(_)) => Ok(()),
-        other => Ok(other?),
-    }
+        vec![scope.tenant.into(), ms(store.clock().now().as_millis())],
+    )
+}
+
+/// A claim this request no longer owns, logged as it is found.
+pub fn taken_over() -> IdempotencyError {
+    journal::event(Event::Failure {
+        what: "completing an idempotency claim",
+        cause: "another request took the claim over (its clock judged this one's deadline passed): this write is rolled back".into(),
+    });
+    IdempotencyError::TakenOver
 }
 
 /// Drops `owner`'s unfinished claim after the write failed, so a retry runs

@@ -75,6 +75,14 @@ impl SpinDb {
         })
     }
 
+    /// `result`, with the flag set when it found the schema behind.
+    fn flagged<T>(&self, result: Result<T, DbError>) -> Result<T, DbError> {
+        if matches!(result, Err(DbError::Missing(_))) {
+            self.schema_behind.set(true);
+        }
+        result
+    }
+
     /// The flag a statement sets when it finds the schema behind the code.
     pub fn schema_behind(&self) -> Rc<Cell<bool>> {
         self.schema_behind.clone()
@@ -89,10 +97,17 @@ impl Database for SpinDb {
             #[cfg(not(feature = "without-postgres"))]
             Connection::Postgres(db) => db.run(sql, params),
         };
-        if matches!(result, Err(DbError::Missing(_))) {
-            self.schema_behind.set(true);
-        }
-        result
+        self.flagged(result)
+    }
+
+    fn run_one_row(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        let result = match &self.connection {
+            #[cfg(not(feature = "without-sqlite"))]
+            Connection::Sqlite(db) => db.run_one_row(sql, params),
+            #[cfg(not(feature = "without-postgres"))]
+            Connection::Postgres(db) => db.run_one_row(sql, params),
+        };
+        self.flagged(result)
     }
 
     fn dialect(&self) -> Dialect {

@@ -48,6 +48,20 @@ impl Database for SpinPostgres {
         unpadded(names, result.rows)
     }
 
+    fn run_one_row(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        let params: Vec<ParameterValue> = params.iter().map(to_pg).collect();
+        let result = self.connection.query(sql, &params).map_err(map_error)?;
+        let columns: Arc<[String]> = result.columns.into_iter().map(|c| c.name).collect();
+        result
+            .rows
+            .into_iter()
+            .map(|r| {
+                let values = r.into_iter().map(from_pg).collect::<Result<_, _>>()?;
+                Ok(Row::new(columns.clone(), values))
+            })
+            .collect()
+    }
+
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }
@@ -211,6 +225,9 @@ fn state_of_words(message: &str) -> Option<&'static str> {
     if message.contains("ERROR: column") && message.contains("does not exist") {
         return Some("42703");
     }
+    if message.contains("ERROR: function") && message.contains("does not exist") {
+        return Some("42883");
+    }
     WORDS
         .iter()
         .find(|(words, _)| message.contains(words))
@@ -234,14 +251,19 @@ fn by_state(code: &str, message: String) -> DbError {
     match code {
         // Integrity constraint violations: a duplicate key is a 409.
         c if c.starts_with("23") => DbError::Constraint(message),
-        // Undefined table or column: the schema is behind the code.
-        "42P01" | "42703" => DbError::Missing(message),
+        // Undefined table, column or function: the schema is behind the code.
+        "42P01" | "42703" | "42883" => DbError::Missing(message),
         // The lock wait ran out (`lock_timeout`): the statement did nothing.
         "55P03" => DbError::Locked(message),
         // Cancelled (`statement_timeout`), a serialization failure or a
         // deadlock: the server undid the statement, and inside a
         // transaction the whole transaction; never tried again on its own.
         "57014" | "40001" | "40P01" => DbError::Interrupted(message),
+        // A batch's statement refused itself (meridian_store::batch).
+        "MR001" => match crate::batch::refused_write(&message) {
+            Some(write) => DbError::Refused(write),
+            None => DbError::Sqlite(message),
+        },
         // `BEGIN NOT DEFERRABLE` inside a transaction that has run a
         // query: one a trapped request left on the pooled connection.
         "25001" => DbError::Inherited(message),
@@ -272,8 +294,13 @@ mod tests {
         assert!(matches!(of("23503"), DbError::Constraint(_)));
         assert!(matches!(of("42P01"), DbError::Missing(_)));
         assert!(matches!(of("42703"), DbError::Missing(_)));
+        assert!(matches!(of("42883"), DbError::Missing(_)));
         assert!(matches!(of("55P03"), DbError::Locked(_)));
         assert!(matches!(of("25001"), DbError::Inherited(_)));
+        assert_eq!(
+            by_state("MR001", "meridian_refused:3 (…) (MR001)".into()),
+            DbError::Refused(3)
+        );
         for transient in ["57014", "40001", "40P01"] {
             assert!(matches!(of(transient), DbError::Interrupted(_)));
         }

@@ -4,9 +4,11 @@
 use crate::budget::context::RequestContext;
 use crate::http::message::{self, Response, ResponseExt};
 use crate::http::routes::Incoming;
-use crate::store::db::{Database, Store};
+use crate::store::batch::Write;
+use crate::store::db::{Database, DbError, Store};
 use crate::store::idempotency::{
-    claim, complete, fingerprint, release, Claimed, IdempotencyKey, Scope, StoredResponse,
+    claim, complete, completion, fingerprint, housekeeping, release, taken_over, Claimed,
+    IdempotencyKey, Scope, StoredResponse,
 };
 use crate::time::Clock;
 use crate::wire::headers::IDEMPOTENT_REPLAYED;
@@ -151,6 +153,33 @@ impl KeyedWrite<'_> {
                 Err(problem)
             }
         }
+    }
+
+    /// Makes `writes` and records `written` as the key's answer together,
+    /// as one batch ([`Store::write_all`]: on PostgreSQL one statement,
+    /// with no transaction open between round trips): for a write whose
+    /// rows are known before it runs, with nothing to read on the way. A
+    /// claim taken over meanwhile writes nothing and is a 409; on failure
+    /// the key is given back for a retry.
+    pub fn commit_all<D: Database, C: Clock>(
+        self,
+        store: &Store<D, C>,
+        ctx: &RequestContext,
+        mut writes: Vec<Write>,
+        written: Written,
+    ) -> Result<Response, Problem> {
+        let completed = self.claim.as_ref().map(|(scope, owner)| {
+            writes.push(completion(store, scope, owner, &written.kept));
+            writes.push(housekeeping(store, scope));
+            writes.len() - 2
+        });
+        let problem = match store.write_all(ctx, &writes) {
+            Ok(()) => return Ok(into_response(written.sent)),
+            Err(DbError::Refused(at)) if Some(at) == completed => Problem::from(taken_over()),
+            Err(e) => Problem::from(e),
+        };
+        self.give_up(store, ctx, &problem);
+        Err(problem)
     }
 
     /// Gives the key back without writing (the request failed before its write).
