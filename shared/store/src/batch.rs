@@ -146,10 +146,7 @@ pub const REFUSED_MARKER: &str = "meridian_refused:";
 /// The write a refusal's message names.
 pub fn refused_write(message: &str) -> Option<usize> {
     let (_, after) = message.split_once(REFUSED_MARKER)?;
-    let digits: String = after
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
 

@@ -418,6 +418,40 @@ impl<D: Database, C: Clock> Store<D, C> {
         }
     }
 
+    /// Runs `work` inside a transaction that holds the service's schema
+    /// lock: its migrations, which first requests of a fresh database race
+    /// to apply (on PostgreSQL two would otherwise meet each other's
+    /// half-made table). SQLite's write lock is that lock already; on
+    /// PostgreSQL it is a transaction-scoped advisory lock, one per service
+    /// — taken by migrations alone, never by a request's writes.
+    pub fn schema_transaction<T, E: From<DbError>>(
+        &self,
+        ctx: &impl AsRef<HopBudget>,
+        work: impl FnOnce(&Self) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let ctx = ctx.as_ref();
+        self.transaction(ctx, |tx| {
+            if tx.db.dialect() == Dialect::Postgres {
+                tx.execute(
+                    ctx,
+                    "SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(?)) AS l",
+                    &[Value::Integer(tx.schema_lock_key())],
+                )?;
+            }
+            work(tx)
+        })
+    }
+
+    /// The key of the service's advisory schema lock on PostgreSQL: one
+    /// per service in a shared database (FNV-1a of its name), the same for
+    /// every store of a database of its own.
+    fn schema_lock_key(&self) -> i64 {
+        let hash = self.owner.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        i64::from_ne_bytes(hash.to_ne_bytes())
+    }
+
     /// The clock the store checks the budget against.
     pub fn clock(&self) -> &C {
         &self.clock
@@ -623,6 +657,23 @@ mod tests {
                 "SELECT 1"
             ]
         );
+    }
+
+    /// Migrations, which first requests race to apply, hold the service's
+    /// schema lock on PostgreSQL; a request's writes never take it.
+    #[test]
+    fn on_postgres_only_a_schema_transaction_takes_the_services_lock() {
+        let clock = ManualClock::new(UnixMillis::from_millis(START));
+        let db = Postgres::new(&clock);
+        let store = Store::new(&db, &clock);
+        let ctx = ctx(1_000);
+        store
+            .schema_transaction(&ctx, |tx| tx.execute(&ctx, "CREATE TABLE t (a INT)", &[]))
+            .unwrap();
+        let sql = db.db.sql.borrow();
+        assert_eq!(sql.len(), 4, "{sql:?}");
+        assert!(sql[1].contains("pg_advisory_xact_lock"), "{sql:?}");
+        assert_eq!(sql[2], "CREATE TABLE t (a INT)");
     }
 
     /// A pooled connection still in a trapped request's transaction:

@@ -105,13 +105,13 @@ pub fn migrate<D: Database, C: Clock>(
         &[],
     ) {
         Ok(rows) => rows,
-        // Made under the write lock: first requests racing to make it on a
+        // Made under the schema lock: first requests racing to make it on a
         // PostgreSQL server would otherwise meet each other's half-made
         // table ("type … already exists"); the second waits, and `IF NOT
         // EXISTS` then finds the first's.
         Err(DbError::Missing(_)) => {
             let create = create_ledger(&ledger, store.db().dialect());
-            store.transaction(ctx, |tx| tx.execute(ctx, &create, &[]))?;
+            store.schema_transaction(ctx, |tx| tx.execute(ctx, &create, &[]))?;
             Vec::new()
         }
         Err(e) => return Err(e.into()),
@@ -143,7 +143,7 @@ pub fn migrate<D: Database, C: Clock>(
             }
             continue;
         }
-        let ran = store.transaction(ctx, |tx| -> Result<bool, MigrationError> {
+        let ran = store.schema_transaction(ctx, |tx| -> Result<bool, MigrationError> {
             // Another instance may have applied it while we waited for the lock.
             let done = tx.query(
                 ctx,
