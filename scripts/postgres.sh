@@ -24,6 +24,13 @@ trap stop_postgres EXIT
 args=()
 skip_tests args "a SQLite file or runtime configuration" \
   "${SQLITE_FILE_FAULT_TESTS[@]}" "$SQLITE_LOCK_TEST" "$LIBSQL_CONFIG_TEST"
+# Community as a test build with trap points, beside the others
+# (tests/tests/postgres.rs traps it mid-transaction): built with the
+# feature, kept as community_trap_points.wasm, then built again without.
+wasm=target/wasm32-wasip2/release
+cargo build -q --target wasm32-wasip2 --release -p community --features community/trap-points
+cp "$wasm/community.wasm" "$wasm/community_trap_points.wasm"
+cargo build -q --target wasm32-wasip2 --release -p community
 status=0
 MERIDIAN_DB=postgres cargo test -p meridian-e2e --test '*' --no-fail-fast "$@" -- --test-threads=2 "${args[@]}" || status=$?
 echo "==> PostgreSQL storage faults (tests/tests/postgres.rs)"

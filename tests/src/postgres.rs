@@ -73,15 +73,18 @@ impl PgDatabases {
         dbs
     }
 
-    /// The address of `service`'s database.
-    pub fn address(&self, service: &str) -> String {
-        let name = self
-            .names
+    /// The name of `service`'s database on the server.
+    pub fn database(&self, service: &str) -> &str {
+        self.names
             .iter()
             .find(|(s, _)| *s == service)
             .map(|(_, n)| n.as_str())
-            .expect("a service");
-        format!("{}/{name}", self.server)
+            .expect("a service")
+    }
+
+    /// The address of `service`'s database.
+    pub fn address(&self, service: &str) -> String {
+        format!("{}/{}", self.server, self.database(service))
     }
 
     /// The Spin variables that put the services (and the counts) on these

@@ -260,6 +260,9 @@ pub struct SpinApp {
     /// Whether its components are Meridian's, whose every log line is a
     /// request or event line (not so for the benchmark's floor).
     structured_logs: bool,
+    /// Whether the test makes a component trap on purpose (a test build's
+    /// trap point): then a trap is what it expects, not a failure.
+    trap_expected: std::cell::Cell<bool>,
 }
 
 impl SpinApp {
@@ -712,6 +715,7 @@ impl SpinApp {
             state,
             key_value_dir: None,
             structured_logs: true,
+            trap_expected: std::cell::Cell::new(false),
             one_database: false,
             spin_defaults: false,
         }
@@ -977,6 +981,15 @@ impl SpinApp {
     }
 }
 
+impl SpinApp {
+    /// Says that the test makes a component trap on purpose (a test
+    /// build's trap point): the app then fails the test if none trapped,
+    /// rather than if one did.
+    pub fn expect_a_trap(&self) {
+        self.trap_expected.set(true);
+    }
+}
+
 impl Drop for SpinApp {
     fn drop(&mut self) {
         self.children.iter_mut().for_each(stop);
@@ -996,8 +1009,11 @@ impl Drop for SpinApp {
         let trapped = logs.lines().any(|line| {
             TRAP_SIGNS.iter().any(|sign| line.contains(sign)) && !line.contains(SPIN_REFUSED_UTF8)
         });
-        if !std::thread::panicking() && trapped {
-            panic!("a component trapped during this test:\n{logs}");
+        if !std::thread::panicking() && trapped != self.trap_expected.get() {
+            match trapped {
+                true => panic!("a component trapped during this test:\n{logs}"),
+                false => panic!("the test made a component trap, and none did:\n{logs}"),
+            }
         }
         // No log line may carry a secret: any token the suite was handed,
         // or the tokens the app runs with.

@@ -27,6 +27,11 @@ fn resident_id(raw: &str) -> Result<ResidentId, Problem> {
 }
 
 /// The live resident `id` names, or a 404.
+/// The name a patch gives a resident to make a `trap-points` build trap
+/// mid-transaction.
+#[cfg(feature = "trap-points")]
+const TRAP_MID_TRANSACTION: &str = "trap: mid-transaction";
+
 fn found<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     id: &ResidentId,
@@ -113,6 +118,14 @@ pub fn update<D: Database, C: Clock>(
         user.apply_to(&mut r.user_id);
         r.updated_at = app.timestamp();
         repo::save_resident(s, &r)?;
+        // A test build's trap point (feature `trap-points`, in no deployed
+        // build): the instance traps with its transaction open and its
+        // write made (tests/tests/postgres.rs shows the next requests on
+        // that pooled connection commit nothing of it).
+        #[cfg(feature = "trap-points")]
+        if r.name == TRAP_MID_TRANSACTION {
+            std::process::abort();
+        }
         Ok(Written::same(StatusCode::OK, &r))
     })
 }
