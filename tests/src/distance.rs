@@ -22,6 +22,7 @@ pub struct Distance {
     stop: Arc<AtomicBool>,
     sends: Arc<AtomicUsize>,
     waited: Arc<AtomicUsize>,
+    checkouts: Arc<AtomicUsize>,
 }
 
 impl Distance {
@@ -32,9 +33,11 @@ impl Distance {
         let stop = Arc::new(AtomicBool::new(false));
         let sends = Arc::new(AtomicUsize::new(0));
         let waited = Arc::new(AtomicUsize::new(0));
+        let checkouts = Arc::new(AtomicUsize::new(0));
         let (upstream, half) = (upstream.to_owned(), rtt / 2);
         {
-            let (stop, sends, waited) = (stop.clone(), sends.clone(), waited.clone());
+            let (stop, sends) = (stop.clone(), sends.clone());
+            let (waited, checkouts) = (waited.clone(), checkouts.clone());
             std::thread::spawn(move || {
                 for client in listener.incoming() {
                     if stop.load(Ordering::SeqCst) {
@@ -45,7 +48,7 @@ impl Distance {
                         continue;
                     };
                     let _ = (client.set_nodelay(true), server.set_nodelay(true));
-                    let counts = (sends.clone(), waited.clone());
+                    let counts = [sends.clone(), waited.clone(), checkouts.clone()];
                     pipe(&client, &server, half, Some(counts));
                     pipe(&server, &client, half, None);
                 }
@@ -56,6 +59,7 @@ impl Distance {
             stop,
             sends,
             waited,
+            checkouts,
         }
     }
 
@@ -74,6 +78,13 @@ impl Distance {
     pub fn round_trips(&self) -> usize {
         self.waited.load(Ordering::SeqCst)
     }
+
+    /// The connections checked out of a pool so far: Spin's pool cleans
+    /// a connection at each checkout with one simple query (`Q`: `CLOSE
+    /// ALL; … DISCARD SEQUENCES`), and the store sends none of its own.
+    pub fn checkouts(&self) -> usize {
+        self.checkouts.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for Distance {
@@ -87,8 +98,8 @@ impl Drop for Distance {
 /// Forwards what `from` sends to `to`, each chunk `delay` after it was
 /// read: one thread reads and stamps, another waits out each stamp and
 /// writes, so chunks in flight overlap. Counts the chunks, and those
-/// waited for ([`waited_for`]), in `counts`.
-type Counts = (Arc<AtomicUsize>, Arc<AtomicUsize>);
+/// waited for ([`waited_for`]), and the checkouts' clean-ups, in `counts`.
+type Counts = [Arc<AtomicUsize>; 3];
 
 fn pipe(from: &TcpStream, to: &TcpStream, delay: Duration, counts: Option<Counts>) {
     let (Ok(mut reader), Ok(mut writer)) = (from.try_clone(), to.try_clone()) else {
@@ -102,10 +113,13 @@ fn pipe(from: &TcpStream, to: &TcpStream, delay: Duration, counts: Option<Counts
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     let chunk = buffer.get(..n).unwrap_or_default().to_vec();
-                    if let Some((sends, waited)) = &counts {
+                    if let Some([sends, waited, checkouts]) = &counts {
                         sends.fetch_add(1, Ordering::SeqCst);
                         if waited_for(&chunk) {
                             waited.fetch_add(1, Ordering::SeqCst);
+                        }
+                        if chunk.first() == Some(&b'Q') {
+                            checkouts.fetch_add(1, Ordering::SeqCst);
                         }
                     }
                     if chunks.send((Instant::now() + delay, chunk)).is_err() {

@@ -348,8 +348,9 @@ fn a_sigkill_mid_load_loses_and_doubles_no_acknowledged_keyed_write() {
 /// clean-up; a statement's close is not waited for), with a warm pool and
 /// the caller's resolution remembered: a page of residents is a checkout
 /// and one statement; a keyed invoice is at most 8 before its answer and
-/// 13 in all, its event's delivery included. A statement or a setting
-/// added to either path fails it.
+/// 13 in all, its event's delivery included; each service checks out one
+/// connection a request. A statement, a setting or a checkout added to
+/// either path fails it.
 #[test]
 #[ignore = "counts round trips to the PostgreSQL server: scripts/postgres.sh runs it"]
 fn a_page_and_a_keyed_write_take_the_round_trips_docs_storage_states() {
@@ -385,19 +386,28 @@ fn a_page_and_a_keyed_write_take_the_round_trips_docs_storage_states() {
     let settled = || meridian_e2e::settled("round trips", 0, || proxy.round_trips());
     let mut pages = Vec::new();
     for _ in 0..5 {
-        let before = settled();
+        let (before, checked_out) = (settled(), proxy.checkouts());
         assert_eq!(acme.get("/residents?limit=20").send().status, 200);
         pages.push(settled() - before);
+        assert_eq!(proxy.checkouts() - checked_out, 1, "a page: one checkout");
     }
     let (mut answered, mut in_all) = (Vec::new(), Vec::new());
     for n in 0..5 {
-        let before = settled();
+        let (before, checked_out) = (settled(), proxy.checkouts());
         assert_eq!(invoice(&format!("counted-{n}")), 201);
         // Counted as the answer arrives: the work after it may have begun,
         // so this is at least the count before the answer, and the path is
         // the same each time: the smallest is the bound.
         answered.push(proxy.round_trips() - before);
         in_all.push(settled() - before);
+        // One a service a request: billing's and community's for the
+        // write, community's for the event's delivery (a request of its
+        // own); billing records the delivery on the connection it holds.
+        assert_eq!(
+            proxy.checkouts() - checked_out,
+            3,
+            "a keyed invoice's checkouts"
+        );
     }
     println!("page: {pages:?}; keyed invoice: {answered:?} as answered, {in_all:?} in all");
     assert!(pages.iter().all(|&n| n <= 3), "a page: {pages:?}");

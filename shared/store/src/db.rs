@@ -421,24 +421,34 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// Runs `work` inside a transaction that holds the service's schema
     /// lock: its migrations, which first requests of a fresh database race
     /// to apply (on PostgreSQL two would otherwise meet each other's
-    /// half-made table). SQLite's write lock is that lock already; on
-    /// PostgreSQL it is a transaction-scoped advisory lock, one per service
-    /// — taken by migrations alone, never by a request's writes.
+    /// half-made table). SQLite's write lock is that lock already (waited
+    /// for as every statement waits). On PostgreSQL it is a
+    /// transaction-scoped advisory lock, one per service — taken by
+    /// migrations alone, never by a request's writes — and an instance
+    /// that finds it held does not queue for it: it waits until it is free
+    /// (a shared hold, so every waiter is let go at once, not one after
+    /// another, each a few round trips) and answers `None`, for the caller
+    /// to read the ledger again.
     pub fn schema_transaction<T, E: From<DbError>>(
         &self,
         ctx: &impl AsRef<HopBudget>,
         work: impl FnOnce(&Self) -> Result<T, E>,
-    ) -> Result<T, E> {
+    ) -> Result<Option<T>, E> {
         let ctx = ctx.as_ref();
         self.transaction(ctx, |tx| {
             if tx.db.dialect() == Dialect::Postgres {
-                tx.execute(
-                    ctx,
-                    "SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(?)) AS l",
-                    &[Value::Integer(tx.schema_lock_key())],
-                )?;
+                let key = [Value::Integer(tx.schema_lock_key())];
+                let got = tx.query(ctx, "SELECT pg_try_advisory_xact_lock(?) AS got", &key)?;
+                if got.first().and_then(|r| r.integer("got").ok()) != Some(1) {
+                    tx.execute(
+                        ctx,
+                        "SELECT 1 AS waited FROM (SELECT pg_advisory_xact_lock_shared(?)) AS l",
+                        &key,
+                    )?;
+                    return Ok(None);
+                }
             }
-            work(tx)
+            work(tx).map(Some)
         })
     }
 
@@ -667,13 +677,17 @@ mod tests {
         let db = Postgres::new(&clock);
         let store = Store::new(&db, &clock);
         let ctx = ctx(1_000);
-        store
+        // The recorder answers no row: the lock is another instance's, so
+        // the work does not run; the instance waits, shared, and says so.
+        let ran = store
             .schema_transaction(&ctx, |tx| tx.execute(&ctx, "CREATE TABLE t (a INT)", &[]))
             .unwrap();
+        assert_eq!(ran, None);
         let sql = db.db.sql.borrow();
         assert_eq!(sql.len(), 4, "{sql:?}");
-        assert!(sql[1].contains("pg_advisory_xact_lock"), "{sql:?}");
-        assert_eq!(sql[2], "CREATE TABLE t (a INT)");
+        assert!(sql[1].contains("pg_try_advisory_xact_lock"), "{sql:?}");
+        assert!(sql[2].contains("pg_advisory_xact_lock_shared"), "{sql:?}");
+        assert_eq!(sql[3], "COMMIT");
     }
 
     /// A pooled connection still in a trapped request's transaction:

@@ -79,9 +79,18 @@ fn create_ledger(table: &str, dialect: Dialect) -> String {
     )
 }
 
-/// Applies every migration not yet recorded, each in its own transaction,
-/// and returns the versions it applied. Safe to call on every request: once
-/// up to date it costs one read.
+/// Applies every migration not yet recorded and returns the versions it
+/// applied. Safe to call on every request: once up to date it costs one
+/// read.
+///
+/// Pending migrations are applied together, in order, in one transaction
+/// that holds the service's schema lock ([`Store::schema_transaction`]) —
+/// a migration of settings alone (SQLite's `PRAGMA`s) apart, outside any.
+/// On a PostgreSQL server a network away each transaction is round trips
+/// of its own: one for all is what lets a fresh database's first request
+/// fit its budget. On PostgreSQL an instance that finds another migrating
+/// waits for it (alongside every other waiter, not one after another) and
+/// reads the ledger again.
 pub fn migrate<D: Database, C: Clock>(
     store: &Store<D, C>,
     ctx: &impl AsRef<HopBudget>,
@@ -98,6 +107,36 @@ pub fn migrate<D: Database, C: Clock>(
             prev = version;
         }
     }
+    let mut applied = Vec::new();
+    for _ in 0..MIGRATING_TRIES {
+        match migrate_once(store, ctx, migrations, &mut applied)? {
+            Progress::Done => return Ok(applied),
+            Progress::WaitedForAnother => {}
+        }
+    }
+    Err(DbError::Locked("another instance kept migrating the schema".into()).into())
+}
+
+/// How often an instance reads the ledger again after waiting for another
+/// that was migrating, before it gives up (a retryable 503).
+const MIGRATING_TRIES: usize = 3;
+
+/// What one pass at the ledger achieved.
+enum Progress {
+    /// Nothing is pending any more.
+    Done,
+    /// Another instance held the schema lock: waited for it, to be read again.
+    WaitedForAnother,
+}
+
+/// One pass: reads the ledger, and applies what is pending (adding the
+/// versions to `applied`).
+fn migrate_once<D: Database, C: Clock>(
+    store: &Store<D, C>,
+    ctx: &HopBudget,
+    migrations: &[Migration],
+    applied: &mut Vec<u32>,
+) -> Result<Progress, MigrationError> {
     let ledger = store.table(LEDGER);
     let recorded = match store.query(
         ctx,
@@ -111,65 +150,93 @@ pub fn migrate<D: Database, C: Clock>(
         // EXISTS` then finds the first's.
         Err(DbError::Missing(_)) => {
             let create = create_ledger(&ledger, store.db().dialect());
-            store.schema_transaction(ctx, |tx| tx.execute(ctx, &create, &[]))?;
-            Vec::new()
+            match store.schema_transaction(ctx, |tx| tx.execute(ctx, &create, &[]))? {
+                Some(()) => Vec::new(),
+                None => return Ok(Progress::WaitedForAnother),
+            }
         }
         Err(e) => return Err(e.into()),
     };
-    let mut applied = Vec::new();
+    // What runs, and what its checksum covers, is the SQL as this store
+    // has it: in a database of the service's own, the file's text as it
+    // always was, so the ledgers of existing databases still agree.
+    let mut pending = Vec::new();
     for m in migrations {
-        // What runs, and what its checksum covers, is the SQL as this
-        // store has it: in a database of the service's own, the file's
-        // text as it always was, so the ledgers of existing databases
-        // still agree.
         let sql = store.render(m.sql);
         let sum = checksum(&sql);
-        if let Some(row) = recorded
+        let row = recorded
             .iter()
-            .find(|r| r.integer("version").ok() == Some(i64::from(m.version)))
-        {
-            if row.text("checksum")? != sum {
+            .find(|r| r.integer("version").ok() == Some(i64::from(m.version)));
+        match row {
+            Some(row) if row.text("checksum")? != sum => {
                 return Err(MigrationError::Edited {
                     version: m.version,
                     name: m.name,
-                });
+                })
             }
-            continue;
+            Some(_) => {}
+            None => pending.push((m, sql, sum)),
         }
-        let statements = split_statements(&sql);
+    }
+    // Runs of migrations that take a transaction, between those of
+    // settings alone.
+    let mut rest = pending.as_slice();
+    while let Some(((m, sql, sum), after)) = rest.split_first() {
+        let statements = split_statements(sql);
         if is_settings(&statements) {
-            if apply_settings(store, ctx, m, &statements, &sum)? {
+            if apply_settings(store, ctx, m, &statements, sum)? {
                 applied.push(m.version);
             }
+            rest = after;
             continue;
         }
-        let ran = store.schema_transaction(ctx, |tx| -> Result<bool, MigrationError> {
-            // Another instance may have applied it while we waited for the lock.
-            let done = tx.query(
-                ctx,
-                &format!("SELECT 1 FROM {ledger} WHERE version = ?"),
-                &[Value::Integer(i64::from(m.version))],
-            )?;
-            if !done.is_empty() {
-                return Ok(false);
-            }
-            for statement in &statements {
-                tx.execute(ctx, statement, &[])?;
-            }
-            tx.execute(
-                ctx,
-                &format!("INSERT INTO {ledger} (version, name, checksum) VALUES (?, ?, ?)"),
-                &[
-                    Value::Integer(i64::from(m.version)),
-                    m.name.into(),
-                    sum.clone().into(),
-                ],
-            )?;
-            Ok(true)
-        })?;
-        if ran {
-            applied.push(m.version);
+        let run = rest
+            .iter()
+            .take_while(|(_, sql, _)| !is_settings(&split_statements(sql)))
+            .count();
+        let (group, after) = rest.split_at(run);
+        match store.schema_transaction(ctx, |tx| apply_group(tx, ctx, &ledger, group))? {
+            Some(versions) => applied.extend(versions),
+            None => return Ok(Progress::WaitedForAnother),
         }
+        rest = after;
+    }
+    Ok(Progress::Done)
+}
+
+/// Applies, inside the schema transaction `tx`, each migration of `group`
+/// the ledger (read again under the lock: another instance may have
+/// applied it meanwhile) does not hold, and records it; the versions it
+/// applied.
+fn apply_group<D: Database, C: Clock>(
+    tx: &Store<D, C>,
+    ctx: &HopBudget,
+    ledger: &str,
+    group: &[(&Migration, String, String)],
+) -> Result<Vec<u32>, MigrationError> {
+    let done: Vec<i64> = tx
+        .query(ctx, &format!("SELECT version FROM {ledger}"), &[])?
+        .iter()
+        .map(|r| r.integer("version"))
+        .collect::<Result<_, _>>()?;
+    let mut applied = Vec::new();
+    for (m, sql, sum) in group {
+        if done.contains(&i64::from(m.version)) {
+            continue;
+        }
+        for statement in split_statements(sql) {
+            tx.execute(ctx, statement, &[])?;
+        }
+        tx.execute(
+            ctx,
+            &format!("INSERT INTO {ledger} (version, name, checksum) VALUES (?, ?, ?)"),
+            &[
+                Value::Integer(i64::from(m.version)),
+                m.name.into(),
+                sum.clone().into(),
+            ],
+        )?;
+        applied.push(m.version);
     }
     Ok(applied)
 }
