@@ -6,6 +6,9 @@
 # Then the PostgreSQL storage faults (tests/tests/postgres.rs).
 #
 #   scripts/postgres.sh [CARGO_TEST_ARGS...]
+#   MERIDIAN_PG_RTT_MS=10 scripts/postgres.sh   the server 10 ms away, behind
+#                                 the harness's delaying proxy (the test
+#                                 command runs it so)
 #
 # Needs `spin` (PATH or SPIN_BIN) and the components built for wasm32-wasip2.
 #
