@@ -76,7 +76,9 @@ impl<D: Database + ?Sized> Database for &D {
     }
 }
 
-/// How a transaction begins on PostgreSQL ([`Store::begin`] says why).
+/// How a transaction begins on PostgreSQL: `NOT DEFERRABLE`, which PostgreSQL
+/// refuses inside a transaction a trapped request left on a pooled
+/// connection (docs/storage.md, "No request inherits another's transaction").
 pub const BEGIN_POSTGRES: &str = "BEGIN NOT DEFERRABLE";
 
 /// How much earlier than needed a lock wait is set to end, so that one
