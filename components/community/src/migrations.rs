@@ -21,7 +21,7 @@ pub const POSTGRES: &[Migration] = meridian_platform::migrations!("postgres/comm
     4 => "0004_row_sequence_triggers.sql",
     5 => "0005_idempotency_claim_owner.sql" in "postgres/shared",
     6 => "0006_idempotency_tenant_expiry.sql" in "postgres/shared",
-    7 => "0007_tenant_row_sequence.sql",
+    7 => "0007_tenant_row_sequence.sql" in "postgres/shared",
     8 => "0008_role_ceilings.sql" in "postgres/shared",
     9 => "0009_batch_refusal.sql" in "postgres/shared",
 );

@@ -1,5 +1,7 @@
 //! Schema migrations: numbered SQL files applied once, in order, recorded.
 
+use std::time::Duration;
+
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
@@ -108,25 +110,32 @@ pub fn migrate<D: Database, C: Clock>(
         }
     }
     let mut applied = Vec::new();
-    for _ in 0..MIGRATING_TRIES {
+    let mut pause = FIRST_LOOK_AGAIN;
+    loop {
         match migrate_once(store, ctx, migrations, &mut applied)? {
             Progress::Done => return Ok(applied),
-            Progress::WaitedForAnother => {}
+            // Another instance is migrating: look at the ledger again after
+            // a pause, while the budget lasts (each statement checks it).
+            Progress::AnotherIsMigrating => {
+                store.pause(pause);
+                pause = (pause * 2).min(LAST_LOOK_AGAIN);
+            }
         }
     }
-    Err(DbError::Locked("another instance kept migrating the schema".into()).into())
 }
 
-/// How often an instance reads the ledger again after waiting for another
-/// that was migrating, before it gives up (a retryable 503).
-const MIGRATING_TRIES: usize = 3;
+/// The first pause before an instance that found another migrating looks
+/// at the ledger again; each next one twice as long, up to
+/// [`LAST_LOOK_AGAIN`].
+const FIRST_LOOK_AGAIN: Duration = Duration::from_millis(10);
+const LAST_LOOK_AGAIN: Duration = Duration::from_millis(80);
 
 /// What one pass at the ledger achieved.
 enum Progress {
     /// Nothing is pending any more.
     Done,
-    /// Another instance held the schema lock: waited for it, to be read again.
-    WaitedForAnother,
+    /// Another instance holds the schema lock: to be read again.
+    AnotherIsMigrating,
 }
 
 /// One pass: reads the ledger, and applies what is pending (adding the
@@ -152,7 +161,7 @@ fn migrate_once<D: Database, C: Clock>(
             let create = create_ledger(&ledger, store.db().dialect());
             match store.schema_transaction(ctx, |tx| tx.execute(ctx, &create, &[]))? {
                 Some(()) => Vec::new(),
-                None => return Ok(Progress::WaitedForAnother),
+                None => return Ok(Progress::AnotherIsMigrating),
             }
         }
         Err(e) => return Err(e.into()),
@@ -197,7 +206,7 @@ fn migrate_once<D: Database, C: Clock>(
         let (group, after) = rest.split_at(run);
         match store.schema_transaction(ctx, |tx| apply_group(tx, ctx, &ledger, group))? {
             Some(versions) => applied.extend(versions),
-            None => return Ok(Progress::WaitedForAnother),
+            None => return Ok(Progress::AnotherIsMigrating),
         }
         rest = after;
     }

@@ -3,19 +3,16 @@
 -- tenant waited for each other. Lists page within one tenant, and the
 -- tenant's counter row is still locked from the insert to the commit, so
 -- a tenant's rows take their numbers in commit order and a page never
--- skips one (tests/tests/distance.rs pages while 8 writers insert).
+-- skips one (tests/tests/community.rs pages while 8 writers insert).
 --
--- A tenant's counter starts above every number the database-wide counter
--- gave, so a cursor a client holds stays valid. That counter is kept, no
--- longer advanced.
+-- A tenant's counter starts, at its first insert from now on, one above
+-- the database-wide counter, which is kept and no longer advanced: above
+-- every number it gave, so a cursor a client holds stays valid.
 
 CREATE TABLE {own}tenant_row_sequence (
     tenant_id  TEXT PRIMARY KEY,
     last       BIGINT NOT NULL
 );
-INSERT INTO {own}tenant_row_sequence (tenant_id, last)
-    SELECT DISTINCT tenant_id, (SELECT last FROM {own}row_sequence WHERE id = 1)
-    FROM (SELECT tenant_id FROM memberships) AS listed;
 
 CREATE OR REPLACE FUNCTION {own}next_row_seq() RETURNS trigger AS $$
 BEGIN
