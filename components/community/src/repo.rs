@@ -5,6 +5,7 @@
 
 use meridian_platform::http::page::Window;
 use meridian_platform::http::scoped::Scoped;
+use meridian_platform::store::batch::Write;
 use meridian_platform::store::db::{Database, DbError, Row, Store};
 use meridian_platform::tenancy::TenantId;
 use meridian_platform::time::Timestamp;
@@ -92,19 +93,15 @@ pub fn residents_linked_to<D: Database, C: Clock>(
     .collect()
 }
 
-/// Inserts or rewrites a resident.
-pub fn save_resident<D: Database, C: Clock>(
-    s: &Scoped<'_, D, C>,
-    r: &Resident,
-) -> Result<(), DbError> {
-    s.store.execute(
-        s.ctx,
+/// The write that inserts or rewrites a resident (within its tenant).
+pub fn save_resident<D: Database, C: Clock>(s: &Scoped<'_, D, C>, r: &Resident) -> Write {
+    Write::new(
         "INSERT INTO residents (id, tenant_id, name, unit, email, user_id, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, unit = excluded.unit, email = excluded.email,
              user_id = excluded.user_id, updated_at = excluded.updated_at
          WHERE residents.tenant_id = excluded.tenant_id",
-        &[
+        vec![
             r.id.as_str().into(),
             s.tenant(),
             r.name.as_str().into(),
@@ -251,15 +248,11 @@ pub fn list_announcements<D: Database, C: Clock>(
     )
 }
 
-/// Inserts an announcement.
-pub fn insert_announcement<D: Database, C: Clock>(
-    s: &Scoped<'_, D, C>,
-    a: &Announcement,
-) -> Result<(), DbError> {
-    s.store.execute(
-        s.ctx,
+/// The write that inserts an announcement.
+pub fn insert_announcement<D: Database, C: Clock>(s: &Scoped<'_, D, C>, a: &Announcement) -> Write {
+    Write::new(
         "INSERT INTO announcements (id, tenant_id, title, body, author_id, published_at) VALUES (?, ?, ?, ?, ?, ?)",
-        &[
+        vec![
             a.id.as_str().into(),
             s.tenant(),
             a.title.as_str().into(),

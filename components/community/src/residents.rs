@@ -74,20 +74,23 @@ pub fn create<D: Database, C: Clock>(
     let email = b.patch_parsed("email", true, normalize_email);
     let user = b.patch_parsed("user_id", true, user_id);
     let (name, unit, email, user) = b.complete((name, unit, email, user))?;
-    s.write_once(call, |s| {
-        let now = app.timestamp();
-        let resident = Resident {
-            id: ResidentId::fresh(),
-            name,
-            unit,
-            email: email.into_option(),
-            user_id: user.into_option(),
-            created_at: now.clone(),
-            updated_at: now,
-        };
-        repo::save_resident(s, &resident)?;
-        Ok(Written::same(StatusCode::CREATED, &resident))
-    })
+    let now = app.timestamp();
+    let resident = Resident {
+        id: ResidentId::fresh(),
+        name,
+        unit,
+        email: email.into_option(),
+        user_id: user.into_option(),
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    // Known before it runs: the resident and the key's answer are one
+    // batch (on PostgreSQL one statement).
+    s.write_all_once(
+        call,
+        vec![repo::save_resident(&s, &resident)],
+        Written::same(StatusCode::CREATED, &resident),
+    )
 }
 
 /// Changes some of a resident's fields (admins and managers). `email` and
@@ -117,7 +120,7 @@ pub fn update<D: Database, C: Clock>(
         email.apply_to(&mut r.email);
         user.apply_to(&mut r.user_id);
         r.updated_at = app.timestamp();
-        repo::save_resident(s, &r)?;
+        s.store.changes(s.ctx, &repo::save_resident(s, &r))?;
         // A test build's trap point (feature `trap-points`, in no deployed
         // build): the instance traps with its transaction open and its
         // write made (tests/tests/postgres.rs shows the next requests on

@@ -4,10 +4,11 @@
 //! for), and the request's context travels with it.
 
 use crate::budget::context::RequestContext;
-use crate::http::idempotency::{write_once, Written};
+use crate::http::idempotency::{write_all_once, write_once, Written};
 use crate::http::message::Response;
 use crate::http::page::{PageRequest, Window};
 use crate::http::routes::Incoming;
+use crate::store::batch::Write;
 use crate::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use crate::tenancy::TenantScope;
 use crate::time::Clock;
@@ -111,5 +112,18 @@ impl<'a, D: Database, C: Clock> Scoped<'a, D, C> {
         work: impl FnOnce(&Scoped<'_, D, C>) -> Result<Written, Problem>,
     ) -> Result<Response, Problem> {
         write_once(self.store, call, |tx| work(&self.on(tx)))
+    }
+
+    /// The call's write known before it runs (`writes`, answered
+    /// `written`), made once per idempotency key as one batch
+    /// ([`write_all_once`]: on PostgreSQL one statement with the key's
+    /// record).
+    pub fn write_all_once<Op>(
+        &self,
+        call: &Incoming<'_, Op>,
+        writes: Vec<Write>,
+        written: Written,
+    ) -> Result<Response, Problem> {
+        write_all_once(self.store, call, writes, written)
     }
 }

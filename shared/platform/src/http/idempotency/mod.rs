@@ -7,7 +7,7 @@
 mod write;
 
 pub use crate::store::idempotency::*;
-pub use write::{begin, write_once, Begun, KeyedWrite, Written};
+pub use write::{begin, write_all_once, write_once, Begun, KeyedWrite, Written};
 
 use crate::http::message::{Request, RequestExt};
 use crate::wire::headers;

@@ -113,6 +113,32 @@ pub fn write_once<D: Database, C: Clock, Op>(
     call: &Incoming<'_, Op>,
     work: impl FnOnce(&Store<D, C>) -> Result<Written, Problem>,
 ) -> Result<Response, Problem> {
+    begun_for(store, call, |write| write.commit(store, call.ctx, work))
+}
+
+/// A call's tenant-scoped write known before it runs, with nothing to
+/// read on the way: begins as [`write_once`] does, then makes `writes`
+/// and records `written` as one batch ([`KeyedWrite::commit_all`]: on
+/// PostgreSQL one statement).
+pub fn write_all_once<D: Database, C: Clock, Op>(
+    store: &Store<D, C>,
+    call: &Incoming<'_, Op>,
+    writes: Vec<Write>,
+    written: Written,
+) -> Result<Response, Problem> {
+    begun_for(store, call, |write| {
+        write.commit_all(store, call.ctx, writes, written)
+    })
+}
+
+/// Begins the call's write with its key (if any) under the caller's
+/// tenant and actor and the route's operation: a replay is answered, a
+/// write that may go ahead is handed to `proceed`.
+fn begun_for<D: Database, C: Clock, Op>(
+    store: &Store<D, C>,
+    call: &Incoming<'_, Op>,
+    proceed: impl FnOnce(KeyedWrite<'_>) -> Result<Response, Problem>,
+) -> Result<Response, Problem> {
     let (ctx, request) = (call.ctx, call.request);
     let scope = ctx.scope()?;
     let (tenant, actor) = (scope.tenant_id.to_string(), scope.actor_id.to_string());
@@ -126,7 +152,7 @@ pub fn write_once<D: Database, C: Clock, Op>(
         request.body(),
     )? {
         Begun::Replay(response) => Ok(response),
-        Begun::Proceed(write) => write.commit(store, ctx, work),
+        Begun::Proceed(write) => proceed(write),
     }
 }
 
