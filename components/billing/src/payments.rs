@@ -88,7 +88,7 @@ impl<E: Env> Billing<E> {
                 }),
                 created_at: now,
             };
-            s.store.changes(ctx, &repo::enqueue(&event))?;
+            s.store.make(ctx, &repo::enqueue(&event))?;
             emitted = Some(event);
             Ok(Written::same(StatusCode::CREATED, &payment))
         })?;

@@ -120,7 +120,7 @@ pub fn update<D: Database, C: Clock>(
         email.apply_to(&mut r.email);
         user.apply_to(&mut r.user_id);
         r.updated_at = app.timestamp();
-        s.store.changes(s.ctx, &repo::save_resident(s, &r))?;
+        s.store.make(s.ctx, &repo::save_resident(s, &r))?;
         // A test build's trap point (feature `trap-points`, in no deployed
         // build): the instance traps with its transaction open and its
         // write made (tests/tests/postgres.rs shows the next requests on

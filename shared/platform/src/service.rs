@@ -116,7 +116,7 @@ impl<Op> ServiceSpec<Op> {
         // race too, and a switch to write-ahead logging finds the file busy
         // at once rather than waiting (seen: billing's `/health` refused
         // after 60 ms of a 3 s budget). Migrating is idempotent (the
-        // ledger, read again inside each migration's transaction, which an
+        // ledger, read again inside the migrations' transaction, which an
         // interrupt rolls back whole), so it runs up to twice more, within
         // the budget, before the request is refused.
         let migrations = match store.db().dialect() {

@@ -50,13 +50,22 @@ impl Write {
         format!("{} RETURNING 1 AS changed", self.sql.trim_end())
     }
 
-    /// Whether the statement names a parameter by number (`?1`), which a
-    /// batch cannot renumber.
-    fn numbers_a_parameter(&self) -> bool {
-        self.sql
+    /// The write, unless it names a parameter by number (`?1`), which a
+    /// batch cannot renumber: refused as every write is, so that a
+    /// write's text is valid wherever it runs.
+    fn checked(&self) -> Result<&Self, DbError> {
+        let numbered = self
+            .sql
             .as_bytes()
             .windows(2)
-            .any(|w| matches!(w, [b'?', digit] if digit.is_ascii_digit()))
+            .any(|w| matches!(w, [b'?', digit] if digit.is_ascii_digit()));
+        match numbered {
+            true => Err(DbError::Decode(format!(
+                "a write numbers its parameters: {}",
+                self.sql
+            ))),
+            false => Ok(self),
+        }
     }
 }
 
@@ -70,11 +79,8 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// SQLite in one transaction. [`DbError::Refused`] names the first
     /// write that had to change a row and changed none.
     pub fn write_all(&self, ctx: &impl AsRef<HopBudget>, writes: &[Write]) -> Result<(), DbError> {
-        if let Some(w) = writes.iter().find(|w| w.numbers_a_parameter()) {
-            return Err(DbError::Decode(format!(
-                "a batched write numbers its parameters: {}",
-                w.sql
-            )));
+        for w in writes {
+            w.checked()?;
         }
         match self.db().dialect() {
             Dialect::Postgres => {
@@ -83,8 +89,10 @@ impl<D: Database, C: Clock> Store<D, C> {
             }
             Dialect::Sqlite => self.transaction(ctx, |tx| {
                 for (i, w) in writes.iter().enumerate() {
-                    if !tx.changes(ctx, w)? && w.changing {
-                        return Err(DbError::Refused(i));
+                    match w.changing {
+                        true if !tx.changes(ctx, w)? => return Err(DbError::Refused(i)),
+                        true => {}
+                        false => tx.make(ctx, w)?,
                     }
                 }
                 Ok(())
@@ -95,26 +103,29 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// Makes `write` now, on its own or inside the caller's transaction:
     /// whether it changed a row.
     pub fn changes(&self, ctx: &impl AsRef<HopBudget>, write: &Write) -> Result<bool, DbError> {
-        if write.numbers_a_parameter() {
-            return Err(DbError::Decode(format!(
-                "a write numbers its parameters: {}",
-                write.sql
-            )));
-        }
-        Ok(!self
-            .query(ctx, &write.returning(), &write.params)?
-            .is_empty())
+        let w = write.checked()?;
+        Ok(!self.query(ctx, &w.returning(), &w.params)?.is_empty())
+    }
+
+    /// Makes `write` now, on its own or inside the caller's transaction.
+    pub fn make(&self, ctx: &impl AsRef<HopBudget>, write: &Write) -> Result<(), DbError> {
+        let w = write.checked()?;
+        self.execute(ctx, &w.sql, &w.params)
     }
 
     /// `writes` as one PostgreSQL statement and its parameters: each write
-    /// a data-modifying `WITH` query (`meridian_w0 …`), then one row that
-    /// calls the refusal function with the first write that had to change
-    /// a row and changed none (`NULL` when every one did, and it returns).
+    /// a data-modifying `WITH` query (`meridian_w0 …`; one that must change
+    /// a row returns a row per row it changed), then one row that calls
+    /// the refusal function with the first write that had to change a row
+    /// and changed none (`NULL` when every one did, and it returns).
     fn as_one_statement(&self, writes: &[Write]) -> (String, Vec<Value>) {
         let queries: Vec<String> = writes
             .iter()
             .enumerate()
-            .map(|(i, w)| format!("meridian_w{i} AS ({})", w.returning()))
+            .map(|(i, w)| match w.changing {
+                true => format!("meridian_w{i} AS ({})", w.returning()),
+                false => format!("meridian_w{i} AS ({})", w.sql.trim_end()),
+            })
             .collect();
         let checks: Vec<String> = writes
             .iter()
@@ -195,9 +206,9 @@ mod tests {
         assert_eq!(sent.len(), 1, "one statement: {sent:?}");
         assert_eq!(
             sent[0].0,
-            "WITH meridian_w0 AS (INSERT INTO a (x, y) VALUES ($1, $2) RETURNING 1 AS changed), \
+            "WITH meridian_w0 AS (INSERT INTO a (x, y) VALUES ($1, $2)), \
              meridian_w1 AS (UPDATE b SET z = $3 WHERE k = $4 RETURNING 1 AS changed), \
-             meridian_w2 AS (DELETE FROM c WHERE k = $5 RETURNING 1 AS changed) \
+             meridian_w2 AS (DELETE FROM c WHERE k = $5) \
              SELECT meridian_refuse(CASE WHEN NOT EXISTS (SELECT 1 FROM meridian_w1) THEN 1 END) AS refused"
         );
         let params: Vec<Value> = (1..=5).map(Value::Integer).collect();

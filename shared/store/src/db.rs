@@ -307,7 +307,7 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// every statement. Its bounds are ceilings the migrations put on the
     /// service's role in its database (`lock_timeout`,
     /// `statement_timeout`, `idle_in_transaction_session_timeout`:
-    /// migrations/postgres/shared/0006_*.sql); the budget check before
+    /// migrations/postgres/shared/0008_role_ceilings.sql); the budget check before
     /// each statement keeps late work from starting, and a statement that
     /// started in time ends by the ceiling, not by its request's deadline
     /// (the hop that called this one still answers by its own).

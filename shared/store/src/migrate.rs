@@ -91,8 +91,8 @@ fn create_ledger(table: &str, dialect: Dialect) -> String {
 /// On a PostgreSQL server a network away each transaction is round trips
 /// of its own: one for all is what lets a fresh database's first request
 /// fit its budget. On PostgreSQL an instance that finds another migrating
-/// waits for it (alongside every other waiter, not one after another) and
-/// reads the ledger again.
+/// holds nothing and looks at the ledger again after a pause, until the
+/// work is done or its budget is spent.
 pub fn migrate<D: Database, C: Clock>(
     store: &Store<D, C>,
     ctx: &impl AsRef<HopBudget>,
@@ -129,6 +129,15 @@ pub fn migrate<D: Database, C: Clock>(
 /// [`LAST_LOOK_AGAIN`].
 const FIRST_LOOK_AGAIN: Duration = Duration::from_millis(10);
 const LAST_LOOK_AGAIN: Duration = Duration::from_millis(80);
+
+/// A migration the ledger does not hold, as this store runs it: its SQL
+/// rendered, that SQL's checksum, and whether it is of settings alone.
+struct Pending<'m> {
+    migration: &'m Migration,
+    sql: String,
+    sum: String,
+    settings: bool,
+}
 
 /// What one pass at the ledger achieved.
 enum Progress {
@@ -184,25 +193,30 @@ fn migrate_once<D: Database, C: Clock>(
                 })
             }
             Some(_) => {}
-            None => pending.push((m, sql, sum)),
+            None => {
+                let settings = is_settings(&split_statements(&sql));
+                pending.push(Pending {
+                    migration: m,
+                    sql,
+                    sum,
+                    settings,
+                });
+            }
         }
     }
     // Runs of migrations that take a transaction, between those of
     // settings alone.
     let mut rest = pending.as_slice();
-    while let Some(((m, sql, sum), after)) = rest.split_first() {
-        let statements = split_statements(sql);
-        if is_settings(&statements) {
-            if apply_settings(store, ctx, m, &statements, sum)? {
-                applied.push(m.version);
+    while let Some((first, after)) = rest.split_first() {
+        if first.settings {
+            let statements = split_statements(&first.sql);
+            if apply_settings(store, ctx, first.migration, &statements, &first.sum)? {
+                applied.push(first.migration.version);
             }
             rest = after;
             continue;
         }
-        let run = rest
-            .iter()
-            .take_while(|(_, sql, _)| !is_settings(&split_statements(sql)))
-            .count();
+        let run = rest.iter().take_while(|p| !p.settings).count();
         let (group, after) = rest.split_at(run);
         match store.schema_transaction(ctx, |tx| apply_group(tx, ctx, &ledger, group))? {
             Some(versions) => applied.extend(versions),
@@ -221,7 +235,7 @@ fn apply_group<D: Database, C: Clock>(
     tx: &Store<D, C>,
     ctx: &HopBudget,
     ledger: &str,
-    group: &[(&Migration, String, String)],
+    group: &[Pending<'_>],
 ) -> Result<Vec<u32>, MigrationError> {
     let done: Vec<i64> = tx
         .query(ctx, &format!("SELECT version FROM {ledger}"), &[])?
@@ -229,7 +243,13 @@ fn apply_group<D: Database, C: Clock>(
         .map(|r| r.integer("version"))
         .collect::<Result<_, _>>()?;
     let mut applied = Vec::new();
-    for (m, sql, sum) in group {
+    for Pending {
+        migration: m,
+        sql,
+        sum,
+        ..
+    } in group
+    {
         if done.contains(&i64::from(m.version)) {
             continue;
         }

@@ -246,9 +246,9 @@ pub fn complete<D: Database, C: Clock>(
     }
     // A budget too short for the housekeeping leaves it to the next
     // write, not this one failed.
-    match tx.changes(ctx, &housekeeping(tx, scope)) {
+    match tx.make(ctx, &housekeeping(tx, scope)) {
         Err(DbError::Budget(_)) => Ok(()),
-        other => Ok(other.map(drop)?),
+        other => Ok(other?),
     }
 }
 

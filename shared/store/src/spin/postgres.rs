@@ -51,15 +51,8 @@ impl Database for SpinPostgres {
     fn run_one_row(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         let params: Vec<ParameterValue> = params.iter().map(to_pg).collect();
         let result = self.connection.query(sql, &params).map_err(map_error)?;
-        let columns: Arc<[String]> = result.columns.into_iter().map(|c| c.name).collect();
-        result
-            .rows
-            .into_iter()
-            .map(|r| {
-                let values = r.into_iter().map(from_pg).collect::<Result<_, _>>()?;
-                Ok(Row::new(columns.clone(), values))
-            })
-            .collect()
+        let names = result.columns.into_iter().map(|c| c.name).collect();
+        decoded(names, result.rows, 0)
     }
 
     fn dialect(&self) -> Dialect {
@@ -112,13 +105,25 @@ fn at_least_one_row(sql: &str) -> String {
 /// The rows of an [`at_least_one_row`] query as the statement returned
 /// them: the padding row dropped, and the two leading columns.
 fn unpadded(names: Vec<String>, rows: Vec<Vec<DbValue>>) -> Result<Vec<Row>, DbError> {
-    let columns: Arc<[String]> = names.into_iter().skip(2).collect();
+    let found = rows
+        .into_iter()
+        .filter(|r| !matches!(r.first(), None | Some(DbValue::DbNull)));
+    decoded(names, found, 2)
+}
+
+/// `rows` read as the platform reads them, under the column `names`, each
+/// without its first `skip` columns.
+fn decoded(
+    names: Vec<String>,
+    rows: impl IntoIterator<Item = Vec<DbValue>>,
+    skip: usize,
+) -> Result<Vec<Row>, DbError> {
+    let columns: Arc<[String]> = names.into_iter().skip(skip).collect();
     rows.into_iter()
-        .filter(|r| !matches!(r.first(), None | Some(DbValue::DbNull)))
         .map(|r| {
             let values = r
                 .into_iter()
-                .skip(2)
+                .skip(skip)
                 .map(from_pg)
                 .collect::<Result<_, _>>()?;
             Ok(Row::new(columns.clone(), values))
