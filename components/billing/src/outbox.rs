@@ -46,15 +46,18 @@ impl<E: Env> Billing<E> {
     /// deadline less the time to record its outcome, not to its own, so a
     /// consumer that hangs until the call is abandoned still leaves this hop
     /// the time to record the failure and schedule the retry, and then its
-    /// answer reserve to answer in.
+    /// answer reserve to answer in. That time is [`steps::RECORD`] until a
+    /// recording took longer (a synced commit on a slow disk, a lock
+    /// wait): from then on the longest one this run has seen.
     pub async fn deliver(
         &self,
         ctx: &RequestContext,
         events: &[(OutboxEvent, i64)],
     ) -> DeliveryReport {
-        let step = ctx.for_step_leaving(steps::RECORD);
+        let mut recording = steps::RECORD;
         let mut report = DeliveryReport::default();
         for (event, attempts) in events {
+            let step = ctx.for_step_leaving(recording);
             if step
                 .ensure(self.store.clock().now(), steps::DELIVERY)
                 .is_err()
@@ -92,6 +95,7 @@ impl<E: Env> Billing<E> {
                 Ok(r) => Err(format!("community answered {}", r.status().as_u16())),
                 Err(e) => Err(e.to_string()),
             };
+            let began = self.store.clock().now();
             let recorded = match outcome {
                 Ok(()) => {
                     report.delivered += 1;
@@ -106,6 +110,7 @@ impl<E: Env> Billing<E> {
                     self.back_off(ctx, &event.event_id, *attempts, &error)
                 }
             };
+            recording = recording.max(self.store.clock().now().since(began));
             if let Err(e) = recorded {
                 // The event stays pending; the relay delivers it again and
                 // the consumer ignores the duplicate.

@@ -773,6 +773,58 @@ mod hostile_input {
 }
 
 #[test]
+fn a_relay_whose_recordings_are_slow_stops_delivering_early_enough_to_record_and_answer() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    *h.community().down.borrow_mut() = Some("/internal/events");
+    for amount in 1..=8 {
+        let r = h.manager(post(
+            "/v1/a/invoices",
+            invoice_body(&resident, amount * 100),
+        ));
+        assert_eq!(r.status().as_u16(), 201);
+    }
+    *h.community().down.borrow_mut() = None;
+    h.clock.advance(Duration::from_secs(2));
+    // Recording a delivery takes 30 ms (a synced commit on a slow disk),
+    // three times what a hop leaves for it before it learns otherwise.
+    let clock = h.clock;
+    h.app.store.db().on_call("slow_commit", move || {
+        clock.advance(Duration::from_millis(30))
+    });
+    let ctx = context_at(h.clock.now(), Duration::from_secs(1), "test");
+    h.app
+        .store
+        .execute(
+            &ctx,
+            "CREATE TEMP TRIGGER slow_recording AFTER UPDATE ON outbox_events
+             BEGIN SELECT slow_commit(); END",
+            &[],
+        )
+        .unwrap();
+    let budget = Duration::from_millis(200);
+    let short = context_at(h.clock.now(), budget, "billing");
+    let work_ends = short.work_deadline();
+    let r = block_on(billing::handle(
+        &h.app,
+        &short,
+        &request("POST", "/internal/outbox/relay")
+            .with_header("authorization", "Bearer admin-secret"),
+    ));
+    let b = r.json_body();
+    assert_eq!(r.status().as_u16(), 200, "{b}");
+    let delivered = b["delivered"].as_i64().unwrap();
+    assert!((1..8).contains(&delivered), "part-way: {b}");
+    // The last recording ended inside the work budget: the answer reserve
+    // is left whole for answering.
+    assert!(
+        h.clock.now() <= work_ends.instant(),
+        "{} ms past the work deadline: {b}",
+        h.clock.now().since(work_ends.instant()).as_millis()
+    );
+}
+
+#[test]
 fn the_relay_stops_within_its_budget_and_reports_what_is_left() {
     let h = Harness::new();
     let resident = h.new_resident();

@@ -1,6 +1,6 @@
 //! Wall-clock time as an input: Unix epoch milliseconds and the `Clock` that reads them.
 
-use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A point in time as milliseconds since the Unix epoch (UTC), the unit of
@@ -91,30 +91,37 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that only moves when told to, for tests and simulations.
+/// A clock that only moves when told to, for tests and simulations. An
+/// atomic, so a callback the clock is lent to (a SQL function a test
+/// registers on a connection, which must be `Send`) can move it too.
 #[derive(Debug, Default)]
-pub struct ManualClock(Cell<u64>);
+pub struct ManualClock(AtomicU64);
 
 impl ManualClock {
     /// A clock standing at `start`.
     pub fn new(start: UnixMillis) -> Self {
-        Self(Cell::new(start.0))
+        Self(AtomicU64::new(start.0))
     }
 
     /// Moves the clock forward by `d`.
     pub fn advance(&self, d: Duration) {
-        self.0.set(self.0.get().saturating_add(duration_ms(d)));
+        let d = duration_ms(d);
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |at| {
+                Some(at.saturating_add(d))
+            });
     }
 
     /// Puts the clock at `at` (a fuzz run reuses one clock per input).
     pub fn set(&self, at: UnixMillis) {
-        self.0.set(at.0);
+        self.0.store(at.0, Ordering::Relaxed);
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> UnixMillis {
-        UnixMillis(self.0.get())
+        UnixMillis(self.0.load(Ordering::Relaxed))
     }
 }
 

@@ -30,6 +30,24 @@ impl HostSqlite {
             .expect("copy the database");
         Self(copy)
     }
+
+    /// Registers `f` as the SQL function `name()` on this connection: a
+    /// trigger that calls it lets a test act when a statement changes a
+    /// table (a commit that takes a while on a slow disk: the function
+    /// moves a manual clock on).
+    pub fn on_call(&self, name: &str, f: impl Fn() + Send + 'static) {
+        self.0
+            .create_scalar_function(
+                name,
+                0,
+                rusqlite::functions::FunctionFlags::SQLITE_UTF8,
+                move |_| {
+                    f();
+                    Ok(0)
+                },
+            )
+            .expect("register the function");
+    }
 }
 
 impl Database for HostSqlite {
