@@ -15,7 +15,8 @@
 #       label granted, every service on PostgreSQL (a throw-away server, as
 #       scripts/postgres.sh starts it) and the counts there too
 #       (`counts_postgres`: no key-value write), no runtime configuration
-#       file.
+#       file; then the counts' own tests (tests/counts_postgres.rs, ignored
+#       elsewhere).
 #
 # Needs `spin` (PATH or SPIN_BIN). Builds the profile (scripts/build-for.sh)
 # and the default build the suite's fixtures use.
@@ -107,6 +108,11 @@ if [ "$platform" = akamai ]; then
 fi
 status=0
 cargo test -p meridian-e2e --test '*' --no-fail-fast "$@" -- --test-threads=2 "${args[@]}" || status=$?
+if [ "$platform" = akamai ]; then
+  # The counts in PostgreSQL: their round trips and their bound (ignored
+  # elsewhere; one at a time, one holds a lock on the counts' table).
+  cargo test -p meridian-e2e --test counts_postgres "$@" -- --ignored --test-threads=1 || status=$?
+fi
 if [ "$platform" = cloud ]; then
   # The cloud deployment's own tests (ignored elsewhere): the services
   # reached through the app's public origin, strangers at the internal

@@ -196,3 +196,75 @@ impl PgDatabases {
         )
     }
 }
+
+/// A tenant's page and keyed invoices on an app whose every database is
+/// behind `proxy`, counted as docs/storage.md's "Round trips" states them.
+pub struct RoundTrips {
+    /// Waited round trips of each page, the work after its answer included.
+    pub pages: Vec<usize>,
+    /// Connections checked out for each page.
+    pub page_checkouts: Vec<usize>,
+    /// Round trips of each keyed invoice as its answer arrives: the work
+    /// after it may have begun, so the smallest is the bound before it.
+    pub answered: Vec<usize>,
+    /// Round trips of each keyed invoice once everything has settled.
+    pub in_all: Vec<usize>,
+    /// Connections checked out for each keyed invoice.
+    pub write_checkouts: Vec<usize>,
+}
+
+impl std::fmt::Display for RoundTrips {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "page: {:?} round trips, {:?} checkouts; keyed invoice: {:?} as answered, \
+             {:?} in all, {:?} checkouts",
+            self.pages, self.page_checkouts, self.answered, self.in_all, self.write_checkouts
+        )
+    }
+}
+
+/// Five pages and five keyed invoices of one tenant on `app`, each once
+/// the one before has settled, with a warm pool and the caller's
+/// resolution remembered (three of each first), counted by `proxy`.
+pub fn count_round_trips(app: &crate::SpinApp, proxy: &crate::distance::Distance) -> RoundTrips {
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
+    let invoice = |key: &str| {
+        acme.post("/invoices")
+            .key(key)
+            .json(&serde_json::json!({
+                "resident_id": resident, "amount_cents": 1_000, "currency": "EUR",
+                "description": "dues", "due_date": "2026-12-31"
+            }))
+            .status
+    };
+    for n in 0..3 {
+        acme.get("/residents?limit=20").send();
+        assert_eq!(invoice(&format!("warm-{n}")), 201);
+    }
+    let settled = || crate::settled("round trips", 0, || proxy.round_trips());
+    let mut counted = RoundTrips {
+        pages: Vec::new(),
+        page_checkouts: Vec::new(),
+        answered: Vec::new(),
+        in_all: Vec::new(),
+        write_checkouts: Vec::new(),
+    };
+    for _ in 0..5 {
+        let (before, checked_out) = (settled(), proxy.checkouts());
+        assert_eq!(acme.get("/residents?limit=20").send().status, 200);
+        counted.pages.push(settled() - before);
+        counted.page_checkouts.push(proxy.checkouts() - checked_out);
+    }
+    for n in 0..5 {
+        let (before, checked_out) = (settled(), proxy.checkouts());
+        assert_eq!(invoice(&format!("counted-{n}")), 201);
+        counted.answered.push(proxy.round_trips() - before);
+        counted.in_all.push(settled() - before);
+        counted
+            .write_checkouts
+            .push(proxy.checkouts() - checked_out);
+    }
+    counted
+}

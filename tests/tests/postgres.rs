@@ -355,7 +355,7 @@ fn a_sigkill_mid_load_loses_and_doubles_no_acknowledged_keyed_write() {
 #[ignore = "counts round trips to the PostgreSQL server: scripts/postgres.sh runs it"]
 fn a_page_and_a_keyed_write_take_the_round_trips_docs_storage_states() {
     use meridian_e2e::distance::Distance;
-    use meridian_e2e::postgres::PgDatabases;
+    use meridian_e2e::postgres::{PgDatabases, RoundTrips};
     let server = meridian_e2e::postgres::server().expect("MERIDIAN_DB=postgres");
     let (credentials, host) = server.rsplit_once('@').expect("an address");
     let proxy = Distance::start(host, Duration::ZERO);
@@ -366,46 +366,15 @@ fn a_page_and_a_keyed_write_take_the_round_trips_docs_storage_states() {
         ))),
         ..SpinOptions::default()
     });
-    let acme = app.tenant("acme");
-    let resident = acme.resident("Ada");
-    let invoice = |key: &str| {
-        acme.post("/invoices")
-            .key(key)
-            .json(&json!({
-                "resident_id": resident, "amount_cents": 1_000, "currency": "EUR",
-                "description": "dues", "due_date": "2026-12-31"
-            }))
-            .status
-    };
-    // Warm: each service's pool holds a connection, the caller is
-    // remembered, billing's first write has found its schema.
-    for n in 0..3 {
-        acme.get("/residents?limit=20").send();
-        assert_eq!(invoice(&format!("warm-{n}")), 201);
-    }
-    let settled = || meridian_e2e::settled("round trips", 0, || proxy.round_trips());
-    let (mut pages, mut checkouts) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        let (before, checked_out) = (settled(), proxy.checkouts());
-        assert_eq!(acme.get("/residents?limit=20").send().status, 200);
-        pages.push(settled() - before);
-        checkouts.push(proxy.checkouts() - checked_out);
-    }
-    let (mut answered, mut in_all, mut write_checkouts) = (Vec::new(), Vec::new(), Vec::new());
-    for n in 0..5 {
-        let (before, checked_out) = (settled(), proxy.checkouts());
-        assert_eq!(invoice(&format!("counted-{n}")), 201);
-        // Counted as the answer arrives: the work after it may have begun,
-        // so this is at least the count before the answer, and the path is
-        // the same each time: the smallest is the bound.
-        answered.push(proxy.round_trips() - before);
-        in_all.push(settled() - before);
-        write_checkouts.push(proxy.checkouts() - checked_out);
-    }
-    println!(
-        "page: {pages:?} round trips, {checkouts:?} checkouts; keyed invoice: {answered:?} \
-         as answered, {in_all:?} in all, {write_checkouts:?} checkouts"
-    );
+    let counted = meridian_e2e::postgres::count_round_trips(&app, &proxy);
+    println!("{counted}");
+    let RoundTrips {
+        pages,
+        page_checkouts: checkouts,
+        answered,
+        in_all,
+        write_checkouts,
+    } = counted;
     assert!(checkouts.iter().all(|&n| n == 1), "a page: one checkout");
     // One a service a request: billing's and community's for the write,
     // community's for the event's delivery (a request of its own); billing

@@ -16,8 +16,6 @@ use std::time::Duration;
 #[cfg(not(feature = "without-postgres"))]
 use meridian_platform::counts::TableCounters;
 use meridian_platform::counts::{decode_number as decode, Counters, Held};
-#[cfg(not(feature = "without-postgres"))]
-use meridian_platform::store::db::Database;
 use meridian_platform::tenancy::cache::Entries;
 #[cfg(not(feature = "without-atomics"))]
 use spin_sdk::wit::wasi::keyvalue::atomics;
@@ -63,8 +61,7 @@ impl SpinCounters {
                 ),
                 #[cfg(not(feature = "without-postgres"))]
                 Some(address) => Store::Table(
-                    SpinPostgres::open(&address)
-                        .and_then(|db| db.set_lock_wait(TABLE_WAIT).map(|()| db))
+                    SpinPostgres::open_bounded(&address, TABLE_WAIT)
                         .map(TableCounters::new)
                         .map_err(|e| format!("opening the counts' database: {e}")),
                 ),

@@ -108,3 +108,59 @@ fn a_broken_database_is_an_error_not_a_panic() {
     counts.read_ahead(&keys(&["a"]));
     assert!(counts.entries(&keys(&["a"])).is_err());
 }
+
+/// The counts' database behind a held lock: each statement waits out its
+/// bound and fails. The first that times out is the request's last: the
+/// reads and writes after it fail at once, without a statement, so a
+/// request pays one bound for its counts, not one per count.
+#[test]
+fn after_a_statement_timed_out_no_count_of_the_request_asks_the_database() {
+    use meridian_platform::store::db::{DbError, Row, Value};
+    use std::cell::Cell;
+    struct Held<'a> {
+        db: HostSqlite,
+        statements: &'a Cell<u32>,
+    }
+    impl Database for Held<'_> {
+        fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+            self.statements.set(self.statements.get() + 1);
+            if params.contains(&Value::Text("stuck".into())) {
+                return Err(DbError::Locked(
+                    "canceling statement due to lock timeout".into(),
+                ));
+            }
+            self.db.run(sql, params)
+        }
+    }
+    let statements = Cell::new(0);
+    let counts = TableCounters::new(Held {
+        db: HostSqlite::in_memory(),
+        statements: &statements,
+    });
+    assert_eq!(counts.add("a", 1), Ok(1));
+    let before = statements.get();
+    assert!(counts.add("stuck", 1).is_err());
+    assert_eq!(statements.get(), before + 1);
+    assert!(counts.add("a", 1).is_err());
+    assert!(counts.read(&keys(&["a"])).is_err());
+    assert!(counts.entries(&keys(&["a"])).is_err());
+    counts.read_ahead(&keys(&["a"]));
+    assert_eq!(
+        statements.get(),
+        before + 1,
+        "no statement after the timeout"
+    );
+}
+
+/// An error that is not a timeout (a constraint, a missing table made on
+/// the spot) leaves the next count free to ask.
+#[test]
+fn an_error_that_is_not_a_timeout_does_not_stop_the_next_count() {
+    let db = HostSqlite::in_memory();
+    db.run(&format!("CREATE VIEW {COUNTS_TABLE} AS SELECT 1 AS x"), &[])
+        .unwrap();
+    let counts = TableCounters::new(&db);
+    assert!(counts.add("a", 1).is_err());
+    db.run(&format!("DROP VIEW {COUNTS_TABLE}"), &[]).unwrap();
+    assert_eq!(counts.add("a", 1), Ok(1));
+}

@@ -18,6 +18,10 @@ pub struct TableCounters<D: Database> {
     db: D,
     /// What was read ahead, until the reads that want it.
     held: Held,
+    /// Why a statement gave up waiting (a lock held, the server slow):
+    /// from then on every count of this instance (a request) fails at
+    /// once, so a request pays one bound for its counts, not one per count.
+    gave_up: std::cell::RefCell<Option<String>>,
 }
 
 impl<D: Database> TableCounters<D> {
@@ -26,22 +30,35 @@ impl<D: Database> TableCounters<D> {
         Self {
             db,
             held: Held::default(),
+            gave_up: std::cell::RefCell::default(),
         }
     }
 
     /// Runs `sql` (with `?` parameters); when the table is missing,
     /// creates it and runs `sql` once more. A creation that loses a race
     /// to another's fails, and the second try finds the table.
+    ///
+    /// A statement that gave up waiting ends the counts of this instance
+    /// ([`Self::gave_up`]); any other error leaves the next count free.
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, String> {
+        if let Some(why) = self.gave_up.borrow().as_ref() {
+            return Err(format!("not asked: an earlier count gave up ({why})"));
+        }
         let dialect = self.db.dialect();
         let sql = dialect.statement(sql);
-        match self.db.run(&sql, params) {
+        let result = match self.db.run(&sql, params) {
             Err(DbError::Missing(_)) => {
                 let _ = self.db.run(&create_table(dialect), &[]);
-                self.db.run(&sql, params).map_err(|e| e.to_string())
+                self.db.run(&sql, params)
             }
-            other => other.map_err(|e| e.to_string()),
-        }
+            other => other,
+        };
+        result.map_err(|e| {
+            if matches!(e, DbError::Locked(_) | DbError::Interrupted(_)) {
+                *self.gave_up.borrow_mut() = Some(e.to_string());
+            }
+            e.to_string()
+        })
     }
 
     /// The rows of `keys` that exist (any order).

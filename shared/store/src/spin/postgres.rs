@@ -31,6 +31,28 @@ impl SpinPostgres {
         let connection = Connection::open(address).map_err(map_error)?;
         Ok(Self { connection })
     }
+
+    /// Opens a connection to `address` whose statements wait for a lock
+    /// and run at most `wait` each: the bounds ride in the connection's
+    /// startup options ([`bounded_address`]), so no statement sets them.
+    pub fn open_bounded(address: &str, wait: Duration) -> Result<Self, DbError> {
+        Self::open(&bounded_address(address, wait))
+    }
+}
+
+/// `address` with `lock_timeout` and `statement_timeout` of `wait` as
+/// startup options (`options=-c …`, which the server applies when the
+/// session begins, and a pool's `RESET ALL` returns to): a session
+/// setting that costs no round trip. An address with `options` of its own
+/// is the operator's, and kept as it is.
+pub fn bounded_address(address: &str, wait: Duration) -> String {
+    if address.contains("options=") {
+        return address.to_owned();
+    }
+    // Zero means "no limit" to PostgreSQL; a spent wait is 1 ms.
+    let ms = duration_ms(wait).max(1);
+    let separator = if address.contains('?') { '&' } else { '?' };
+    format!("{address}{separator}options=-c%20lock_timeout%3D{ms}%20-c%20statement_timeout%3D{ms}")
 }
 
 impl Database for SpinPostgres {
@@ -390,6 +412,21 @@ mod tests {
         assert!(
             at_least_one_row("SELECT 1").starts_with("WITH meridian_s AS MATERIALIZED (SELECT 1)")
         );
+    }
+
+    #[test]
+    fn a_bounded_address_carries_both_bounds_as_startup_options() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            bounded_address("postgres://u:p@db:5432/counts", ms(250)),
+            "postgres://u:p@db:5432/counts?options=-c%20lock_timeout%3D250%20-c%20statement_timeout%3D250"
+        );
+        assert_eq!(
+            bounded_address("postgres://db/counts?sslmode=require", ms(0)),
+            "postgres://db/counts?sslmode=require&options=-c%20lock_timeout%3D1%20-c%20statement_timeout%3D1"
+        );
+        let own = "postgres://db/counts?options=-c%20statement_timeout%3D5s";
+        assert_eq!(bounded_address(own, ms(250)), own);
     }
 
     #[test]
