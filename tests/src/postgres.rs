@@ -107,29 +107,42 @@ impl PgDatabases {
         self.names.iter().any(|(s, _)| *s == "counts")
     }
 
-    /// Every key in the counts' table (none before its first write).
+    /// The databases that may hold counts: the counts' own, then billing's,
+    /// which keeps its failure memory in its own database (docs/storage.md,
+    /// "Counts in PostgreSQL").
+    const COUNTED: [&'static str; 2] = ["counts", "billing"];
+
+    /// Every key in the counts' tables (none before a first write).
     pub fn count_keys(&self) -> Vec<String> {
-        self.psql(
-            "counts",
-            &format!("{COUNTS_TABLE_DDL}; SELECT name FROM meridian_counts"),
-        )
-        .lines()
-        .map(str::to_owned)
-        .collect()
+        Self::COUNTED
+            .iter()
+            .flat_map(|database| {
+                self.psql(
+                    database,
+                    &format!("{COUNTS_TABLE_DDL}; SELECT name FROM meridian_counts"),
+                )
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
-    /// The value under `key` in the counts' table: an entry's bytes, or a
+    /// The value under `key` in the counts' tables: an entry's bytes, or a
     /// count as a key-value store keeps an increment (8 little-endian
     /// bytes).
     pub fn count_value(&self, key: &str) -> Option<Vec<u8>> {
         let key = key.replace('\'', "''");
-        let out = self.psql(
-            "counts",
-            &format!(
-                "{COUNTS_TABLE_DDL}; SELECT coalesce(encode(bytes, 'hex'), '') || '|' || number \
-                 FROM meridian_counts WHERE name = '{key}'"
-            ),
-        );
+        let out = Self::COUNTED.iter().find_map(|database| {
+            let out = self.psql(
+                database,
+                &format!(
+                    "{COUNTS_TABLE_DDL}; SELECT coalesce(encode(bytes, 'hex'), '') || '|' || number \
+                     FROM meridian_counts WHERE name = '{key}'"
+                ),
+            );
+            (!out.trim().is_empty()).then_some(out)
+        })?;
         let (hex, number) = out.trim().split_once('|')?;
         if hex.is_empty() {
             return Some(number.parse::<i64>().ok()?.to_le_bytes().to_vec());

@@ -82,7 +82,7 @@ meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move 
     use meridian_spin::{vars, Spin};
     let app = crate::app::Billing {
         store,
-        upstream: Spin::upstream(),
+        upstream: Spin::service_upstream(),
         community_url: vars::service_url(
             crate::app::COMMUNITY,
             "community_url",

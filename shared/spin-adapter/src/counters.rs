@@ -39,6 +39,11 @@ const TABLE_WAIT: Duration = Duration::from_millis(250);
 #[derive(Default)]
 pub struct SpinCounters {
     store: OnceCell<Store>,
+    /// Counts no other component reads (a service's failure memory):
+    /// where counts are in PostgreSQL and the service's own database is
+    /// too, they are kept in that database, on the connection its store
+    /// holds.
+    own: bool,
 }
 
 enum Store {
@@ -51,6 +56,15 @@ enum Store {
 }
 
 impl SpinCounters {
+    /// Counts only this component reads: a request's failure memory then
+    /// costs no checkout of a database of its own.
+    pub fn own() -> Self {
+        Self {
+            own: true,
+            ..Self::default()
+        }
+    }
+
     fn store(&self) -> &Store {
         self.store
             .get_or_init(|| match crate::vars::get("counts_address") {
@@ -60,11 +74,24 @@ impl SpinCounters {
                     "counts_address is set, and this build has no PostgreSQL".into(),
                 ),
                 #[cfg(not(feature = "without-postgres"))]
-                Some(address) => Store::Table(
-                    SpinPostgres::open_bounded(&address, TABLE_WAIT)
+                Some(address) => {
+                    // Only a service's own counts ask (a component
+                    // without the variable would pay a host call for it).
+                    let own = self
+                        .own
+                        .then(|| crate::vars::get("postgres_address"))
+                        .flatten();
+                    Store::Table(
+                        match own {
+                            // The store's connection, with its bounds (the
+                            // role's ceilings, docs/storage.md "Bounds").
+                            Some(own) => SpinPostgres::open(&own),
+                            None => SpinPostgres::open_bounded(&address, TABLE_WAIT),
+                        }
                         .map(TableCounters::new)
                         .map_err(|e| format!("opening the counts' database: {e}")),
-                ),
+                    )
+                }
             })
     }
 

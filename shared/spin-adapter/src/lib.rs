@@ -33,6 +33,16 @@ impl Calls for Spin {
 }
 
 impl Spin {
+    /// The upstream caller of a service with a database of its own, whose
+    /// counts are its failure memory alone: kept in that database when
+    /// counts are in PostgreSQL ([`counters::SpinCounters::own`]).
+    pub fn service_upstream() -> Upstream<Spin> {
+        Upstream {
+            counters: counters::SpinCounters::own(),
+            ..Self::upstream()
+        }
+    }
+
     /// The upstream caller, proving itself with the `internal_token` variable.
     pub fn upstream() -> Upstream<Spin> {
         Upstream {

@@ -12,6 +12,8 @@
 //! one extra scan of the rows already found, and goes when the host is
 //! fixed.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,13 +24,34 @@ use spin_sdk::pg4::{Connection, DbValue, ParameterValue, PgError as Error, Query
 /// A connection to the PostgreSQL server at an address
 /// (`postgres://user:password@host:port/database`).
 pub struct SpinPostgres {
-    connection: Connection,
+    connection: Rc<Connection>,
+}
+
+thread_local! {
+    /// The connections this instance has checked out, by address: an
+    /// instance serves one request, and whatever of it opens an address
+    /// again (a service's failure memory beside its store) shares the
+    /// connection instead of checking out another.
+    static OPEN: RefCell<Vec<(String, Rc<Connection>)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl SpinPostgres {
-    /// Opens a connection to `address` (taken from Spin's pool).
+    /// A connection to `address`: the one this instance holds already, or
+    /// one taken from Spin's pool. Statements on a shared connection share
+    /// its session — a transaction among them — so nothing may open one
+    /// that another user of the address could run into: the store's
+    /// transactions are synchronous, and no call to another service (nor
+    /// its failure memory's counts) happens inside one.
     pub fn open(address: &str) -> Result<Self, DbError> {
-        let connection = Connection::open(address).map_err(map_error)?;
+        if let Some(connection) = OPEN.with_borrow(|open| {
+            open.iter()
+                .find(|(a, _)| a == address)
+                .map(|(_, c)| c.clone())
+        }) {
+            return Ok(Self { connection });
+        }
+        let connection = Rc::new(Connection::open(address).map_err(map_error)?);
+        OPEN.with_borrow_mut(|open| open.push((address.to_owned(), connection.clone())));
         Ok(Self { connection })
     }
 
