@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib/postgres.sh
 . scripts/lib/postgres.sh
-cargo build --target wasm32-wasip2 --release -p gateway -p identity -p community -p billing >/dev/null
+cargo build --target wasm32-wasip2 --release -p gateway -p identity -p community -p billing -p floor >/dev/null
 start_postgres
 trap stop_postgres EXIT
 MERIDIAN_DB=postgres cargo run -q -p meridian-tools --bin distance -- "$@"

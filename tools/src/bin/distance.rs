@@ -5,7 +5,10 @@
 //! round trips to the server counted (as its answer arrives, and in all:
 //! the event's delivery after the answer included, once they settle);
 //! then keyed `POST`s for a few seconds from one writer, and from 16
-//! writers on 16 tenants at once: writes a second.
+//! writers on 16 tenants at once: writes a second. Beside them the
+//! PostgreSQL floor's read (bench/floor: a token read, then a page, each a
+//! checkout and a statement) on the same proxy: what a round trip costs a
+//! Spin app beyond the proxy's own, Meridian or not.
 //!
 //! Run: `scripts/distance.sh [RTT_MS ...]` (a throw-away PostgreSQL, as
 //! `scripts/postgres.sh` starts it; default 0 2 10), which sets
@@ -52,7 +55,7 @@ fn main() -> Result<()> {
         .rsplit_once('@')
         .context("postgres://user:password@host:port")?;
     println!(
-        "{:>6} {:>9}  {:>10} {:>8}  {:>14} {:>12}  {:>12} {:>14}",
+        "{:>6} {:>9}  {:>10} {:>8}  {:>14} {:>12}  {:>12} {:>14}  {:>10} {:>8}",
         "RTT",
         "measured",
         "GET p50",
@@ -60,10 +63,12 @@ fn main() -> Result<()> {
         "keyed POST p50",
         "its RTs",
         "1 writer/s",
-        "16 writers/s"
+        "16 writers/s",
+        "floor p50",
+        "its RTs"
     );
-    // The zero-distance p50s of GET and keyed POST, once measured.
-    let mut near: Option<(f64, f64)> = None;
+    // The zero-distance figures, once measured.
+    let mut near: Option<Near> = None;
     for rtt in rtts {
         let proxy = Distance::start(host, Duration::from_millis(rtt));
         let measured = round_trip(Duration::from_millis(rtt))?;
@@ -100,6 +105,19 @@ fn main() -> Result<()> {
                 }))
                 .status
         })?;
+        let floor = SpinApp::start_floor_on(&PgDatabases::create(&format!(
+            "{credentials}@{}",
+            proxy.addr()
+        )));
+        let floor_read = || {
+            let auth = [("authorization", "Bearer floor-token")];
+            floor.client().send("GET", "/pg/residents", &auth, None).status
+        };
+        for _ in 0..3 {
+            floor_read();
+        }
+        let floor_get = measure(&proxy, "the floor's GET", floor_read)?;
+        drop(floor);
         let tenants: Vec<Tenant> = (0..WRITERS)
             .map(|i| app.tenant(&format!("writer{i}")))
             .collect();
@@ -107,32 +125,67 @@ fn main() -> Result<()> {
         let one = writes_per_second(&tenants[..1], &residents[..1], &format!("one-{rtt}"));
         let many = writes_per_second(&tenants, &residents, &format!("many-{rtt}"));
         println!(
-            "{:>4}ms {:>7.2}ms  {:>8.1}ms {:>8}  {:>12.1}ms {:>5} ({:>2} in all)  {:>10.1} {:>14.1}",
+            "{:>4}ms {:>7.2}ms  {:>8.1}ms {:>8}  {:>12.1}ms {:>5} ({:>2} in all)  {:>10.1} {:>14.1}  {:>8.1}ms {:>8}",
             rtt,
-            measured.as_secs_f64() * 1e3,
-            get.p50.as_secs_f64() * 1e3,
+            ms(measured),
+            ms(get.p50),
             get.in_all,
-            post.p50.as_secs_f64() * 1e3,
+            ms(post.p50),
             post.answered,
             post.in_all,
             one,
-            many
+            many,
+            ms(floor_get.p50),
+            floor_get.in_all
         );
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let (get_ms, post_ms, rtt_ms) = (ms(get.p50), ms(post.p50), ms(measured));
-        match near {
-            None if rtt == 0 => near = Some((get_ms, post_ms)),
-            Some((get0, post0)) if rtt > 0 => println!(
-                "        targets at {rtt} ms: GET p50 is the near p50 + {:.1} RTT (≤ 3), \
-                 keyed POST + {:.1} RTT (≤ 8); 16 writers {:.1}× one (≥ 8)",
-                (get_ms - get0) / rtt_ms,
-                (post_ms - post0) / rtt_ms,
-                many / one
-            ),
+        let here = Near {
+            rtt: ms(measured),
+            get: ms(get.p50),
+            post: ms(post.p50),
+            floor: ms(floor_get.p50),
+        };
+        match &near {
+            None if rtt == 0 => near = Some(here),
+            Some(near) if rtt > 0 => {
+                let rtt_ms = here.rtt;
+                println!(
+                    "        targets at {rtt} ms: GET p50 is the near p50 + {:.1} RTT (≤ 3), \
+                     keyed POST + {:.1} RTT (≤ 8); 16 writers {:.1}× one (≥ 8)",
+                    (here.get - near.get) / rtt_ms,
+                    (here.post - near.post) / rtt_ms,
+                    many / one
+                );
+                // Beyond the proxy's round trip (as a client on loopback
+                // meets it), what each waited round trip cost.
+                let beyond = |far: f64, near_ms: f64, trips: usize| {
+                    let trips = trips.max(1) as f64;
+                    (far - near_ms) / trips - (here.rtt - near.rtt)
+                };
+                println!(
+                    "        a round trip beyond the proxy's: GET {:.2} ms, keyed POST {:.2} ms, \
+                     the floor's GET {:.2} ms",
+                    beyond(here.get, near.get, get.in_all),
+                    beyond(here.post, near.post, post.answered),
+                    beyond(here.floor, near.floor, floor_get.in_all)
+                );
+            }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// Milliseconds, as a float.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The p50s (and the proxy's measured round trip) at zero distance.
+struct Near {
+    rtt: f64,
+    get: f64,
+    post: f64,
+    floor: f64,
 }
 
 /// The round trip the proxy puts in front of the server as a client on
