@@ -460,3 +460,60 @@ fn the_writes_of_a_request_that_trapped_mid_transaction_reach_no_other_requests_
         .json(&json!({"name": "Ada Lovelace"}));
     assert_eq!(again.status, 200, "{}", again.body);
 }
+
+/// What a request writes without a transaction of its own (a keyed
+/// create: the claim, then one statement) on a connection a trapped
+/// instance left in its transaction must not join that transaction: it
+/// would be answered `201` and then rolled back with the trapped write,
+/// by the next `BEGIN` on the connection or by the idle-in-transaction
+/// ceiling. Community built with `trap-points` traps mid-transaction;
+/// keyed creates follow on the pool's connections, then patches (each a
+/// transaction), then the ceiling passes: every create answered `201` is
+/// there, and the trapped name is nowhere.
+#[test]
+#[ignore = "needs community_trap_points.wasm and the PostgreSQL server: scripts/postgres.sh runs it"]
+fn a_write_on_the_connection_of_a_trapped_transaction_is_not_lost_with_it() {
+    let app = on_postgres_with(
+        SpinOptions::default().replace_component("community", "community_trap_points"),
+    );
+    let acme = app.tenant("acme");
+    let (ada, bob) = (acme.resident("Ada"), acme.resident("Bob"));
+    app.expect_a_trap();
+    let trapped = acme
+        .patch(&format!("/residents/{ada}"))
+        .json(&json!({"name": "trap: mid-transaction"}));
+    assert!(trapped.status >= 500, "the trap: {}", trapped.body);
+    let mut created = 0;
+    for n in 0..12 {
+        let r = acme
+            .post("/residents")
+            .key(&format!("after-the-trap-{n}"))
+            .json(&json!({"name": format!("Created {n}"), "unit": "1A"}));
+        assert_eq!(r.status, 201, "create {n}: {}", r.body);
+        created += 1;
+    }
+    for n in 0..12 {
+        let r = acme
+            .patch(&format!("/residents/{bob}"))
+            .json(&json!({"name": format!("Bob {n}")}));
+        assert_eq!(r.status, 200, "patch {n}: {}", r.body);
+    }
+    // Past the role's idle-in-transaction ceiling (5 s): a transaction
+    // still open by then is rolled back.
+    std::thread::sleep(Duration::from_millis(5_500));
+    let pg = app.postgres().expect("postgres");
+    let there = pg.psql(
+        "community",
+        "SELECT count(*) FROM residents WHERE name LIKE 'Created %'",
+    );
+    assert_eq!(
+        there.trim(),
+        created.to_string(),
+        "creates answered 201 and then lost"
+    );
+    let trapped_rows = pg.psql(
+        "community",
+        "SELECT count(*) FROM residents WHERE name = 'trap: mid-transaction'",
+    );
+    assert_eq!(trapped_rows.trim(), "0", "the trapped write was committed");
+}

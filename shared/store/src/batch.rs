@@ -10,7 +10,7 @@
 //! of a batch are independent: on PostgreSQL each sees the database as it
 //! was before the statement, not the batch's other writes.
 
-use crate::db::{Database, DbError, Dialect, Store, Value};
+use crate::db::{Database, DbError, Dialect, Store, Value, NOT_INHERITED};
 use meridian_deadline::time::Clock;
 use meridian_deadline::HopBudget;
 
@@ -140,8 +140,9 @@ impl<D: Database, C: Clock> Store<D, C> {
             [one] => one.clone(),
             many => format!("COALESCE({})", many.join(", ")),
         };
+        // A statement of its own: refused inside another's transaction.
         let sql = format!(
-            "WITH {} SELECT {}({refused}) AS refused",
+            "WITH {} SELECT {}({refused}) AS refused WHERE {NOT_INHERITED}",
             queries.join(", "),
             self.table(REFUSE)
         );
@@ -206,10 +207,10 @@ mod tests {
         assert_eq!(sent.len(), 1, "one statement: {sent:?}");
         assert_eq!(
             sent[0].0,
-            "WITH meridian_w0 AS (INSERT INTO a (x, y) VALUES ($1, $2)), \
+            format!("WITH meridian_w0 AS (INSERT INTO a (x, y) VALUES ($1, $2)), \
              meridian_w1 AS (UPDATE b SET z = $3 WHERE k = $4 RETURNING 1 AS changed), \
              meridian_w2 AS (DELETE FROM c WHERE k = $5) \
-             SELECT meridian_refuse(CASE WHEN NOT EXISTS (SELECT 1 FROM meridian_w1) THEN 1 END) AS refused"
+             SELECT meridian_refuse(CASE WHEN NOT EXISTS (SELECT 1 FROM meridian_w1) THEN 1 END) AS refused WHERE {NOT_INHERITED}")
         );
         let params: Vec<Value> = (1..=5).map(Value::Integer).collect();
         assert_eq!(sent[0].1, params);

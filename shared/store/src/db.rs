@@ -76,10 +76,28 @@ impl<D: Database + ?Sized> Database for &D {
     }
 }
 
-/// How a transaction begins on PostgreSQL: `NOT DEFERRABLE`, which PostgreSQL
+/// How a transaction begins on PostgreSQL: `DEFERRABLE`, which PostgreSQL
 /// refuses inside a transaction a trapped request left on a pooled
-/// connection (docs/storage.md, "No request inherits another's transaction").
-pub const BEGIN_POSTGRES: &str = "BEGIN NOT DEFERRABLE";
+/// connection, and which marks every transaction the store begins (it
+/// changes nothing else: it matters only to a serializable read-only
+/// transaction). docs/storage.md, "No request inherits another's
+/// transaction".
+pub const BEGIN_POSTGRES: &str = "BEGIN DEFERRABLE";
+
+/// What a statement made outside the store's transactions carries on
+/// PostgreSQL: a condition that is true, or — inside a transaction the
+/// store began ([`BEGIN_POSTGRES`]'s mark), which on a statement of its own
+/// can only be one a trapped request left on the pooled connection — an
+/// error whose message names [`INHERITED_MARKER`]: the statement does
+/// nothing, and the connection's adapter rolls that transaction back and
+/// runs it again. (The error is a cast: a condition cannot raise on its
+/// own, and the text is not a constant, so the planner never folds it.)
+pub const NOT_INHERITED: &str = "(CASE WHEN current_setting('transaction_deferrable') = 'on' \
+     THEN CAST('meridian_inherited: a statement of its own inside another request''s \
+     transaction at ' || statement_timestamp() AS boolean) ELSE true END)";
+
+/// The words of the error [`NOT_INHERITED`] raises.
+pub const INHERITED_MARKER: &str = "meridian_inherited";
 
 /// How much earlier than needed a lock wait is set to end, so that one
 /// setting stays valid for this long of later statements. Without it the
@@ -396,8 +414,8 @@ impl<D: Database, C: Clock> Store<D, C> {
     /// other, and each rule a write keeps holds by the server's own means
     /// (docs/storage.md, "Rules without a service lock").
     ///
-    /// On PostgreSQL the transaction begins `NOT DEFERRABLE` (the default,
-    /// so it changes nothing) because that form refuses to run inside a
+    /// On PostgreSQL the transaction begins `DEFERRABLE` ([`BEGIN_POSTGRES`],
+    /// which changes nothing else) because that form refuses to run inside a
     /// transaction that has already run a query: a pooled connection
     /// still in the transaction of a request that trapped (Spin's pool
     /// cleans a connection without a `ROLLBACK`). That transaction is then

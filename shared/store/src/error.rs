@@ -39,8 +39,10 @@ pub enum DbError {
     /// A PostgreSQL connection came with a transaction already open: a
     /// request whose instance trapped mid-transaction left it, and Spin's
     /// pool cleans a connection at checkout without rolling it back
-    /// (`BEGIN NOT DEFERRABLE` refuses to run inside it: SQLSTATE 25001).
-    /// The store rolls it back and begins again ([`crate::db::Store`]).
+    /// (`BEGIN DEFERRABLE` refuses to run inside it: SQLSTATE 25001; a
+    /// statement of its own fails its [`crate::db::NOT_INHERITED`]). The
+    /// store rolls it back and begins again ([`crate::db::Store`]), or the
+    /// adapter rolls it back and runs the statement again.
     #[error("inherited transaction: {0}")]
     Inherited(String),
     /// A batch's write that had to change a row changed none (the number

@@ -111,7 +111,10 @@ fn main() -> Result<()> {
         )));
         let floor_read = || {
             let auth = [("authorization", "Bearer floor-token")];
-            floor.client().send("GET", "/pg/residents", &auth, None).status
+            floor
+                .client()
+                .send("GET", "/pg/residents", &auth, None)
+                .status
         };
         for _ in 0..3 {
             floor_read();

@@ -12,19 +12,30 @@
 //! one extra scan of the rows already found, and goes when the host is
 //! fixed.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::db::{Database, DbError, Dialect, Row, StorageFault, Value};
+use crate::db::{
+    Database, DbError, Dialect, Row, StorageFault, Value, INHERITED_MARKER, NOT_INHERITED,
+};
 use meridian_deadline::time::duration_ms;
+use meridian_log::journal;
 use spin_sdk::pg4::{Connection, DbValue, ParameterValue, PgError as Error, QueryError};
 
 /// A connection to the PostgreSQL server at an address
 /// (`postgres://user:password@host:port/database`).
 pub struct SpinPostgres {
-    connection: Rc<Connection>,
+    session: Rc<Session>,
+}
+
+/// One checked-out connection, and whether a transaction the store began
+/// on it is open (its statements then run as they are; outside one each
+/// carries [`NOT_INHERITED`]).
+struct Session {
+    connection: Connection,
+    in_transaction: Cell<bool>,
 }
 
 thread_local! {
@@ -32,7 +43,7 @@ thread_local! {
     /// instance serves one request, and whatever of it opens an address
     /// again (a service's failure memory beside its store) shares the
     /// connection instead of checking out another.
-    static OPEN: RefCell<Vec<(String, Rc<Connection>)>> = const { RefCell::new(Vec::new()) };
+    static OPEN: RefCell<Vec<(String, Rc<Session>)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl SpinPostgres {
@@ -43,16 +54,41 @@ impl SpinPostgres {
     /// transactions are synchronous, and no call to another service (nor
     /// its failure memory's counts) happens inside one.
     pub fn open(address: &str) -> Result<Self, DbError> {
-        if let Some(connection) = OPEN.with_borrow(|open| {
+        if let Some(session) = OPEN.with_borrow(|open| {
             open.iter()
                 .find(|(a, _)| a == address)
-                .map(|(_, c)| c.clone())
+                .map(|(_, s)| s.clone())
         }) {
-            return Ok(Self { connection });
+            return Ok(Self { session });
         }
-        let connection = Rc::new(Connection::open(address).map_err(map_error)?);
-        OPEN.with_borrow_mut(|open| open.push((address.to_owned(), connection.clone())));
-        Ok(Self { connection })
+        let session = Rc::new(Session {
+            connection: Connection::open(address).map_err(map_error)?,
+            in_transaction: Cell::new(false),
+        });
+        OPEN.with_borrow_mut(|open| open.push((address.to_owned(), session.clone())));
+        Ok(Self { session })
+    }
+
+    /// Runs `attempt` outside a transaction of the store's: when its
+    /// statement found itself inside another's ([`NOT_INHERITED`]), that
+    /// transaction — a trapped request's, left on the pooled connection —
+    /// is rolled back, trapped writes and all, and the statement run again,
+    /// so nothing of this request joins it (and is lost when it ends).
+    fn on_its_own<T>(&self, attempt: impl Fn() -> Result<T, DbError>) -> Result<T, DbError> {
+        match attempt() {
+            Err(DbError::Inherited(cause)) => {
+                journal::event(journal::Event::Failure {
+                    what: "a pooled connection in another request's transaction",
+                    cause: format!("{cause}: rolled back"),
+                });
+                self.session
+                    .connection
+                    .execute("ROLLBACK", &[])
+                    .map_err(map_error)?;
+                attempt()
+            }
+            other => other,
+        }
     }
 
     /// Opens a connection to `address` whose statements wait for a lock
@@ -81,23 +117,51 @@ pub fn bounded_address(address: &str, wait: Duration) -> String {
 impl Database for SpinPostgres {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         let params: Vec<ParameterValue> = params.iter().map(to_pg).collect();
-        if !returns_rows(sql) {
-            self.connection.execute(sql, &params).map_err(map_error)?;
-            return Ok(Vec::new());
+        let (connection, open) = (&self.session.connection, &self.session.in_transaction);
+        let execute = |sql: &str| connection.execute(sql, &params).map_err(map_error);
+        let rows = |sql: &str| {
+            let result = connection.query(sql, &params).map_err(map_error)?;
+            let names = result.columns.into_iter().map(|c| c.name).collect();
+            unpadded(names, result.rows)
+        };
+        match Kind::of(sql) {
+            Kind::Begin => {
+                execute(sql)?;
+                open.set(true);
+                Ok(Vec::new())
+            }
+            Kind::End => {
+                // Ended whatever its outcome: a failed COMMIT rolls back.
+                open.set(false);
+                execute(sql).map(|_| Vec::new())
+            }
+            Kind::Rows if open.get() => rows(&at_least_one_row(sql, false)),
+            Kind::Rows => self.on_its_own(|| rows(&at_least_one_row(sql, true))),
+            Kind::Write if !open.get() => self
+                .on_its_own(|| rows(&guarded_write(sql)))
+                .map(|_| Vec::new()),
+            Kind::Write | Kind::Other => execute(sql).map(|_| Vec::new()),
         }
-        let result = self
-            .connection
-            .query(&at_least_one_row(sql), &params)
-            .map_err(map_error)?;
-        let names = result.columns.into_iter().map(|c| c.name).collect();
-        unpadded(names, result.rows)
     }
 
+    /// A batch (meridian_store::batch) is a statement of its own, never
+    /// part of a transaction: its text carries [`NOT_INHERITED`] itself.
     fn run_one_row(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        if self.session.in_transaction.get() {
+            return Err(DbError::Decode(
+                "a one-statement batch runs on its own, not inside a transaction".into(),
+            ));
+        }
         let params: Vec<ParameterValue> = params.iter().map(to_pg).collect();
-        let result = self.connection.query(sql, &params).map_err(map_error)?;
-        let names = result.columns.into_iter().map(|c| c.name).collect();
-        decoded(names, result.rows, 0)
+        self.on_its_own(|| {
+            let result = self
+                .session
+                .connection
+                .query(sql, &params)
+                .map_err(map_error)?;
+            let names = result.columns.into_iter().map(|c| c.name).collect();
+            decoded(names, result.rows, 0)
+        })
     }
 
     fn dialect(&self) -> Dialect {
@@ -120,31 +184,68 @@ impl Database for SpinPostgres {
     }
 }
 
-/// Whether `sql` returns rows: a `SELECT` or `WITH` query, or a write
-/// with `RETURNING` (a function's body may say `RETURNING` too: its
-/// `CREATE` returns nothing).
-fn returns_rows(sql: &str) -> bool {
-    let mut words = sql
-        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .filter(|w| !w.is_empty());
-    let first = words.next().unwrap_or_default();
-    let is = |word: &str| first.eq_ignore_ascii_case(word);
-    is("SELECT")
-        || is("WITH")
-        || ((is("INSERT") || is("UPDATE") || is("DELETE"))
-            && words.any(|w| w.eq_ignore_ascii_case("RETURNING")))
+/// What a statement is, to the connection's session.
+#[derive(Debug, PartialEq, Eq)]
+enum Kind {
+    /// `BEGIN`/`START`: a transaction of the store's opens.
+    Begin,
+    /// `COMMIT`/`ROLLBACK`/`END`/`ABORT`: it ends.
+    End,
+    /// A `SELECT` or `WITH` query, or a write with `RETURNING` (a
+    /// function's body may say `RETURNING` too: its `CREATE` is `Other`).
+    Rows,
+    /// An `INSERT`, `UPDATE` or `DELETE` that returns nothing.
+    Write,
+    /// Anything else (`CREATE`, `ALTER`, `SET`, …): run as it is.
+    Other,
+}
+
+impl Kind {
+    fn of(sql: &str) -> Self {
+        let mut words = sql
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .filter(|w| !w.is_empty());
+        let first = words.next().unwrap_or_default();
+        let is = |word: &str| first.eq_ignore_ascii_case(word);
+        if is("BEGIN") || is("START") {
+            Self::Begin
+        } else if is("COMMIT") || is("ROLLBACK") || is("END") || is("ABORT") {
+            Self::End
+        } else if is("SELECT") || is("WITH") {
+            Self::Rows
+        } else if is("INSERT") || is("UPDATE") || is("DELETE") {
+            match words.any(|w| w.eq_ignore_ascii_case("RETURNING")) {
+                true => Self::Rows,
+                false => Self::Write,
+            }
+        } else {
+            Self::Other
+        }
+    }
 }
 
 /// `sql` as a query that returns its rows, in order, each after two
 /// columns of its own (`meridian_row`, true; `meridian_n`, its place) —
-/// or, when it matches none, one row of nulls.
-fn at_least_one_row(sql: &str) -> String {
+/// or, when it matches none, one row of nulls. `guarded`: refused, by
+/// [`NOT_INHERITED`], inside a transaction the store did not begin here.
+fn at_least_one_row(sql: &str, guarded: bool) -> String {
+    let guard = match guarded {
+        true => format!(" WHERE {NOT_INHERITED}"),
+        false => String::new(),
+    };
     format!(
         "WITH meridian_s AS MATERIALIZED ({sql}) \
          SELECT q.* FROM (VALUES (0)) AS meridian_one (x) LEFT JOIN \
          (SELECT true AS meridian_row, row_number() OVER () AS meridian_n, meridian_s.* \
-          FROM meridian_s) AS q ON true ORDER BY q.meridian_n"
+          FROM meridian_s) AS q ON true{guard} ORDER BY q.meridian_n"
     )
+}
+
+/// A write that returns nothing, as a query of one row (a padding row for
+/// [`unpadded`] to drop) that [`NOT_INHERITED`] refuses inside another's
+/// transaction.
+fn guarded_write(sql: &str) -> String {
+    format!("WITH meridian_w AS ({sql}) SELECT NULL AS meridian_row WHERE {NOT_INHERITED}")
 }
 
 /// The rows of an [`at_least_one_row`] query as the statement returned
@@ -210,7 +311,14 @@ fn from_pg(v: DbValue) -> Result<Value, DbError> {
 
 /// PostgreSQL's SQLSTATE classes and codes, as the store acts on them.
 fn map_error(e: Error) -> DbError {
+    let inherited = |message: &str| message.contains(INHERITED_MARKER);
     match e {
+        Error::QueryFailed(QueryError::DbError(db)) if inherited(&db.message) => {
+            DbError::Inherited(db.message)
+        }
+        Error::QueryFailed(QueryError::Text(message)) if inherited(&message) => {
+            DbError::Inherited(message)
+        }
         Error::QueryFailed(QueryError::DbError(db)) => {
             by_state(&db.code, format!("{} ({})", db.message, db.code))
         }
@@ -314,7 +422,7 @@ fn by_state(code: &str, message: String) -> DbError {
             Some(write) => DbError::Refused(write),
             None => DbError::Sqlite(message),
         },
-        // `BEGIN NOT DEFERRABLE` inside a transaction that has run a
+        // `BEGIN DEFERRABLE` inside a transaction that has run a
         // query: one a trapped request left on the pooled connection.
         "25001" => DbError::Inherited(message),
         // A read-only transaction or a hot standby: no writes now.
@@ -372,7 +480,7 @@ mod tests {
     }
 
     #[test]
-    fn statements_that_return_rows_are_told_from_those_that_do_not() {
+    fn statements_are_told_apart_by_what_they_do_to_the_session() {
         for rows in [
             "SELECT 1",
             "  select x FROM t",
@@ -380,18 +488,51 @@ mod tests {
             "INSERT INTO t (a) VALUES ($1) ON CONFLICT (a) DO NOTHING RETURNING a",
             "UPDATE t SET a = 1\n RETURNING a",
         ] {
-            assert!(returns_rows(rows), "{rows}");
+            assert_eq!(Kind::of(rows), Kind::Rows, "{rows}");
         }
-        for none in [
-            "BEGIN",
-            "COMMIT",
-            "CREATE TABLE t (returning_at TEXT)",
-            "CREATE FUNCTION f() RETURNS trigger AS $$ BEGIN UPDATE s SET n = n + 1 RETURNING n INTO NEW.seq; RETURN NEW; END $$ LANGUAGE plpgsql",
+        for write in [
             "INSERT INTO t (a) VALUES ($1)",
             "DELETE FROM t WHERE a IN (SELECT a FROM t LIMIT 50)",
+            "update t set a = 2",
         ] {
-            assert!(!returns_rows(none), "{none}");
+            assert_eq!(Kind::of(write), Kind::Write, "{write}");
         }
+        assert_eq!(Kind::of(crate::db::BEGIN_POSTGRES), Kind::Begin);
+        for end in ["COMMIT", "ROLLBACK", "rollback"] {
+            assert_eq!(Kind::of(end), Kind::End, "{end}");
+        }
+        for other in [
+            "CREATE TABLE t (returning_at TEXT)",
+            "CREATE FUNCTION f() RETURNS trigger AS $$ BEGIN UPDATE s SET n = n + 1 RETURNING n INTO NEW.seq; RETURN NEW; END $$ LANGUAGE plpgsql",
+            "ALTER ROLE CURRENT_USER SET lock_timeout = '2s'",
+        ] {
+            assert_eq!(Kind::of(other), Kind::Other, "{other}");
+        }
+    }
+
+    /// Outside the store's transactions a statement carries the guard
+    /// (a read in its padded query's condition, a write as a query of one
+    /// row around it); inside one it runs as it is.
+    #[test]
+    fn a_statement_of_its_own_carries_the_guard_and_one_in_a_transaction_does_not() {
+        let read = at_least_one_row("SELECT 1", true);
+        assert!(read.contains(&format!("ON true WHERE {NOT_INHERITED} ORDER BY")));
+        assert!(!at_least_one_row("SELECT 1", false).contains(NOT_INHERITED));
+        assert_eq!(
+            guarded_write("DELETE FROM t"),
+            format!("WITH meridian_w AS (DELETE FROM t) SELECT NULL AS meridian_row WHERE {NOT_INHERITED}")
+        );
+        assert!(
+            unpadded(vec!["meridian_row".into()], vec![vec![DbValue::DbNull]])
+                .unwrap()
+                .is_empty()
+        );
+        assert!(matches!(
+            map_error(Error::QueryFailed(QueryError::Text(format!(
+                "invalid input syntax for type boolean: \"{INHERITED_MARKER}: …\""
+            )))),
+            DbError::Inherited(_)
+        ));
     }
 
     #[test]
@@ -432,9 +573,8 @@ mod tests {
         assert_eq!(two[0].text("id").unwrap(), "a");
         assert_eq!(two[0].integer("seq").unwrap(), 7);
         assert_eq!(two[1].text("id").unwrap(), "b");
-        assert!(
-            at_least_one_row("SELECT 1").starts_with("WITH meridian_s AS MATERIALIZED (SELECT 1)")
-        );
+        assert!(at_least_one_row("SELECT 1", false)
+            .starts_with("WITH meridian_s AS MATERIALIZED (SELECT 1)"));
     }
 
     #[test]
