@@ -26,9 +26,10 @@
 //!   ratio measures
 //!   Meridian's overhead (budget, retries, validation, logs), not its
 //!   features.
-//! - **PostgreSQL** (`GET /pg/residents`, after `POST /pg/setup`): the
-//!   SQLite read's hops and statements through Spin's `pg4`, `mid` and
-//!   `back` each on the database its `pg_address` variable names (`pg.rs`).
+//! - **PostgreSQL** (`GET /pg/residents` and a keyed `POST /pg/invoices`,
+//!   after `POST /pg/setup`): the SQLite read's hops and statements through
+//!   Spin's `pg4`, `mid` and `back` (and `side`, the write's community)
+//!   each on the database its `pg_address` variable names (`pg.rs`).
 //!
 //! Nothing else: no budget, no validation beyond what the SQL needs, no
 //! logs. `POST /setup` creates and fills the tables.
@@ -82,6 +83,22 @@ async fn handle(req: Request) -> Response {
             let url = format!("http://back.spin.internal/back/pg/residents?tenant={tenant}");
             call(Method::Get, &url, None, Vec::new()).await
         }
+        (Method::Post, "/pg/invoices") => {
+            let token = bearer(&req);
+            let resolved = call(Method::Get, "http://mid.spin.internal/mid/pg/resolve", Some(&token), Vec::new()).await;
+            if resolved.status() != &200 {
+                return resolved;
+            }
+            let tenant = String::from_utf8_lossy(resolved.body()).into_owned();
+            let key = req
+                .header("idempotency-key")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default();
+            let url = format!("http://back.spin.internal/back/pg/invoices?tenant={tenant}&key={key}");
+            call(Method::Post, &url, None, req.body().to_vec()).await
+        }
+        (Method::Post, "/back/pg/invoices") => pg::invoice(&req).await,
+        (Method::Get, "/side/pg/resident") => pg::resident(&req),
         (Method::Post, "/mid/pg/setup") => pg::mid_setup(),
         (Method::Get, "/mid/pg/resolve") => pg::resolve(&req),
         (Method::Post, "/back/pg/setup") => pg::back_setup(),

@@ -55,7 +55,7 @@ fn main() -> Result<()> {
         .rsplit_once('@')
         .context("postgres://user:password@host:port")?;
     println!(
-        "{:>6} {:>9}  {:>10} {:>8}  {:>14} {:>12}  {:>12} {:>14}  {:>10} {:>8}",
+        "{:>6} {:>9}  {:>10} {:>8}  {:>14} {:>12}  {:>12} {:>14}  {:>10} {:>8}  {:>11} {:>8}",
         "RTT",
         "measured",
         "GET p50",
@@ -64,7 +64,9 @@ fn main() -> Result<()> {
         "its RTs",
         "1 writer/s",
         "16 writers/s",
-        "floor p50",
+        "floor GET",
+        "its RTs",
+        "floor POST",
         "its RTs"
     );
     // The zero-distance figures, once measured.
@@ -120,6 +122,26 @@ fn main() -> Result<()> {
             floor_read();
         }
         let floor_get = measure(&proxy, "the floor's GET", floor_read)?;
+        let mut k = 0;
+        let mut floor_write = || {
+            k += 1;
+            let key = format!("floor-{rtt}-{k}");
+            let headers = [
+                ("authorization", "Bearer floor-token"),
+                ("idempotency-key", key.as_str()),
+                ("content-type", "application/json"),
+            ];
+            let body = json!({"resident_id": "resident-0000", "amount_cents": 1_000}).to_string();
+            floor
+                .client()
+                .send("POST", "/pg/invoices", &headers, Some(body.as_str()))
+                .status
+        };
+        // Warm: `side`'s connection too.
+        for _ in 0..3 {
+            floor_write();
+        }
+        let floor_post = measure(&proxy, "the floor's keyed POST", floor_write)?;
         drop(floor);
         let tenants: Vec<Tenant> = (0..WRITERS)
             .map(|i| app.tenant(&format!("writer{i}")))
@@ -128,7 +150,7 @@ fn main() -> Result<()> {
         let one = writes_per_second(&tenants[..1], &residents[..1], &format!("one-{rtt}"));
         let many = writes_per_second(&tenants, &residents, &format!("many-{rtt}"));
         println!(
-            "{:>4}ms {:>7.2}ms  {:>8.1}ms {:>8}  {:>12.1}ms {:>5} ({:>2} in all)  {:>10.1} {:>14.1}  {:>8.1}ms {:>8}",
+            "{:>4}ms {:>7.2}ms  {:>8.1}ms {:>8}  {:>12.1}ms {:>5} ({:>2} in all)  {:>10.1} {:>14.1}  {:>8.1}ms {:>8}  {:>9.1}ms {:>8}",
             rtt,
             ms(measured),
             ms(get.p50),
@@ -139,13 +161,16 @@ fn main() -> Result<()> {
             one,
             many,
             ms(floor_get.p50),
-            floor_get.in_all
+            floor_get.in_all,
+            ms(floor_post.p50),
+            floor_post.answered
         );
         let here = Near {
             rtt: ms(measured),
             get: ms(get.p50),
             post: ms(post.p50),
             floor: ms(floor_get.p50),
+            floor_post: ms(floor_post.p50),
         };
         match &near {
             None if rtt == 0 => near = Some(here),
@@ -166,10 +191,14 @@ fn main() -> Result<()> {
                 };
                 println!(
                     "        a round trip beyond the proxy's: GET {:.2} ms, keyed POST {:.2} ms, \
-                     the floor's GET {:.2} ms",
+                     the floor's GET {:.2} ms, its keyed POST {:.2} ms; against the floor at \
+                     {rtt} ms: GET {:.2}×, keyed POST {:.2}×",
                     beyond(here.get, near.get, get.in_all),
                     beyond(here.post, near.post, post.answered),
-                    beyond(here.floor, near.floor, floor_get.in_all)
+                    beyond(here.floor, near.floor, floor_get.in_all),
+                    beyond(here.floor_post, near.floor_post, floor_post.answered),
+                    here.get / here.floor,
+                    here.post / here.floor_post
                 );
             }
             _ => {}
@@ -183,12 +212,13 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// The p50s (and the proxy's measured round trip) at zero distance.
+/// The p50s (and the proxy's measured round trip) at one distance.
 struct Near {
     rtt: f64,
     get: f64,
     post: f64,
     floor: f64,
+    floor_post: f64,
 }
 
 /// The round trip the proxy puts in front of the server as a client on
