@@ -210,6 +210,17 @@ impl PgDatabases {
     }
 }
 
+/// The server `rtt` away: a delaying proxy in front of it that counts what
+/// crosses it ([`crate::distance::Distance`]), and the server's address
+/// through the proxy, for [`PgDatabases::create`]. `None` without a server.
+pub fn server_at(rtt: std::time::Duration) -> Option<(crate::distance::Distance, String)> {
+    let server = server()?;
+    let (credentials, host) = server.rsplit_once('@')?;
+    let proxy = crate::distance::Distance::start(host, rtt);
+    let through = format!("{credentials}@{}", proxy.addr());
+    Some((proxy, through))
+}
+
 /// A tenant's page and keyed invoices on an app whose every database is
 /// behind `proxy`, counted as docs/storage.md's "Round trips" states them.
 pub struct RoundTrips {
@@ -237,10 +248,14 @@ impl std::fmt::Display for RoundTrips {
     }
 }
 
-/// Five pages and five keyed invoices of one tenant on `app`, each once
-/// the one before has settled, with a warm pool and the caller's
+/// `samples` pages and as many keyed invoices of one tenant on `app`,
+/// each once the one before has settled, with a warm pool and the caller's
 /// resolution remembered (three of each first), counted by `proxy`.
-pub fn count_round_trips(app: &crate::SpinApp, proxy: &crate::distance::Distance) -> RoundTrips {
+pub fn count_round_trips(
+    app: &crate::SpinApp,
+    proxy: &crate::distance::Distance,
+    samples: usize,
+) -> RoundTrips {
     let acme = app.tenant("acme");
     let resident = acme.resident("Ada");
     let invoice = |key: &str| {
@@ -264,13 +279,13 @@ pub fn count_round_trips(app: &crate::SpinApp, proxy: &crate::distance::Distance
         in_all: Vec::new(),
         write_checkouts: Vec::new(),
     };
-    for _ in 0..5 {
+    for _ in 0..samples {
         let (before, checked_out) = (settled(), proxy.checkouts());
         assert_eq!(acme.get("/residents?limit=20").send().status, 200);
         counted.pages.push(settled() - before);
         counted.page_checkouts.push(proxy.checkouts() - checked_out);
     }
-    for n in 0..5 {
+    for n in 0..samples {
         let (before, checked_out) = (settled(), proxy.checkouts());
         assert_eq!(invoice(&format!("counted-{n}")), 201);
         counted.answered.push(proxy.round_trips() - before);

@@ -7,8 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use meridian_e2e::distance::Distance;
-use meridian_e2e::postgres::{count_round_trips, server, PgDatabases};
+use meridian_e2e::postgres::{count_round_trips, server_at, PgDatabases};
 use meridian_e2e::{SpinApp, SpinOptions};
 
 fn with_counts_in_postgres(options: SpinOptions) -> SpinApp {
@@ -26,22 +25,17 @@ fn with_counts_in_postgres(options: SpinOptions) -> SpinApp {
 /// answer; a keyed invoice checks the counts' database out once (the
 /// gateway's: billing's failure memory is in billing's database, on the
 /// connection its write holds), each service once a request. The fewest
-/// of five is the path (a window that turns over adds a statement after
-/// the answer); a statement or a checkout added to either path fails it.
+/// of ten is the path (a window that turns over adds statements after the
+/// answer); a statement or a checkout added to either path fails it.
 #[test]
 #[ignore = "needs the counts in PostgreSQL: scripts/hosted.sh akamai runs it"]
 fn a_page_and_a_keyed_write_take_the_counts_round_trips_docs_storage_states() {
-    let server = server().expect("MERIDIAN_DB=postgres");
-    let (credentials, host) = server.rsplit_once('@').expect("an address");
-    let proxy = Distance::start(host, Duration::ZERO);
+    let (proxy, server) = server_at(Duration::ZERO).expect("MERIDIAN_DB=postgres");
     let app = with_counts_in_postgres(SpinOptions {
-        postgres: Some(PgDatabases::create(&format!(
-            "{credentials}@{}",
-            proxy.addr()
-        ))),
+        postgres: Some(PgDatabases::create(&server)),
         ..SpinOptions::default()
     });
-    let counted = count_round_trips(&app, &proxy);
+    let counted = count_round_trips(&app, &proxy, 10);
     println!("{counted}");
     let fewest = |n: &[usize]| n.iter().copied().min().unwrap_or_default();
     assert!(

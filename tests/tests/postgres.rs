@@ -354,19 +354,13 @@ fn a_sigkill_mid_load_loses_and_doubles_no_acknowledged_keyed_write() {
 #[test]
 #[ignore = "counts round trips to the PostgreSQL server: scripts/postgres.sh runs it"]
 fn a_page_and_a_keyed_write_take_the_round_trips_docs_storage_states() {
-    use meridian_e2e::distance::Distance;
-    use meridian_e2e::postgres::{PgDatabases, RoundTrips};
-    let server = meridian_e2e::postgres::server().expect("MERIDIAN_DB=postgres");
-    let (credentials, host) = server.rsplit_once('@').expect("an address");
-    let proxy = Distance::start(host, Duration::ZERO);
+    use meridian_e2e::postgres::{server_at, PgDatabases, RoundTrips};
+    let (proxy, server) = server_at(Duration::ZERO).expect("MERIDIAN_DB=postgres");
     let app = on_postgres_with(SpinOptions {
-        postgres: Some(PgDatabases::create(&format!(
-            "{credentials}@{}",
-            proxy.addr()
-        ))),
+        postgres: Some(PgDatabases::create(&server)),
         ..SpinOptions::default()
     });
-    let counted = meridian_e2e::postgres::count_round_trips(&app, &proxy);
+    let counted = meridian_e2e::postgres::count_round_trips(&app, &proxy, 5);
     println!("{counted}");
     let RoundTrips {
         pages,
@@ -394,17 +388,10 @@ fn a_page_and_a_keyed_write_take_the_round_trips_docs_storage_states() {
     );
 }
 
-/// An instance that traps mid-transaction leaves its pooled connection in
-/// that transaction (Spin's pool cleans a connection without a
-/// `ROLLBACK`): the next requests on it must commit nothing of the
-/// trapped write. Community built with `trap-points` traps while patching
-/// a resident to the name "trap: mid-transaction", its row written and its
-/// transaction open; patches of another resident follow at once, on the
-/// pool's connections in turn; the trapped name is nowhere, and no session
-/// stays in a transaction.
-#[test]
-#[ignore = "needs community_trap_points.wasm and the PostgreSQL server: scripts/postgres.sh runs it"]
-fn the_writes_of_a_request_that_trapped_mid_transaction_reach_no_other_requests_commit() {
+/// Community built with `trap-points` on PostgreSQL, tenant acme with
+/// residents Ada and Bob, and a patch of Ada that trapped with its row
+/// written and its transaction open: the app, acme, Ada's id and Bob's.
+fn after_a_trap() -> (SpinApp, meridian_e2e::api::Tenant, String, String) {
     let app = on_postgres_with(
         SpinOptions::default().replace_component("community", "community_trap_points"),
     );
@@ -420,6 +407,21 @@ fn the_writes_of_a_request_that_trapped_mid_transaction_reach_no_other_requests_
         trapped.status,
         trapped.body
     );
+    (app, acme, ada, bob)
+}
+
+/// An instance that traps mid-transaction leaves its pooled connection in
+/// that transaction (Spin's pool cleans a connection without a
+/// `ROLLBACK`): the next requests on it must commit nothing of the
+/// trapped write. Community built with `trap-points` traps while patching
+/// a resident to the name "trap: mid-transaction", its row written and its
+/// transaction open; patches of another resident follow at once, on the
+/// pool's connections in turn; the trapped name is nowhere, and no session
+/// stays in a transaction.
+#[test]
+#[ignore = "needs community_trap_points.wasm and the PostgreSQL server: scripts/postgres.sh runs it"]
+fn the_writes_of_a_request_that_trapped_mid_transaction_reach_no_other_requests_commit() {
+    let (app, acme, ada, bob) = after_a_trap();
     for n in 0..12 {
         let r = acme
             .patch(&format!("/residents/{bob}"))
@@ -473,16 +475,7 @@ fn the_writes_of_a_request_that_trapped_mid_transaction_reach_no_other_requests_
 #[test]
 #[ignore = "needs community_trap_points.wasm and the PostgreSQL server: scripts/postgres.sh runs it"]
 fn a_write_on_the_connection_of_a_trapped_transaction_is_not_lost_with_it() {
-    let app = on_postgres_with(
-        SpinOptions::default().replace_component("community", "community_trap_points"),
-    );
-    let acme = app.tenant("acme");
-    let (ada, bob) = (acme.resident("Ada"), acme.resident("Bob"));
-    app.expect_a_trap();
-    let trapped = acme
-        .patch(&format!("/residents/{ada}"))
-        .json(&json!({"name": "trap: mid-transaction"}));
-    assert!(trapped.status >= 500, "the trap: {}", trapped.body);
+    let (app, acme, _, bob) = after_a_trap();
     let mut created = 0;
     for n in 0..12 {
         let r = acme

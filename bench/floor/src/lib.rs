@@ -74,22 +74,18 @@ async fn handle(req: Request) -> Response {
             .await
         }
         (Method::Get, "/pg/residents") => {
-            let token = bearer(&req);
-            let resolved = call(Method::Get, "http://mid.spin.internal/mid/pg/resolve", Some(&token), Vec::new()).await;
-            if resolved.status() != &200 {
-                return resolved;
-            }
-            let tenant = String::from_utf8_lossy(resolved.body()).into_owned();
+            let tenant = match pg_tenant(&req).await {
+                Ok(tenant) => tenant,
+                Err(refused) => return refused,
+            };
             let url = format!("http://back.spin.internal/back/pg/residents?tenant={tenant}");
             call(Method::Get, &url, None, Vec::new()).await
         }
         (Method::Post, "/pg/invoices") => {
-            let token = bearer(&req);
-            let resolved = call(Method::Get, "http://mid.spin.internal/mid/pg/resolve", Some(&token), Vec::new()).await;
-            if resolved.status() != &200 {
-                return resolved;
-            }
-            let tenant = String::from_utf8_lossy(resolved.body()).into_owned();
+            let tenant = match pg_tenant(&req).await {
+                Ok(tenant) => tenant,
+                Err(refused) => return refused,
+            };
             let key = req
                 .header("idempotency-key")
                 .and_then(|v| v.as_str())
@@ -453,6 +449,23 @@ fn param(req: &Request, name: &str) -> String {
 
 /// A call to another component over service chaining; a failure to reach
 /// it is a 502.
+/// The bearer's tenant as `mid` resolves it on PostgreSQL, or `mid`'s
+/// refusal.
+async fn pg_tenant(req: &Request) -> Result<String, Response> {
+    let token = bearer(req);
+    let resolved = call(
+        Method::Get,
+        "http://mid.spin.internal/mid/pg/resolve",
+        Some(&token),
+        Vec::new(),
+    )
+    .await;
+    match resolved.status() {
+        200 => Ok(String::from_utf8_lossy(resolved.body()).into_owned()),
+        _ => Err(resolved),
+    }
+}
+
 async fn call(method: Method, url: &str, token: Option<&str>, body: Vec<u8>) -> Response {
     let mut request = Request::builder();
     request.method(method).uri(url);

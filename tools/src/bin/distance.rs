@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use meridian_e2e::api::Tenant;
 use meridian_e2e::distance::Distance;
-use meridian_e2e::postgres::{server, PgDatabases};
+use meridian_e2e::postgres::{server_at, PgDatabases};
 use meridian_e2e::{settled, SpinApp, SpinOptions};
 use serde_json::json;
 
@@ -43,7 +43,6 @@ struct Measured {
 }
 
 fn main() -> Result<()> {
-    let server = server().context("run through scripts/distance.sh (MERIDIAN_DB=postgres)")?;
     let rtts: Vec<u64> = match std::env::args().skip(1).collect::<Vec<_>>() {
         args if args.is_empty() => vec![0, 2, 10],
         args => args
@@ -51,9 +50,6 @@ fn main() -> Result<()> {
             .map(|a| a.parse().context("a round-trip time in milliseconds"))
             .collect::<Result<_>>()?,
     };
-    let (credentials, host) = server
-        .rsplit_once('@')
-        .context("postgres://user:password@host:port")?;
     println!(
         "{:>6} {:>9}  {:>10} {:>8}  {:>14} {:>12}  {:>12} {:>14}  {:>10} {:>8}  {:>11} {:>8}",
         "RTT",
@@ -72,9 +68,10 @@ fn main() -> Result<()> {
     // The zero-distance figures, once measured.
     let mut near: Option<Near> = None;
     for rtt in rtts {
-        let proxy = Distance::start(host, Duration::from_millis(rtt));
+        let (proxy, server) = server_at(Duration::from_millis(rtt))
+            .context("run through scripts/distance.sh (MERIDIAN_DB=postgres)")?;
         let measured = round_trip(Duration::from_millis(rtt))?;
-        let databases = PgDatabases::create(&format!("{credentials}@{}", proxy.addr()));
+        let databases = PgDatabases::create(&server);
         let app = SpinApp::start_with(SpinOptions {
             postgres: Some(databases),
             ..SpinOptions::default()
@@ -107,10 +104,7 @@ fn main() -> Result<()> {
                 }))
                 .status
         })?;
-        let floor = SpinApp::start_floor_on(&PgDatabases::create(&format!(
-            "{credentials}@{}",
-            proxy.addr()
-        )));
+        let floor = SpinApp::start_floor_on(&PgDatabases::create(&server));
         let floor_read = || {
             let auth = [("authorization", "Bearer floor-token")];
             floor
