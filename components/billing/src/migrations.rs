@@ -10,6 +10,7 @@ pub const ALL: &[Migration] = meridian_platform::migrations!("billing":
     4 => "0004_write_ahead_log.sql",
     5 => "0005_idempotency_claim_owner.sql" in "shared",
     6 => "0006_idempotency_tenant_expiry.sql" in "shared",
+    7 => "0007_outbox_retention.sql",
 );
 
 /// The same schema for PostgreSQL: `migrations/postgres/billing/` and
@@ -25,4 +26,5 @@ pub const POSTGRES: &[Migration] = meridian_platform::migrations!("postgres/bill
     7 => "0007_tenant_row_sequence.sql" in "postgres/shared",
     8 => "0008_role_ceilings.sql" in "postgres/shared",
     9 => "0009_batch_refusal.sql" in "postgres/shared",
+    10 => "0010_outbox_retention.sql",
 );

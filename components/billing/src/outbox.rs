@@ -11,6 +11,7 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::constant_time_eq;
+use meridian_platform::time::{Timestamp, UnixMillis};
 use meridian_platform::wire::headers;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde::Serialize;
@@ -22,6 +23,14 @@ use crate::Call;
 
 /// Events one relay run looks at.
 pub const RELAY_BATCH: i64 = 100;
+
+/// How long a delivered event is kept (for an operator tracing a
+/// delivery), after which the relay removes it.
+pub const OUTBOX_RETENTION: Duration = Duration::from_secs(7 * 24 * 3_600);
+
+/// Delivered events one relay run removes at most: a backlog of them is
+/// worked off over runs, each run's statement bounded.
+pub const PURGE_BATCH: i64 = 500;
 
 /// What a delivery run achieved.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
@@ -221,14 +230,34 @@ impl<E: Env> Billing<E> {
         }
         let mut report = self.deliver(ctx, &ready).await;
         report.failed += unreadable;
+        let purged = self.purge(ctx);
         let pending = repo::pending_count(&self.store, ctx)?;
         Ok(message::json(
             StatusCode::OK,
             &serde_json::json!({
                 "delivered": report.delivered, "failed": report.failed,
-                "skipped": report.skipped, "pending": pending,
+                "skipped": report.skipped, "pending": pending, "purged": purged,
             }),
         ))
+    }
+
+    /// Removes events delivered more than [`OUTBOX_RETENTION`] ago, at most
+    /// [`PURGE_BATCH`]: how many. Housekeeping: a failure (the budget, the
+    /// database) only leaves them for the next run.
+    fn purge(&self, ctx: &RequestContext) -> i64 {
+        let now = self.store.clock().now().as_millis();
+        let retention = u64::try_from(OUTBOX_RETENTION.as_millis()).unwrap_or(u64::MAX);
+        let before = Timestamp::at(UnixMillis::from_millis(now.saturating_sub(retention)));
+        match repo::purge_delivered(&self.store, ctx, &before, PURGE_BATCH) {
+            Ok(purged) => purged,
+            Err(e) => {
+                journal::event(Event::StepSkipped {
+                    step: "outbox_purge",
+                    cause: e.to_string(),
+                });
+                0
+            }
+        }
     }
 }
 

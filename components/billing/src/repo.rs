@@ -291,7 +291,11 @@ pub enum Due {
     },
 }
 
-/// Undelivered events due for an attempt at `now_ms`, oldest first.
+/// Undelivered events due for an attempt at `now_ms`, taken across
+/// tenants in turns: every tenant's oldest due event, then every tenant's
+/// second, and so on (oldest first within a turn). One tenant's backlog
+/// cannot hold back another's events: with at most `limit` tenants
+/// waiting, each one's oldest is in this run.
 pub fn due_events<D: Database, C: Clock>(
     db: &Db<D, C>,
     ctx: &RequestContext,
@@ -300,8 +304,11 @@ pub fn due_events<D: Database, C: Clock>(
 ) -> Result<Vec<Due>, DbError> {
     db.query(
         ctx,
-        "SELECT id, tenant_id, type, resident_id, payload, created_at, attempts FROM outbox_events
-         WHERE delivered_at IS NULL AND next_attempt_at_ms <= ? ORDER BY id LIMIT ?",
+        "SELECT id, tenant_id, type, resident_id, payload, created_at, attempts FROM (
+           SELECT id, tenant_id, type, resident_id, payload, created_at, attempts,
+                  ROW_NUMBER() OVER (PARTITION BY tenant_id ORDER BY id) AS turn
+           FROM outbox_events WHERE delivered_at IS NULL AND next_attempt_at_ms <= ?
+         ) AS due ORDER BY turn, id LIMIT ?",
         &[
             Value::Integer(i64::try_from(now_ms).unwrap_or(i64::MAX)),
             Value::Integer(limit),
@@ -320,6 +327,25 @@ pub fn due_events<D: Database, C: Clock>(
         })
     })
     .collect()
+}
+
+/// Removes up to `limit` events delivered before `before`, the longest
+/// delivered first: how many it removed.
+pub fn purge_delivered<D: Database, C: Clock>(
+    db: &Db<D, C>,
+    ctx: &RequestContext,
+    before: &Timestamp,
+    limit: i64,
+) -> Result<i64, DbError> {
+    db.query(
+        ctx,
+        "DELETE FROM outbox_events WHERE id IN (
+           SELECT id FROM outbox_events WHERE delivered_at IS NOT NULL AND delivered_at < ?
+           ORDER BY delivered_at LIMIT ?
+         ) RETURNING id",
+        &[before.into(), Value::Integer(limit)],
+    )
+    .map(|rows| i64::try_from(rows.len()).unwrap_or(i64::MAX))
 }
 
 /// How many events are still undelivered.

@@ -860,3 +860,73 @@ fn the_relay_stops_within_its_budget_and_reports_what_is_left() {
     assert_eq!(h.relay("admin-secret").json_body()["pending"], 0);
     assert_eq!(h.notifications(&resident).len(), 5);
 }
+
+/// The relay takes due events across tenants in turns: one tenant's
+/// backlog (150 events, more than a run's 100) does not hold back another
+/// tenant's single event, the newest of all, beyond one relay run.
+#[test]
+fn one_tenants_backlog_does_not_hold_back_another_tenants_event() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    *h.community().down.borrow_mut() = Some("/internal/events");
+    for i in 0..150 {
+        h.new_invoice(&resident, 100 + i);
+    }
+    // Another tenant's one event, after every one of the backlog's.
+    let ctx = context_at(h.clock.now(), Duration::from_secs(1), "test");
+    h.app
+        .store
+        .execute(
+            &ctx,
+            "INSERT INTO outbox_events (id, tenant_id, type, resident_id, payload, created_at)
+             SELECT 'ffffffff-ffff-7fff-bfff-ffffffffffff', ?, type, resident_id, payload, created_at
+             FROM outbox_events LIMIT 1",
+            &[OTHER_TENANT.into()],
+        )
+        .unwrap();
+    h.clock.advance(Duration::from_secs(2));
+    // One run (community still refusing events: each attempt is counted).
+    let r = h.relay("admin-secret");
+    assert_eq!(r.json_body()["failed"], 100, "{}", r.json_body());
+    let attempted = |tenant: &str| {
+        h.count(&format!(
+            "SELECT COUNT(*) AS n FROM outbox_events WHERE tenant_id = '{tenant}' AND last_error IS NOT NULL AND attempts = CASE WHEN tenant_id = '{TENANT}' THEN 2 ELSE 1 END"
+        ))
+    };
+    assert_eq!(
+        attempted(OTHER_TENANT),
+        1,
+        "the other tenant's event was in the run"
+    );
+    assert_eq!(attempted(TENANT), 99);
+}
+
+/// Delivered events are kept [`billing::outbox::OUTBOX_RETENTION`] (seven
+/// days), then the relay removes them; undelivered ones are never removed.
+#[test]
+fn delivered_events_are_removed_after_the_retention_and_pending_ones_never() {
+    let h = Harness::new();
+    let resident = h.new_resident();
+    let delivered = "SELECT COUNT(*) AS n FROM outbox_events WHERE delivered_at IS NOT NULL";
+    let pending = "SELECT COUNT(*) AS n FROM outbox_events WHERE delivered_at IS NULL";
+    h.new_invoice(&resident, 100);
+    *h.community().down.borrow_mut() = Some("/internal/events");
+    h.new_invoice(&resident, 200);
+    assert_eq!((h.count(delivered), h.count(pending)), (1, 1));
+    assert_eq!(h.relay("admin-secret").json_body()["purged"], 0);
+    // Six days on, another is delivered.
+    h.clock.advance(Duration::from_secs(6 * 24 * 3_600));
+    *h.community().down.borrow_mut() = None;
+    h.new_invoice(&resident, 300);
+    *h.community().down.borrow_mut() = Some("/internal/events");
+    assert_eq!(h.relay("admin-secret").json_body()["purged"], 0);
+    // Past the first one's seven days: only it goes.
+    h.clock.advance(Duration::from_secs(24 * 3_600 + 1));
+    let r = h.relay("admin-secret");
+    assert_eq!(r.json_body()["purged"], 1, "{}", r.json_body());
+    assert_eq!((h.count(delivered), h.count(pending)), (1, 1));
+    // Long after, the undelivered one is still there.
+    h.clock.advance(billing::outbox::OUTBOX_RETENTION * 2);
+    assert_eq!(h.relay("admin-secret").json_body()["purged"], 1);
+    assert_eq!((h.count(delivered), h.count(pending)), (0, 1));
+}
