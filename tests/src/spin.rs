@@ -135,6 +135,13 @@ impl SpinOptions {
                 "SPIN_VARIABLE_ADMIN_TOKEN".to_owned(),
                 ADMIN_TOKEN.to_owned(),
             ),
+            // The suite's tokens are published (in this repository): like
+            // the development scripts, it sets the switch that accepts them
+            // (a test's own variables win: the secrets test turns it off).
+            (
+                "SPIN_VARIABLE_ALLOW_DEV_SECRETS".to_owned(),
+                "on".to_owned(),
+            ),
         ];
         let variables = self.variables.iter().map(|(name, value)| {
             let name = spin_variable(name);

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use meridian_e2e::api::{call, call_with};
-use meridian_e2e::{SpinApp, SpinOptions, ADMIN_TOKEN};
+use meridian_e2e::{ReceivedExt, SpinApp, SpinOptions, ADMIN_TOKEN};
 use sha2::{Digest, Sha256};
 
 /// The rate headers a tenant answer carries for a caller identity vouched for.
@@ -67,6 +67,130 @@ fn a_tenants_own_short_budgets_do_not_throttle_another_tenant() {
         ("/v1/mallory/residents".to_owned(), bearer.clone())
     });
     assert_never_refused(&statuses);
+}
+
+/// A stranger (a bearer token identity never vouched for) is judged by
+/// the route's figures alone, never by the tenant its path names: its
+/// answers for a quietly active tenant's slug and for a slug nobody holds
+/// are the same — a 401 each without overload, and under it the same
+/// share refused with a 503 before any call. Before, the active tenant's
+/// quiet window let every stranger through to identity (none was shed),
+/// while the unknown slug met the route's throttle: whether a slug exists
+/// and how loaded it is could be read off the answers.
+#[test]
+fn a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+    let options = || {
+        SpinOptions::default()
+            .variable("tenant_rate_limit", "off")
+            .variable("tenant_concurrency_limit", "off")
+    };
+    let app = SpinApp::start_with(options());
+    let (acme, mallory) = (app.tenant("acme"), app.tenant("mallory"));
+    // Community answers acme's lists at once and mallory's after 400 ms:
+    // mallory's flood, on 150 ms budgets, runs out of budget (the route's
+    // lateness), acme's reads finish.
+    let community = meridian_e2e::StandIn::start(|r| match r.url().contains("/mallory/") {
+        true => meridian_e2e::StandInReply::Delayed {
+            delay: Duration::from_millis(400),
+            status: 200,
+            headers: Vec::new(),
+            body: r#"{"items":[],"next_cursor":null}"#.into(),
+        },
+        false => meridian_e2e::StandInReply::Json(200, r#"{"items":[],"next_cursor":null}"#.into()),
+    });
+    let app = app.restart_with(options().variable("community_url", community.url()));
+    assert_eq!(acme.get("/residents").send().status, 200);
+    assert_eq!(mallory.get("/residents").send().status, 200);
+    let client = app.client();
+    let stranger = |slug: &str| {
+        call(
+            &client,
+            "mrd_not_a_token",
+            "GET",
+            &format!("/v1/{slug}/residents"),
+            None,
+        )
+    };
+    // The same answer without overload, but for its request id.
+    let (known, unknown) = (stranger("acme"), stranger("nosuch"));
+    assert_eq!(known.status, 401, "{}", known.body);
+    assert_eq!(
+        without_request_id(&known.json()),
+        without_request_id(&unknown.json())
+    );
+    let names = |r: &meridian_e2e::Reply| {
+        r.headers
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect::<BTreeSet<_>>()
+    };
+    assert_eq!(names(&known), names(&unknown));
+    // Under overload: acme reads every 50 ms (a quiet tenant: fewer than
+    // admission's 20 a window), mallory floods from 16 connections.
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let mut busy: Vec<_> = (0..16)
+        .map(|_| {
+            let (stop, bearer) = (stop.clone(), format!("Bearer {}", mallory.token));
+            let client = app.client();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let headers = [
+                        ("x-meridian-timeout-ms", "150"),
+                        ("authorization", bearer.as_str()),
+                    ];
+                    let _ = client.send("GET", "/v1/mallory/residents", &headers, None);
+                }
+            })
+        })
+        .collect();
+    busy.push({
+        let (stop, acme) = (stop.clone(), acme.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let _ = acme.get("/residents").send();
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    });
+    std::thread::sleep(Duration::from_millis(1_000));
+    let (mut at_known, mut at_unknown) = (Vec::new(), Vec::new());
+    for _ in 0..60 {
+        at_known.push(stranger("acme"));
+        at_unknown.push(stranger("nosuch"));
+    }
+    stop.store(true, Ordering::Relaxed);
+    busy.into_iter()
+        .for_each(|t| t.join().expect("a busy connection"));
+    let refused = |replies: &[meridian_e2e::Reply]| {
+        for r in replies {
+            assert!(matches!(r.status, 401 | 503), "{} {}", r.status, r.body);
+            if r.status == 503 {
+                r.assert_problem(503, "overloaded");
+            }
+        }
+        replies.iter().filter(|r| r.status == 503).count()
+    };
+    let (known, unknown) = (refused(&at_known), refused(&at_unknown));
+    assert!(
+        unknown >= 15,
+        "the route was overloaded: {unknown} of 60 refused"
+    );
+    assert!(
+        known.abs_diff(unknown) <= 15,
+        "a stranger at acme was refused {known} of 60 times, at an unknown slug {unknown}"
+    );
+    drop(community);
+}
+
+/// A problem's fields but its request id.
+fn without_request_id(problem: &serde_json::Value) -> serde_json::Value {
+    let mut problem = problem.clone();
+    if let Some(fields) = problem.as_object_mut() {
+        fields.remove("request_id");
+    }
+    problem
 }
 
 /// Acme's reads, from `readers` connections each sending one every 22 ms
@@ -234,10 +358,17 @@ fn a_deployment_with_a_published_or_short_secret_serves_nothing() {
         ("admin_token", "REPLACE-with-another-random-secret"),
         ("admin_token", "short-admin-token"),
         ("internal_token", "dev-internal-token"),
+        // The suite's own, published in this repository (the smoke
+        // tool's default admin token too).
+        ("admin_token", meridian_e2e::ADMIN_TOKEN),
+        ("internal_token", meridian_e2e::INTERNAL_TOKEN),
     ] {
+        // Without the development switch, which the suite sets everywhere
+        // else for its own tokens.
         let app = SpinApp::start_with(
             SpinOptions::default()
                 .variable(variable, value)
+                .variable("allow_dev_secrets", "off")
                 .up_with_any_status(),
         );
         let client = app.client();
@@ -272,7 +403,14 @@ fn a_deployment_with_a_published_or_short_secret_serves_nothing() {
 
 #[test]
 fn anonymous_routes_check_the_admin_token_before_any_call_and_say_no_transport_words() {
-    let app = SpinApp::start();
+    // Identity and billing are stand-ins that count what reaches them.
+    let service =
+        meridian_e2e::StandIn::start(|_| meridian_e2e::StandInReply::Json(200, "{}".into()));
+    let app = SpinApp::start_with(
+        SpinOptions::default()
+            .variable("identity_url", service.url())
+            .variable("billing_url", service.url()),
+    );
     let client = app.client();
     for path in ["/v1/tenants", "/ops/outbox/relay"] {
         let r = call_with(
@@ -283,20 +421,89 @@ fn anonymous_routes_check_the_admin_token_before_any_call_and_say_no_transport_w
             &[],
             Some(&tenant_body()),
         );
-        let body = r.assert_problem(401, "unauthorized");
-        // Answered by the gateway: no service was called.
-        assert_eq!(
-            r.header("server-timing")
-                .map(|t| t.contains("identity") || t.contains("billing")),
-            Some(false),
-            "{body} {:?}",
-            r.headers
-        );
+        r.assert_problem(401, "unauthorized");
     }
+    assert!(
+        service.received().is_empty(),
+        "answered by the gateway: no service was called"
+    );
+    let app = app.restart_with(SpinOptions::default());
+    let client = app.client();
     let relay = call(&client, ADMIN_TOKEN, "POST", "/ops/outbox/relay", None);
     assert_eq!(relay.status, 200, "{}", relay.body);
     let ready = client.send("GET", "/readyz", &[], None);
     assert_eq!(ready.status, 200, "{}", ready.body);
+}
+
+/// What a call cost — its attempts, the retries the budget refused, each
+/// hop's time — is told only to a caller someone vouched for (identity, or
+/// the admin token): a stranger's answers, whatever route they named,
+/// carry none of it, so the services' retry budget, breakers and timings
+/// cannot be read from outside.
+#[test]
+fn anonymous_answers_carry_no_retry_breaker_or_timing_headers() {
+    const TOLD: [&str; 3] = [
+        "x-meridian-attempts",
+        "x-meridian-retries-refused",
+        "server-timing",
+    ];
+    let (app, acme) = SpinApp::with_tenant("acme");
+    let client = app.client();
+    let anonymous = [
+        call(
+            &client,
+            "mrd_not_a_token",
+            "GET",
+            "/v1/acme/residents",
+            None,
+        ),
+        client.send("GET", "/v1/acme/residents", &[], None),
+        call(
+            &client,
+            "mrd_not_a_token",
+            "GET",
+            "/v1/nosuch/residents",
+            None,
+        ),
+        client.send("GET", "/readyz", &[], None),
+        call_with(
+            &client,
+            "not-the-admin",
+            "POST",
+            "/v1/tenants",
+            &[],
+            Some(&tenant_body()),
+        ),
+        client.send(
+            "GET",
+            "/v1/acme/residents",
+            &[("x-meridian-timeout-ms", "1")],
+            None,
+        ),
+    ];
+    for r in &anonymous {
+        for name in TOLD {
+            assert_eq!(
+                r.header(name),
+                None,
+                "{} {}: {:?}",
+                r.status,
+                r.body,
+                r.headers
+            );
+        }
+    }
+    // A caller identity vouched for, and the admin, are told.
+    let own = acme.get("/residents").send();
+    assert_eq!(own.status, 200, "{}", own.body);
+    let admin = call(&client, ADMIN_TOKEN, "POST", "/ops/outbox/relay", None);
+    assert_eq!(admin.status, 200, "{}", admin.body);
+    for r in [own, admin] {
+        // The default budget, and what the answer left of it.
+        let timing = r.header("server-timing").unwrap_or_default();
+        assert!(timing.contains("budget;dur=3000, left;dur="), "{timing}");
+        assert!(r.header("x-meridian-attempts").is_some(), "{:?}", r.headers);
+    }
 }
 
 /// A tenant to create.

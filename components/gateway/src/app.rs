@@ -202,10 +202,11 @@ impl<E: Calls> Gateway<E> {
             Err(Refusal::Problem(problem)) => message::problem_for(request_id.as_str(), problem),
         };
         response.set_header(headers::REQUEST_ID, request_id.as_str());
-        if let Some(attempts) = trace.attempts {
+        let known = trace.caller_known();
+        if let Some(attempts) = trace.attempts.filter(|_| known) {
             response.set_header(headers::ATTEMPTS, attempts.to_string());
         }
-        if trace.retries_refused > 0 {
+        if trace.retries_refused > 0 && known {
             response.set_header(headers::RETRIES_REFUSED, trace.retries_refused.to_string());
         }
         // A tenant's rate figures are told only to a caller identity
@@ -217,12 +218,11 @@ impl<E: Calls> Gateway<E> {
         let budget = served_ctx
             .as_ref()
             .map(|ctx| (ctx.budget_at_arrival(), ctx.remaining(now)));
-        // An unknown route's answer (a 404 before any budget was made) says
-        // nothing of the gateway: where the services' routes are public (the
-        // cloud deployment), a service answers a stranger with exactly it,
-        // and the two must not be told apart.
-        let unrouted = served_ctx.is_none() && response.status() == StatusCode::NOT_FOUND;
-        if !unrouted {
+        // Nor the hops' time (a stranger's answer, an unknown route's
+        // included: where the services' routes are public, the cloud
+        // deployment, a service answers a stranger with exactly that 404,
+        // and the two must not be told apart).
+        if known {
             let timing = trace.timing.header_value(now.since(arrived), budget);
             response.set_header(headers::SERVER_TIMING, timing);
         }

@@ -38,6 +38,8 @@ pub struct Trace {
     /// resolution or a refusal of its credential is remembered): only
     /// then does the answer carry the tenant's rate figures.
     pub vouched: bool,
+    /// Whether the caller showed the platform admin token.
+    pub admin: bool,
     /// The longest admission's refusal is held: what a served request of
     /// the route recently took.
     pub hold: Option<Duration>,
@@ -52,6 +54,14 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// Whether someone vouched for the caller — identity, or the admin
+    /// token: only such a caller is told what the request's calls cost
+    /// (attempts, refused retries, each hop's time). A stranger's answers
+    /// tell nothing of the services' retry budget, breakers or timings.
+    pub fn caller_known(&self) -> bool {
+        self.vouched || self.admin
+    }
+
     /// Adds one call's attempts (none when its breaker refused it) and
     /// refused retry to the request's totals.
     pub fn count(&mut self, call: &Call) {

@@ -59,7 +59,8 @@ mod entry {
                 count_sample: vars::count_sample(),
                 resolution_cache: vars::resolution_cache().signed_with(&vars::internal_token()),
                 trust_request_start: vars::get("trust_request_start").as_deref() == Some("on"),
-                admin_token: vars::get("admin_token"),
+                // Judged where it is read, like every service's.
+                admin_token: Some(vars::admin_token()).filter(|t| !t.is_empty()),
             },
             upstream: Spin::upstream(),
         };

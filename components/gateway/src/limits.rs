@@ -272,7 +272,7 @@ impl<E: Calls> Exchange<'_, E> {
 
     /// Refuses (401, no call) a request to a platform admin's route
     /// without the admin token.
-    pub fn require_admin(&self, request: &Request) -> Result<(), Refusal> {
+    pub fn require_admin(&mut self, request: &Request) -> Result<(), Refusal> {
         let authorized = request
             .header("authorization")
             .and_then(headers::bearer_token)
@@ -280,6 +280,7 @@ impl<E: Calls> Exchange<'_, E> {
             .is_some_and(|(sent, expected)| {
                 !expected.is_empty() && constant_time_eq(sent, expected)
             });
+        self.trace.admin = authorized;
         match authorized {
             true => Ok(()),
             false => Err(Problem::new(
@@ -295,8 +296,8 @@ impl<E: Calls> Exchange<'_, E> {
     /// out of budget, or at once when the budget left is below what the
     /// route recently cost. `key` is the route's row's method and
     /// template; `vouched`, whether identity's answer for the caller is
-    /// remembered (then a tenant new to the window is a tenant's caller,
-    /// not a name nobody resolves).
+    /// remembered (only then is the tenant's window read: a stranger meets
+    /// the route's figures, whatever slug it names).
     pub fn admit_route(
         &mut self,
         key: String,

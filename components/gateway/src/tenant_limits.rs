@@ -13,7 +13,7 @@ use crate::exchange::{Exchange, Refusal};
 impl<E: Calls> Exchange<'_, E> {
     /// `GET`, `PUT` or `DELETE /ops/tenants/{tenant}/limits`: the
     /// platform admin reads, sets or removes a tenant's override.
-    pub fn tenant_limits(&self, request: &Request) -> Result<Response, Refusal> {
+    pub fn tenant_limits(&mut self, request: &Request) -> Result<Response, Refusal> {
         self.require_admin(request)?;
         let slug = request
             .path()

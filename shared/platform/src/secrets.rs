@@ -45,7 +45,8 @@ pub fn token_hash(token: &str) -> String {
 pub const MIN_SECRET_BYTES: usize = 32;
 
 /// Values published in this repository (the development scripts'
-/// defaults, the deploy files' former placeholders) and the usual
+/// defaults, the end-to-end suite's, the deploy files' former
+/// placeholders) and the usual
 /// stand-ins: a deployment that runs with one of them runs with a secret
 /// anyone can read.
 pub const KNOWN_SECRETS: &[&str] = &[
@@ -55,6 +56,9 @@ pub const KNOWN_SECRETS: &[&str] = &[
     "REPLACE-with-another-random-secret",
     "e2e-internal-token",
     "e2e-admin-token",
+    // The end-to-end suite's (and the smoke tool's default admin token).
+    "e2e-internal-4d9f2a7c1e8b3f6a0c5d9e2b7f1a4c8e",
+    "e2e-admin-7b3e9c1f5a2d8e4b0f6c3a9d1e7b5f2c",
 ];
 
 /// Why a deployment secret is refused.

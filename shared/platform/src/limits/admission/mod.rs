@@ -162,8 +162,7 @@ pub struct Admission<'a, K: Counters> {
     /// The tenant's own window of the route, beside the route's.
     tenant: Option<String>,
     /// Whether identity vouched for the caller (its resolution is
-    /// remembered): a tenant new to the window is then not a name nobody
-    /// resolves.
+    /// remembered): only then is the tenant's window read for it.
     vouched: bool,
 }
 
@@ -317,19 +316,19 @@ impl<'a, K: Counters> Admission<'a, K> {
         }
     }
 
-    /// The chance a request is refused. Per tenant, so that one tenant's
-    /// flood does not refuse another's requests: a tenant with volume in
-    /// the window (`min_volume`) is refused in proportion to whichever
-    /// says more, its own lateness or the route's; a quiet tenant (some
-    /// requests, fewer than that) is not refused for the route's lateness
-    /// — its rate limit is what bounds it; and a slug with no request in
-    /// the window meets the route's throttle unless identity vouched for
-    /// the caller: a name nobody resolves writes no window of its own, so
-    /// an unresolved flood is shed by the route's, while a tenant's first
-    /// request after a pause is not refused for another tenant's flood.
+    /// The chance a request is refused. A caller identity has not vouched
+    /// for meets the route's figures alone, whatever slug it names: the
+    /// tenant's window is its callers', and a stranger's answers must tell
+    /// nothing of it (its exemption, its load). For a vouched caller, per
+    /// tenant, so that one tenant's flood does not refuse another's
+    /// requests: a tenant with volume in the window (`min_volume`) is
+    /// refused in proportion to whichever says more, its own lateness or
+    /// the route's; a quiet tenant (fewer requests than that, none
+    /// included: its first request after a pause) is not refused for the
+    /// route's lateness — its rate limit is what bounds it.
     fn chance(&self, route: &RouteLoad, tenant: &RouteLoad, remaining: Duration) -> f64 {
         let route_chance = route.refusal_chance(remaining, &self.config);
-        if self.tenant.is_none() || (tenant.admitted <= 0.0 && !self.vouched) {
+        if self.tenant.is_none() || !self.vouched {
             return route_chance;
         }
         if tenant.admitted < f64::from(self.config.min_volume) {
@@ -551,16 +550,28 @@ mod tests {
                 })
                 .count()
         };
-        assert_eq!(refused(quiet()), 0, "the quiet tenant is not shed");
-        assert!(refused(flood()) >= 850, "the flood is shed up to the cap");
+        assert_eq!(
+            refused(quiet().vouched(true)),
+            0,
+            "the quiet tenant's caller is not shed"
+        );
+        assert!(
+            refused(flood().vouched(true)) >= 850,
+            "the flood is shed up to the cap"
+        );
         // A slug with nothing in the window meets the route's throttle...
         let stranger = || Admission::new(&counters, exact(), route).for_tenant("stranger");
         assert!(refused(stranger()) >= 850);
         // ...unless identity vouched for its caller: a tenant's first
         // request in a while is not shed for another tenant's flood.
         assert_eq!(refused(stranger().vouched(true)), 0);
-        // Vouched or not, a flooding tenant is judged by its volume.
-        assert!(refused(flood().vouched(true)) >= 850);
+        // A caller nobody vouched for is judged by the route alone, whatever
+        // slug it names: the quiet tenant's exemption is its callers', and
+        // a stranger's answers tell nothing of a tenant's window.
+        let route_alone = refused(Admission::new(&counters, exact(), route));
+        assert_eq!(refused(quiet()), route_alone);
+        assert_eq!(refused(flood()), route_alone);
+        assert_eq!(refused(stranger()), route_alone);
         // And the route alone (a request that names no tenant) as before.
         assert!(refused(Admission::new(&counters, exact(), route)) >= 850);
     }
