@@ -5,7 +5,7 @@
 
 use crate::app::COMMUNITY;
 use meridian_platform::http::idempotency::{self, Begun, Written};
-use meridian_platform::http::page::PageRequest;
+use meridian_platform::http::page::{Cursors, PageRequest};
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::SendError;
@@ -99,7 +99,7 @@ impl<E: Env> Billing<E> {
     pub async fn list_invoices(&self, call: &Call<'_>) -> Result<Response, Problem> {
         let ctx = call.ctx;
         let s = self.scoped(ctx)?;
-        let page = PageRequest::from_query(call.query())?;
+        let page = PageRequest::from_query(call.query(), Cursors::of(call.ctx)?)?;
         let invalid =
             |what: &str| Problem::new(ErrorCode::InvalidRequest, format!("{what} is not valid"));
         let filter = InvoiceFilter {

@@ -2,7 +2,7 @@
 //! (`POST /internal/events`) is keyed by event id, so a repeated delivery
 //! changes nothing and still succeeds.
 
-use meridian_platform::http::page::PageRequest;
+use meridian_platform::http::page::{Cursors, PageRequest};
 use meridian_platform::http::prelude::*;
 use meridian_platform::ids::parse_id;
 use meridian_platform::input::validate::JsonBody;
@@ -27,7 +27,7 @@ pub fn list<D: Database, C: Clock>(
 ) -> Result<Response, Problem> {
     let s = app.scoped(call.ctx)?;
     let scope = s.scope;
-    let page = PageRequest::from_query(call.query())?;
+    let page = PageRequest::from_query(call.query(), Cursors::of(call.ctx)?)?;
     let actor = scope.actor_id.to_string();
     let resident = ResidentId::parse(call.id())
         .map(|id| repo::resident(&s, &id))

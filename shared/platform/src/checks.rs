@@ -22,8 +22,9 @@ use crate::budget::propagation::{Arrival, BudgetHeaders, MAX_PROPAGATED_BUDGET};
 use crate::budget::BudgetConfig;
 use crate::http::body::{BodyBuffer, BodyError};
 use crate::http::idempotency::IdempotencyKey;
-use crate::http::page::{PageRequest, MAX_LIMIT};
+use crate::http::page::{Cursors, PageRequest, MAX_LIMIT};
 use crate::input::validate::JsonBody;
+use crate::secrets::CursorKey;
 use crate::time::UnixMillis;
 
 const NOW: u64 = 1_700_000_000_000;
@@ -106,16 +107,19 @@ pub fn idempotency_key(data: &[u8]) {
 /// it hands out reads back as the same position.
 pub fn page_query(data: &[u8]) {
     let raw = text(data);
-    if let Ok(page) = PageRequest::from_query(&raw) {
+    let cursors = || {
+        let tenant = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01"
+            .parse()
+            .expect("a tenant id");
+        Cursors::new(CursorKey::unkeyed(), tenant)
+    };
+    if let Ok(page) = PageRequest::from_query(&raw, cursors()) {
         assert!((1..=MAX_LIMIT).contains(&page.limit), "{raw:?}");
         assert!(page.window().after >= 0, "{raw:?}");
         let seq = i64::from(data.first().copied().unwrap_or(0)) + 1;
-        let (_, next) = PageRequest {
-            limit: 1,
-            after: None,
-        }
-        .finish(vec![(seq, ()), (seq + 1, ())]);
-        let again = PageRequest::from_query(&format!("cursor={}", next.expect("a next page")))
+        let (_, next) = PageRequest::first(1, cursors()).finish(vec![(seq, ()), (seq + 1, ())]);
+        let cursor = next.expect("a next page");
+        let again = PageRequest::from_query(&format!("cursor={cursor}"), cursors())
             .expect("our own cursor is valid");
         assert_eq!(again.after, Some(seq));
     }

@@ -27,6 +27,40 @@ pub fn derived_key(domain: &[u8], secret: &str) -> [u8; 32] {
         .into()
 }
 
+/// The key a service seals its page cursors with
+/// ([`crate::http::page::Cursors`]): derived from the internal secret, so
+/// every instance of every service seals and opens alike, and no client
+/// can read or forge a cursor.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CursorKey(pub(crate) [u8; 32]);
+
+impl CursorKey {
+    /// The key of the internal secret's call key `call_key` (itself
+    /// derived from the secret), for cursors alone.
+    pub fn derive(call_key: &[u8; 32]) -> Self {
+        Self(
+            Sha256::new()
+                .chain_update(b"meridian page cursor v1\0")
+                .chain_update(call_key)
+                .finalize()
+                .into(),
+        )
+    }
+
+    /// The key of a context the internal gate did not admit (a host test
+    /// that makes its own): the gate admits nothing without a secret, so
+    /// no deployment's service ever seals with it.
+    pub fn unkeyed() -> Self {
+        Self([0; 32])
+    }
+}
+
+impl std::fmt::Debug for CursorKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CursorKey(..)")
+    }
+}
+
 /// A new API token: the prefix and 256 random bits in hex.
 pub fn generate_token() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];

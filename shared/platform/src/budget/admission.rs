@@ -94,7 +94,10 @@ impl InternalGate<'_> {
         }
 
         let scope = tenant_scope(&header).map_err(refuse)?;
-        let ctx = RequestContext::new(request_id, arrival.deadline, now, self.hop);
+        let mut ctx = RequestContext::new(request_id, arrival.deadline, now, self.hop);
+        if let Some(key) = self.key.cursor_key() {
+            ctx = ctx.with_cursor_key(key);
+        }
         let ctx = match scope {
             Some(scope) => ctx.with_tenant(scope),
             None => ctx,

@@ -6,6 +6,7 @@ use std::time::Duration;
 pub use meridian_deadline::hop::{BudgetSpent, HopBudget};
 
 use crate::budget::deadline::Deadline;
+use crate::secrets::CursorKey;
 use crate::tenancy::{Role, TenantScope};
 use crate::time::UnixMillis;
 use crate::wire::problem::{ErrorCode, Problem};
@@ -19,6 +20,9 @@ pub struct RequestContext {
     request_id: RequestId,
     budget: HopBudget,
     tenant: Option<TenantScope>,
+    /// What the service seals its page cursors with: set by the internal
+    /// gate that admitted the request.
+    cursor_key: Option<CursorKey>,
 }
 
 impl From<BudgetSpent> for Problem {
@@ -58,7 +62,20 @@ impl RequestContext {
             request_id,
             budget,
             tenant: None,
+            cursor_key: None,
         }
+    }
+
+    /// The same context, with the key the service seals cursors with.
+    pub fn with_cursor_key(mut self, key: CursorKey) -> Self {
+        self.cursor_key = Some(key);
+        self
+    }
+
+    /// The key the service seals cursors with: the gate's, or for a
+    /// context it did not admit (a host test's), [`CursorKey::unkeyed`].
+    pub fn cursor_key(&self) -> CursorKey {
+        self.cursor_key.clone().unwrap_or_else(CursorKey::unkeyed)
     }
 
     /// The same context, scoped to a resolved tenant and actor.

@@ -6,7 +6,7 @@
 use crate::budget::context::RequestContext;
 use crate::http::idempotency::{write_all_once, write_once, Written};
 use crate::http::message::Response;
-use crate::http::page::{PageRequest, Window};
+use crate::http::page::{Cursors, PageRequest, Window};
 use crate::http::routes::Incoming;
 use crate::store::batch::Write;
 use crate::store::db::{sequenced, Database, DbError, Row, Store, Value};
@@ -99,7 +99,8 @@ impl<'a, D: Database, C: Clock> Scoped<'a, D, C> {
         T: serde::Serialize,
         Problem: From<E>,
     {
-        PageRequest::from_query(call.query())?.list(|window| fetch(self, window))
+        let cursors = Cursors::new(self.ctx.cursor_key(), self.scope.tenant_id);
+        PageRequest::from_query(call.query(), cursors)?.list(|window| fetch(self, window))
     }
 
     /// The call's write, made once per idempotency key ([`write_once`],

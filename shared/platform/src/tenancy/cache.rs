@@ -480,6 +480,57 @@ mod tests {
         ));
     }
 
+    /// What a writer to the store can still do, and for how long: it
+    /// cannot move an entry to another generation (the generation is under
+    /// the entry's MAC), but it can roll the store back — the revoked
+    /// token's entry and the tenant's old generation, both as they were.
+    /// Nothing in the store can tell its own rollback; the entry's sealed
+    /// expiry bounds the replay to the cache's ttl after identity answered.
+    #[test]
+    fn a_rolled_back_store_replays_an_entry_no_longer_than_its_sealed_expiry() {
+        let store = LocalEntries::default();
+        let cache = ResolutionCache::new(&store, on());
+        let (key, generation) = (
+            entry_key(&slug("acme"), "t1"),
+            generation_key(&slug("acme")),
+        );
+        invalidate(&store, &slug("acme")).unwrap();
+        resolve(&cache, "t1", Role::Admin, 0);
+        let (old_entry, old_generation) =
+            (store.get(&key).unwrap(), store.get(&generation).unwrap());
+        // The token is revoked: identity forgets its entry and moves the
+        // generation on.
+        store.remove(std::slice::from_ref(&key)).unwrap();
+        invalidate(&store, &slug("acme")).unwrap();
+        // The old entry under the new generation is no entry...
+        store.put(&key, &old_entry).unwrap();
+        assert!(matches!(
+            cache.look_up(&slug("acme"), "t1", at(10_000)),
+            Lookup::Miss { .. }
+        ));
+        // ...nor is it with its generation rewritten (the MAC)...
+        let text = String::from_utf8(old_entry.clone()).unwrap();
+        let current = hex::encode(store.get(&generation).unwrap());
+        let moved = text.replace(&hex::encode(&old_generation), &current);
+        store.put(&key, moved.as_bytes()).unwrap();
+        assert!(matches!(
+            cache.look_up(&slug("acme"), "t1", at(10_000)),
+            Lookup::Miss { .. }
+        ));
+        // ...but both rolled back are served, until the entry's sealed
+        // expiry, the ttl (30 s) after identity answered, and never after.
+        store.put(&key, &old_entry).unwrap();
+        store.put(&generation, &old_generation).unwrap();
+        assert!(matches!(
+            cache.look_up(&slug("acme"), "t1", at(29_999)),
+            Lookup::Hit(_)
+        ));
+        assert!(matches!(
+            cache.look_up(&slug("acme"), "t1", at(30_000)),
+            Lookup::Miss { .. }
+        ));
+    }
+
     #[test]
     fn an_entry_that_claims_to_live_longer_than_the_ttl_is_not_trusted() {
         let store = LocalEntries::default();

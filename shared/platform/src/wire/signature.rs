@@ -15,7 +15,7 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::secrets::derived_key;
+use crate::secrets::{derived_key, CursorKey};
 
 use crate::wire::headers;
 
@@ -63,6 +63,12 @@ impl CallKey {
     pub fn derive(secret: &str) -> Self {
         let key = (!secret.is_empty()).then(|| derived_key(b"meridian internal call v1\0", secret));
         Self { key }
+    }
+
+    /// The key cursors are sealed with, derived from this one; `None`
+    /// without a secret.
+    pub fn cursor_key(&self) -> Option<CursorKey> {
+        self.key.as_ref().map(CursorKey::derive)
     }
 
     /// The signature of `call`, in hex; `None` without a secret.
