@@ -587,12 +587,14 @@ impl SpinApp {
                 "spin_manifest_version = 2\n\n[application]\nname = \"meridian-{service}-only\"\n\n\
                  [variables]\ninternal_token = {{ required = true, secret = true }}\n\
                  admin_token = {{ required = true, secret = true }}\n\
+                 allow_dev_secrets = {{ default = \"off\" }}\n\
                  sqlite_database = {{ default = \"\" }}\n\n\
                  [[trigger.http]]\nroute = \"/...\"\ncomponent = \"{service}\"\n\n\
                  [component.{service}]\nsource = {:?}\nsqlite_databases = [\"{}\"]\n\
                  allowed_outbound_hosts = {:?}\n\n\
                  [component.{service}.variables]\ninternal_token = \"{{{{ internal_token }}}}\"\n\
                  admin_token = \"{{{{ admin_token }}}}\"\n\
+                 allow_dev_secrets = \"{{{{ allow_dev_secrets }}}}\"\n\
                  sqlite_database = \"{{{{ sqlite_database }}}}\"\n{pg_variable}{}",
                 wasm.display().to_string(),
                 match main.one_database {

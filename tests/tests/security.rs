@@ -87,11 +87,15 @@ fn a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names() {
             .variable("tenant_concurrency_limit", "off")
     };
     let app = SpinApp::start_with(options());
-    let (acme, mallory) = (app.tenant("acme"), app.tenant("mallory"));
-    // Community answers acme's lists at once and mallory's after 400 ms:
-    // mallory's flood, on 150 ms budgets, runs out of budget (the route's
-    // lateness), acme's reads finish.
-    let community = meridian_e2e::StandIn::start(|r| match r.url().contains("/mallory/") {
+    let acme = app.tenant("acme");
+    // Eight flooding tenants, each quiet in its own window (fewer than
+    // admission's 20 requests a window), so that only the route's window
+    // sheds their flood: the route is overloaded by construction.
+    let floods: Vec<_> = (0..8).map(|i| app.tenant(&format!("flood{i}"))).collect();
+    // Community answers acme's lists at once and the floods' after 400 ms:
+    // on 150 ms budgets they run out of budget (the route's lateness),
+    // acme's reads finish.
+    let community = meridian_e2e::StandIn::start(|r| match r.url().contains("/flood") {
         true => meridian_e2e::StandInReply::Delayed {
             delay: Duration::from_millis(400),
             status: 200,
@@ -102,7 +106,9 @@ fn a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names() {
     });
     let app = app.restart_with(options().variable("community_url", community.url()));
     assert_eq!(acme.get("/residents").send().status, 200);
-    assert_eq!(mallory.get("/residents").send().status, 200);
+    for flood in &floods {
+        assert_eq!(flood.get("/residents").send().status, 200);
+    }
     let client = app.client();
     let stranger = |slug: &str| {
         call(
@@ -127,12 +133,14 @@ fn a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names() {
             .collect::<BTreeSet<_>>()
     };
     assert_eq!(names(&known), names(&unknown));
-    // Under overload: acme reads every 50 ms (a quiet tenant: fewer than
-    // admission's 20 a window), mallory floods from 16 connections.
+    // Under overload: acme reads every 100 ms (a quiet tenant: fewer than
+    // admission's 20 a window), the floods from two connections each.
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let mut busy: Vec<_> = (0..16)
-        .map(|_| {
-            let (stop, bearer) = (stop.clone(), format!("Bearer {}", mallory.token));
+        .map(|n| {
+            let flood = &floods[n % floods.len()];
+            let (stop, bearer) = (stop.clone(), format!("Bearer {}", flood.token));
+            let path = format!("/v1/{}/residents", flood.slug);
             let client = app.client();
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
@@ -140,7 +148,7 @@ fn a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names() {
                         ("x-meridian-timeout-ms", "150"),
                         ("authorization", bearer.as_str()),
                     ];
-                    let _ = client.send("GET", "/v1/mallory/residents", &headers, None);
+                    let _ = client.send("GET", &path, &headers, None);
                 }
             })
         })
@@ -150,7 +158,7 @@ fn a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names() {
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 let _ = acme.get("/residents").send();
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(Duration::from_millis(100));
             }
         })
     });
@@ -173,12 +181,17 @@ fn a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names() {
         replies.iter().filter(|r| r.status == 503).count()
     };
     let (known, unknown) = (refused(&at_known), refused(&at_unknown));
+    eprintln!("a stranger was refused {known} of 60 times at acme, {unknown} at an unknown slug");
+    // The route was overloaded (32 to 51 of 60 refused in runs here)...
     assert!(
-        unknown >= 15,
+        unknown >= 8,
         "the route was overloaded: {unknown} of 60 refused"
     );
+    // ...and a stranger at acme met the same throttle: refused too (before,
+    // never: acme's quiet window exempted it), in a share that differs by
+    // no more than chance (two draws of 60 at the same odds).
     assert!(
-        known.abs_diff(unknown) <= 15,
+        known >= 1 && known.abs_diff(unknown) <= 20,
         "a stranger at acme was refused {known} of 60 times, at an unknown slug {unknown}"
     );
     drop(community);

@@ -62,7 +62,8 @@ pub fn call_key() -> CallKey {
 /// component variable of its own, outside `settings`: it is read only
 /// when a secret is weak, so a sound deployment never pays for it.
 fn dev_secrets_allowed() -> bool {
-    get("allow_dev_secrets").as_deref() == Some("on")
+    static ALLOWED: OnceLock<bool> = OnceLock::new();
+    *ALLOWED.get_or_init(|| get("allow_dev_secrets").as_deref() == Some("on"))
 }
 
 /// Why this component must not serve, when it must not: its internal
