@@ -240,6 +240,79 @@ fn a_page_cursor_decodes_to_nothing_and_works_in_its_own_tenant_only() {
     }
 }
 
+/// A member cannot grow the shared store without bound: it mints tokens
+/// until the cap answers (seen from outside: a `409 too_many_tokens` on
+/// the 21st), uses each of them past its tenant's rate (each used token a
+/// remembered resolution, each refused one a mark), and once the windows
+/// have ended the store holds no more of acme's keys than
+/// docs/security.md's bound: one resolution and one mark a live token.
+#[test]
+fn a_member_minting_and_using_tokens_past_the_rate_stays_within_the_key_bound() {
+    let app = SpinApp::start_with(SpinOptions::default().key_value_file());
+    let acme = app.tenant("acme");
+    let mut tokens = vec![acme.token.clone()];
+    let refused = loop {
+        let r = acme.post("/tokens").json(&serde_json::json!({}));
+        if r.status != 201 {
+            break r;
+        }
+        tokens.push(r.json()["token"].as_str().unwrap().to_owned());
+        assert!(tokens.len() <= 20, "minted past the cap");
+    };
+    let problem = refused.assert_problem(409, "too_many_tokens");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("at most 20"),
+        "{problem}"
+    );
+    assert_eq!(tokens.len(), 20);
+    // Each token used past the rate (10 reads in 3 s), on 100 ms budgets
+    // so that a refusal is held no longer than that.
+    let app = app.restart_with(
+        SpinOptions::default()
+            .key_value_file()
+            .variable("tenant_rate_limit", "10/3s"),
+    );
+    let read = |token: &str| {
+        let r = acme
+            .get("/residents")
+            .token(token)
+            .header("x-meridian-timeout-ms", "100")
+            .send();
+        assert!(matches!(r.status, 200 | 429), "{} {}", r.status, r.body);
+        r.status
+    };
+    // The rate spent with the first token, then each token once: a
+    // remembered resolution and a mark each.
+    (0..12).for_each(|_| {
+        read(&tokens[0]);
+    });
+    let refused = tokens.iter().filter(|t| read(t) == 429).count();
+    assert!(
+        refused >= 15,
+        "the reads went past the rate ({refused} of 20 refused)"
+    );
+    // The rate's window (3 s) and every mark end.
+    std::thread::sleep(std::time::Duration::from_millis(3_500));
+    let keys: Vec<String> = app.key_value_keys();
+    let family = |prefix: &str| keys.iter().filter(|k| k.starts_with(prefix)).count();
+    let (resolutions, marks) = (
+        family("resolution:acme:"),
+        family("meridian/rate/acme/refused/"),
+    );
+    eprintln!(
+        "{resolutions} remembered resolutions, {marks} marks, {} keys in all",
+        keys.len()
+    );
+    assert!(resolutions <= 20, "{resolutions} remembered resolutions");
+    assert!(marks <= 20, "{marks} marks");
+    // The whole deployment's bound for one tenant and its 20 tokens:
+    // 180 + (5 · 24 + 8) + 20 + 20.
+    assert!(keys.len() <= 348, "{} keys: {keys:?}", keys.len());
+}
+
 /// A problem's fields but its request id.
 fn without_request_id(problem: &serde_json::Value) -> serde_json::Value {
     let mut problem = problem.clone();

@@ -190,19 +190,37 @@ pub fn member<D: Database, C: Clock>(
     )
 }
 
-/// The membership id of the tenant's person `person_id` (an actor id).
-pub fn membership_of_person<D: Database, C: Clock>(
+/// The caller's membership and how many live (unrevoked) tokens it holds,
+/// its row held until the transaction ends: on PostgreSQL another mint of
+/// the same member waits (`FOR UPDATE`) and then counts what it committed,
+/// so the cap holds under concurrent mints; no other member waits. On
+/// SQLite the transaction holds the one write lock already.
+pub fn member_tokens<D: Database, C: Clock>(
     s: &Scoped<'_, D, C>,
     person_id: &ActorId,
-) -> Result<Option<MembershipId>, DbError> {
-    let rows = s.store.query(
+) -> Result<Option<(MembershipId, i64)>, DbError> {
+    let held = s.store.query(
         s.ctx,
-        "SELECT id FROM memberships WHERE tenant_id = ? AND person_id = ?",
+        &format!(
+            "SELECT id FROM memberships WHERE tenant_id = ? AND person_id = ?{}",
+            s.store.db().dialect().for_update()
+        ),
         &[s.tenant(), person_id.into()],
     )?;
-    rows.first()
+    let Some(id) = held
+        .first()
         .map(|r| r.text("id").map(MembershipId::stored))
-        .transpose()
+        .transpose()?
+    else {
+        return Ok(None);
+    };
+    let live = s.store.query(
+        s.ctx,
+        "SELECT COUNT(*) AS live FROM api_tokens WHERE tenant_id = ? AND membership_id = ? AND revoked_at IS NULL",
+        &[s.tenant(), (&id).into()],
+    )?;
+    let live = live.first().map_or(Ok(0), |r| r.integer("live"))?;
+    Ok(Some((id, live)))
 }
 
 /// The membership id of the platform user `user_id` in the tenant.

@@ -15,7 +15,13 @@ use crate::repo::{self, NewToken};
 use crate::tenants::{new_token, stored};
 use crate::Call;
 
-/// A new token for the caller, shown once.
+/// The most live (unrevoked) tokens a member holds: each one used leaves
+/// a remembered resolution in the shared store (docs/security.md counts
+/// the keys), so a member must not be able to mint without bound.
+pub const MAX_LIVE_TOKENS: i64 = 20;
+
+/// A new token for the caller, shown once (409 `too_many_tokens` past
+/// [`MAX_LIVE_TOKENS`]).
 pub fn create<D: Database, C: Clock>(
     app: &Identity<D, C>,
     call: &Call<'_>,
@@ -23,10 +29,17 @@ pub fn create<D: Database, C: Clock>(
     // No fields yet; an unknown one is refused rather than ignored.
     JsonBody::parse(call.body())?.finish()?;
     app.scoped(call.ctx)?.write_once(call, |s| {
+        let (membership_id, live) =
+            repo::member_tokens(s, &s.scope.actor_id)?.ok_or_else(|| {
+                Problem::new(ErrorCode::Unauthorized, "the caller is no longer a member")
+            })?;
+        if live >= MAX_LIVE_TOKENS {
+            return Err(Problem::new(
+                ErrorCode::TooManyTokens,
+                format!("a member holds at most {MAX_LIVE_TOKENS} live tokens; revoke one first"),
+            ));
+        }
         let token = new_token()?;
-        let membership_id = repo::membership_of_person(s, &s.scope.actor_id)?.ok_or_else(|| {
-            Problem::new(ErrorCode::Unauthorized, "the caller is no longer a member")
-        })?;
         let now = app.timestamp();
         let id = TokenId::fresh();
         repo::insert_token(

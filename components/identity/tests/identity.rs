@@ -565,6 +565,37 @@ fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
     assert_eq!(fields(&r), ["scope"]);
 }
 
+/// A member holds at most 20 live tokens: the 21st mint is a 409 of its
+/// own code and writes nothing; revoking one makes room for one.
+#[test]
+fn a_member_mints_at_most_twenty_live_tokens() {
+    let h = Harness::new();
+    let (admin, _) = h.create_tenant("acme");
+    // The tenant's first token, made with it, is one of the twenty.
+    let ids: Vec<String> = (1..20).map(|_| h.new_token(admin).0).collect();
+    assert_eq!(h.count("api_tokens"), 20);
+    let refused = h.call(Some(admin), request("POST", "/v1/acme/tokens"));
+    assert_eq!(refused.status().as_u16(), 409, "{}", refused.json_body());
+    assert_eq!(refused.json_body()["code"], "too_many_tokens");
+    assert!(
+        refused.json_body()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("at most 20"),
+        "{}",
+        refused.json_body()
+    );
+    assert_eq!(h.count("api_tokens"), 20, "nothing written");
+    let revoked = h.call(
+        Some(admin),
+        request("DELETE", &format!("/v1/acme/tokens/{}", ids[0])),
+    );
+    assert_eq!(revoked.status().as_u16(), 204);
+    h.new_token(admin);
+    let again = h.call(Some(admin), request("POST", "/v1/acme/tokens"));
+    assert_eq!(again.status().as_u16(), 409);
+}
+
 #[test]
 fn a_member_cannot_revoke_someone_elses_token() {
     let h = Harness::new();

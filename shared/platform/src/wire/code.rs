@@ -26,6 +26,8 @@ pub enum ErrorCode {
     Conflict,
     /// The same idempotency key is still being processed (409).
     IdempotencyKeyInProgress,
+    /// The member holds as many live tokens as a member may (409).
+    TooManyTokens,
     /// The body is larger than accepted (413).
     PayloadTooLarge,
     /// The body is declared as something other than JSON (415).
@@ -53,7 +55,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for exhaustive tests and documentation.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         Self::InvalidRequest,
         Self::InvalidTimeout,
         Self::InvalidIdempotencyKey,
@@ -64,6 +66,7 @@ impl ErrorCode {
         Self::MethodNotAllowed,
         Self::Conflict,
         Self::IdempotencyKeyInProgress,
+        Self::TooManyTokens,
         Self::PayloadTooLarge,
         Self::UnsupportedMediaType,
         Self::ValidationFailed,
@@ -89,6 +92,7 @@ impl ErrorCode {
             Self::MethodNotAllowed => "method_not_allowed",
             Self::Conflict => "conflict",
             Self::IdempotencyKeyInProgress => "idempotency_key_in_progress",
+            Self::TooManyTokens => "too_many_tokens",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::ValidationFailed => "validation_failed",
@@ -117,7 +121,9 @@ impl ErrorCode {
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound | Self::TenantNotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Conflict | Self::IdempotencyKeyInProgress => StatusCode::CONFLICT,
+            Self::Conflict | Self::IdempotencyKeyInProgress | Self::TooManyTokens => {
+                StatusCode::CONFLICT
+            }
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::ValidationFailed | Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
@@ -142,6 +148,7 @@ impl ErrorCode {
             Self::MethodNotAllowed => "Method not allowed",
             Self::Conflict => "Conflict",
             Self::IdempotencyKeyInProgress => "Idempotency key in progress",
+            Self::TooManyTokens => "Too many tokens",
             Self::PayloadTooLarge => "Payload too large",
             Self::UnsupportedMediaType => "Unsupported media type",
             Self::ValidationFailed => "Validation failed",
