@@ -312,6 +312,7 @@ mod tests {
             ("method_not_allowed", 405),
             ("conflict", 409),
             ("idempotency_key_in_progress", 409),
+            ("too_many_tokens", 409),
             ("payload_too_large", 413),
             ("unsupported_media_type", 415),
             ("validation_failed", 422),
