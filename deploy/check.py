@@ -178,6 +178,51 @@ def check_front_proxy(where: str, doc: dict) -> None:
                 problem(where, f"the proxy's ConfigMap key {item.get('key')} is no file of deploy/haproxy/")
 
 
+def selects(selector: dict, labels: dict) -> bool:
+    """Whether a podSelector's matchLabels select pods with `labels`."""
+    wanted = selector.get("matchLabels", {})
+    return bool(wanted) and all(labels.get(k) == v for k, v in wanted.items())
+
+
+def check_proxy_only(documents: list) -> None:
+    """A SpinApp whose admission is the proxy's is reachable only through
+    the proxy: a NetworkPolicy selects its pods and admits nothing but the
+    proxy's pods and the relay's; and HAProxy bounds slow request heads."""
+    policies = [d for _, d in documents if d.get("kind") == "NetworkPolicy"]
+    proxy_labels = {"app.kubernetes.io/name": "meridian-front-proxy"}
+    relay_labels = {"app.kubernetes.io/name": "meridian-outbox-relay"}
+    behind = False
+    for where, doc in documents:
+        if doc.get("kind") != "SpinApp":
+            continue
+        values = {v.get("name"): v.get("value") for v in doc["spec"].get("variables", [])}
+        if values.get("admission") != "proxy":
+            continue
+        behind = True
+        pods = dict(doc["spec"].get("podLabels", {}))
+        pods["core.spinkube.dev/app-name"] = doc["metadata"]["name"]
+        covering = [p for p in policies if selects(p["spec"].get("podSelector", {}), pods)
+                    and "Ingress" in p["spec"].get("policyTypes", [])]
+        if not covering:
+            problem(where, "admission = proxy, but no NetworkPolicy keeps clients from its pods past the proxy")
+        for policy in covering:
+            for rule in policy["spec"].get("ingress", []):
+                sources = rule.get("from", [])
+                if not sources:
+                    problem(where, f"NetworkPolicy {policy['metadata']['name']} admits any source")
+                for source in sources:
+                    selector = source.get("podSelector")
+                    if selector is None or set(source) != {"podSelector"} or not (
+                        selects(selector, proxy_labels) or selects(selector, relay_labels)
+                    ):
+                        problem(where, f"NetworkPolicy {policy['metadata']['name']} admits {source}, not only the proxy")
+    if behind:
+        config = (HAPROXY / "haproxy.cfg").read_text()
+        lines = [line.split("#")[0].split() for line in config.splitlines()]
+        if not any(words[:2] == ["timeout", "http-request"] for words in lines):
+            problem("deploy/haproxy/haproxy.cfg", "no `timeout http-request`: slow request heads can hold every connection")
+
+
 def main() -> int:
     schema = spinapp_schema()
     documents = []
@@ -191,6 +236,7 @@ def main() -> int:
         check_front_proxy(where, doc)
         if doc.get("kind") == "Secret":
             problem(where, "a Secret with values is shipped: create-secrets.sh makes them")
+    check_proxy_only(documents)
     secrets = created_secrets()
     spinapps = 0
     for where, doc in documents:

@@ -62,6 +62,12 @@ pub fn available() -> bool {
 impl Proxy {
     /// HAProxy in front of `upstream` (`http://127.0.0.1:port`).
     pub fn start(upstream: &str, settings: ProxySettings) -> Self {
+        Self::start_with(upstream, settings, &[])
+    }
+
+    /// The same, with more of the configuration's environment (e.g.
+    /// `MERIDIAN_PROXY_CONNECTIONS`, `MERIDIAN_PROXY_HEAD_MS`).
+    pub fn start_with(upstream: &str, settings: ProxySettings, env: &[(&str, String)]) -> Self {
         let port = crate::spin::free_port();
         let dir = repo_root().join("deploy/haproxy");
         let child = Command::new("haproxy")
@@ -77,6 +83,7 @@ impl Proxy {
             )
             .env("MERIDIAN_PROXY_MAX_QUEUE", settings.max_queue.to_string())
             .env("MERIDIAN_PROXY_ERRORS", &dir)
+            .envs(env.iter().map(|(name, value)| (*name, value.as_str())))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -103,6 +110,11 @@ impl Proxy {
     /// `http://127.0.0.1:port`.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Its loopback port.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 }
 

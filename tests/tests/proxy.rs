@@ -195,3 +195,68 @@ fn a_flood_behind_the_proxy_ends_in_its_503s_not_in_late_answers() {
         "the flood's goodput fell below a third of the rate at the cap ({at_cap_served} a second): {summary}"
     );
 }
+
+/// Slow request heads cannot take the proxy's connections: with as many
+/// clients as it accepts each sending its request's head a line at a time
+/// (never silent long enough for `timeout client`), the proxy answers each
+/// one 408 once `timeout http-request` has passed, and another client is
+/// served at once after. Without that timeout the trickling heads held
+/// every connection for as long as they trickled.
+#[test]
+fn slow_request_heads_do_not_starve_other_clients() {
+    use std::io::Write;
+    use std::time::Instant;
+    assert!(
+        proxy::available(),
+        "haproxy is not installed (scripts/test.sh installs Debian's package)"
+    );
+    let app = SpinApp::start();
+    let settings = ProxySettings {
+        cap: 4,
+        queue: Duration::from_millis(500),
+        max_queue: 8,
+    };
+    // 16 connections at once, a head in full within 1 s.
+    let proxy = Proxy::start_with(
+        app.url(),
+        settings,
+        &[
+            ("MERIDIAN_PROXY_CONNECTIONS", "16".to_owned()),
+            ("MERIDIAN_PROXY_HEAD_MS", "1000".to_owned()),
+        ],
+    );
+    let port = proxy.port();
+    let trickling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let slow: Vec<_> = (0..16)
+        .map(|_| {
+            let trickling = trickling.clone();
+            let mut stream =
+                std::net::TcpStream::connect(("127.0.0.1", port)).expect("a slow client");
+            std::thread::spawn(move || {
+                let _ = stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: meridian\r\n");
+                // A header line every 200 ms for 8 s, ignoring the closed
+                // connection the proxy leaves it.
+                for i in 0..40 {
+                    if !trickling.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let _ = stream.write_all(format!("x-slow-{i}: 1\r\n").as_bytes());
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let served = meridian_e2e::Client::new(&proxy.url()).get("/healthz");
+    let waited = started.elapsed();
+    trickling.store(false, std::sync::atomic::Ordering::Relaxed);
+    slow.into_iter()
+        .for_each(|t| t.join().expect("a slow client"));
+    assert_eq!(served.status, 200, "{}", served.body);
+    assert!(
+        waited < Duration::from_millis(2_500),
+        "another client waited {waited:?} behind the slow heads"
+    );
+    drop(app);
+}
