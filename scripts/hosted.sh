@@ -89,7 +89,8 @@ if [ "$platform" = cloud ]; then
     the_gateway_in_front_of_a_faulty_billing \
     billing_in_front_of_a_faulty_community \
     a_failing_downstream_opens_the_breaker_for_every_invocation_and_a_probe_closes_it \
-    a_retry_the_shared_budget_refuses_is_not_made_and_the_answer_says_so
+    a_retry_the_shared_budget_refuses_is_not_made_and_the_answer_says_so \
+    a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names
 fi
 skip_tests args "a SQLite file or runtime configuration" \
   "${SQLITE_FILE_FAULT_TESTS[@]}" "$SQLITE_LOCK_TEST" "$LIBSQL_CONFIG_TEST"

@@ -213,6 +213,13 @@ impl Harness {
         r.json_body()["items"].as_array().unwrap().clone()
     }
 
+    /// Runs `sql` on billing's database as a test's own statement (a row
+    /// the test puts in place).
+    fn execute(&self, sql: &str, params: &[meridian_platform::store::db::Value]) {
+        let ctx = context_at(self.clock.now(), Duration::from_secs(1), "test");
+        self.app.store.execute(&ctx, sql, params).unwrap();
+    }
+
     fn count(&self, sql: &str) -> i64 {
         let ctx = context_at(self.clock.now(), Duration::from_secs(1), "test");
         self.app.store.query(&ctx, sql, &[]).unwrap()[0]
@@ -684,16 +691,11 @@ fn an_undecodable_outbox_row_is_set_aside_and_does_not_block_the_relay() {
     );
     *h.community().down.borrow_mut() = None;
     // A row that sorts first and cannot be read (its payload is not JSON).
-    let ctx = context_at(h.clock.now(), Duration::from_secs(1), "test");
-    h.app
-        .store
-        .execute(
-            &ctx,
-            "INSERT INTO outbox_events (id, tenant_id, type, resident_id, payload, created_at)
-             VALUES ('00000000-0000-7000-8000-000000000000', ?, 'invoice.created', ?, 'not json', '2026-01-01T00:00:00Z')",
-            &[TENANT.into(), resident.as_str().into()],
-        )
-        .unwrap();
+    h.execute(
+        "INSERT INTO outbox_events (id, tenant_id, type, resident_id, payload, created_at)
+         VALUES ('00000000-0000-7000-8000-000000000000', ?, 'invoice.created', ?, 'not json', '2026-01-01T00:00:00Z')",
+        &[TENANT.into(), resident.as_str().into()],
+    );
     h.clock.advance(Duration::from_secs(2));
     let r = h.relay("admin-secret");
     assert_eq!(r.status().as_u16(), 200, "{:?}", r.json_body());
@@ -873,17 +875,12 @@ fn one_tenants_backlog_does_not_hold_back_another_tenants_event() {
         h.new_invoice(&resident, 100 + i);
     }
     // Another tenant's one event, after every one of the backlog's.
-    let ctx = context_at(h.clock.now(), Duration::from_secs(1), "test");
-    h.app
-        .store
-        .execute(
-            &ctx,
-            "INSERT INTO outbox_events (id, tenant_id, type, resident_id, payload, created_at)
-             SELECT 'ffffffff-ffff-7fff-bfff-ffffffffffff', ?, type, resident_id, payload, created_at
-             FROM outbox_events LIMIT 1",
-            &[OTHER_TENANT.into()],
-        )
-        .unwrap();
+    h.execute(
+        "INSERT INTO outbox_events (id, tenant_id, type, resident_id, payload, created_at)
+         SELECT 'ffffffff-ffff-7fff-bfff-ffffffffffff', ?, type, resident_id, payload, created_at
+         FROM outbox_events LIMIT 1",
+        &[OTHER_TENANT.into()],
+    );
     h.clock.advance(Duration::from_secs(2));
     // One run (community still refusing events: each attempt is counted).
     let r = h.relay("admin-secret");

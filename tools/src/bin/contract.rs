@@ -42,6 +42,15 @@ fn main() -> anyhow::Result<ExitCode> {
     let dictionary = out.join("residents.dict");
     std::fs::write(&dictionary, format!("\"{resident}\"\n"))
         .with_context(|| format!("writing {}", dictionary.display()))?;
+    // A cursor is the position sealed for its tenant: no pattern can make
+    // one, so every list of the run pages from a real one of the tenant's
+    // (a second resident makes a first page of one end with a cursor).
+    add_resident(&app.client(), &tenant, "Sam Second");
+    let first = tenant.get("/residents?limit=1").send();
+    let cursor = first.json()["next_cursor"]
+        .as_str()
+        .map(str::to_owned)
+        .context("a first page of one of two residents has a next cursor")?;
     // Run from target/contract, where Schemathesis keeps its cache of
     // failures for `st replay`.
     let status = Command::new(&st)
@@ -62,6 +71,7 @@ fn main() -> anyhow::Result<ExitCode> {
         .env("MERIDIAN_OWN_MEMBERSHIP", &tenant.membership_id)
         .env("MERIDIAN_OWN_TOKEN", &tenant.token_id)
         .env("MERIDIAN_RESIDENT", &resident)
+        .env("MERIDIAN_CURSOR", &cursor)
         .env("MERIDIAN_HOOKS", config.join("hooks.py"))
         .status()
         .with_context(|| format!("running {}", st.display()))?;
