@@ -90,7 +90,8 @@ if [ "$platform" = cloud ]; then
     billing_in_front_of_a_faulty_community \
     a_failing_downstream_opens_the_breaker_for_every_invocation_and_a_probe_closes_it \
     a_retry_the_shared_budget_refuses_is_not_made_and_the_answer_says_so \
-    a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names
+    a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names \
+    a_tenants_backlog_does_not_hold_back_another_tenants_event_beyond_one_relay_run
 fi
 skip_tests args "a SQLite file or runtime configuration" \
   "${SQLITE_FILE_FAULT_TESTS[@]}" "$SQLITE_LOCK_TEST" "$LIBSQL_CONFIG_TEST"

@@ -330,3 +330,82 @@ fn a_write_is_answered_before_its_event_is_delivered() {
             .then_some(())
     });
 }
+
+/// The relay takes due events across tenants in turns: a tenant with a
+/// backlog of 150 undelivered events (more than a relay run's 100) does
+/// not hold back a quiet tenant's single event, written after all of them,
+/// beyond one run. Before, a run took the oldest 100 of all tenants: the
+/// quiet tenant's event waited behind the backlog.
+#[test]
+fn a_tenants_backlog_does_not_hold_back_another_tenants_event_beyond_one_relay_run() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let app = SpinApp::start();
+    let (busy, quiet) = (app.tenant("busy"), app.tenant("quiet"));
+    let (busy_resident, quiet_resident) = (busy.resident("Ada"), quiet.resident("Bo"));
+    // Community as billing sees it: residents exist; events are refused
+    // until `open` (so they wait in the outbox), then stored.
+    let open = Arc::new(AtomicBool::new(false));
+    let community = {
+        let open = open.clone();
+        StandIn::start(move |r| match r.url().starts_with("/internal/events") {
+            true if open.load(Ordering::SeqCst) => {
+                StandInReply::Json(200, r#"{"stored":true}"#.into())
+            }
+            true => StandInReply::Json(503, "{}".into()),
+            false => StandInReply::Json(200, "{}".into()),
+        })
+    };
+    // Only community's events fail; the failure memory (one breaker per
+    // downstream) would refuse the resident checks too, so it is off.
+    let app = app.restart_with(
+        SpinOptions::default()
+            .variable("community_url", community.url())
+            .variable("failure_memory", "off")
+            .variable("tenant_rate_limit", "off")
+            .variable("tenant_concurrency_limit", "off"),
+    );
+    std::thread::scope(|s| {
+        for writer in 0..6 {
+            let (busy, resident) = (&busy, &busy_resident);
+            s.spawn(move || {
+                for i in 0..25 {
+                    busy.created("/invoices", &invoice(resident, 100 + writer * 25 + i));
+                }
+            });
+        }
+    });
+    quiet.created("/invoices", &invoice(&quiet_resident, 700));
+    // Every delivery after an answer was refused; each event is due again
+    // a second after its failure.
+    meridian_e2e::settled("the deliveries after the answers", 151, || {
+        community.count("/internal/events")
+    });
+    std::thread::sleep(Duration::from_millis(2_500));
+    open.store(true, Ordering::SeqCst);
+    let before = community.received().len();
+    let run = app.client().send(
+        "POST",
+        "/ops/outbox/relay",
+        &[("authorization", &format!("Bearer {ADMIN_TOKEN}"))],
+        None,
+    );
+    assert_eq!(run.status, 200, "{}", run.body);
+    let report = run.json();
+    assert!(report["delivered"].as_u64() >= Some(2), "{report}");
+    let quiet_delivered = community
+        .received()
+        .iter()
+        .skip(before)
+        .filter(|r| r.url().starts_with("/internal/events"))
+        .any(|r| {
+            r.headers()
+                .get("x-meridian-event-tenant")
+                .and_then(|v| v.to_str().ok())
+                == Some(quiet.id.as_str())
+        });
+    assert!(
+        quiet_delivered,
+        "the quiet tenant's event waited behind the backlog: {report}"
+    );
+}
