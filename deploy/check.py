@@ -160,12 +160,20 @@ def check_pod(where: str, pod: dict) -> None:
             problem(where, f"container {container.get('name')}: writable root or privilege escalation")
 
 
+def behind_proxy(doc: dict) -> dict | None:
+    """A SpinApp's plain variables when its admission is the front proxy's."""
+    if doc.get("kind") != "SpinApp":
+        return None
+    values = {v.get("name"): v.get("value") for v in doc["spec"].get("variables", [])}
+    return values if values.get("admission") == "proxy" else None
+
+
 def check_front_proxy(where: str, doc: dict) -> None:
     """A SpinApp behind the proxy trusts its stamp; the proxy's ConfigMap
     is made of deploy/haproxy/'s own files."""
     if doc.get("kind") == "SpinApp":
-        values = {v.get("name"): v.get("value") for v in doc["spec"].get("variables", [])}
-        if values.get("admission") == "proxy" and values.get("trust_request_start") != "on":
+        values = behind_proxy(doc)
+        if values is not None and values.get("trust_request_start") != "on":
             problem(where, "admission = proxy without trust_request_start = on: time queued would not count")
         return
     pod = doc.get("spec", {}).get("template", {}).get("spec", {})
@@ -193,10 +201,7 @@ def check_proxy_only(documents: list) -> None:
     relay_labels = {"app.kubernetes.io/name": "meridian-outbox-relay"}
     behind = False
     for where, doc in documents:
-        if doc.get("kind") != "SpinApp":
-            continue
-        values = {v.get("name"): v.get("value") for v in doc["spec"].get("variables", [])}
-        if values.get("admission") != "proxy":
+        if behind_proxy(doc) is None:
             continue
         behind = True
         pods = dict(doc["spec"].get("podLabels", {}))

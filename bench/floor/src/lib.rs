@@ -447,8 +447,6 @@ fn param(req: &Request, name: &str) -> String {
         .to_owned()
 }
 
-/// A call to another component over service chaining; a failure to reach
-/// it is a 502.
 /// The bearer's tenant as `mid` resolves it on PostgreSQL, or `mid`'s
 /// refusal.
 async fn pg_tenant(req: &Request) -> Result<String, Response> {
@@ -466,6 +464,8 @@ async fn pg_tenant(req: &Request) -> Result<String, Response> {
     }
 }
 
+/// A call to another component over service chaining; a failure to reach
+/// it is a 502.
 async fn call(method: Method, url: &str, token: Option<&str>, body: Vec<u8>) -> Response {
     let mut request = Request::builder();
     request.method(method).uri(url);

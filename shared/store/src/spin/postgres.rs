@@ -38,6 +38,19 @@ struct Session {
     in_transaction: Cell<bool>,
 }
 
+impl Session {
+    /// `sql`'s column names and rows, as the host returns them.
+    fn query(
+        &self,
+        sql: &str,
+        params: &[ParameterValue],
+    ) -> Result<(Vec<String>, Vec<Vec<DbValue>>), DbError> {
+        let result = self.connection.query(sql, params).map_err(map_error)?;
+        let names = result.columns.into_iter().map(|c| c.name).collect();
+        Ok((names, result.rows))
+    }
+}
+
 thread_local! {
     /// The connections this instance has checked out, by address: an
     /// instance serves one request, and whatever of it opens an address
@@ -120,9 +133,8 @@ impl Database for SpinPostgres {
         let (connection, open) = (&self.session.connection, &self.session.in_transaction);
         let execute = |sql: &str| connection.execute(sql, &params).map_err(map_error);
         let rows = |sql: &str| {
-            let result = connection.query(sql, &params).map_err(map_error)?;
-            let names = result.columns.into_iter().map(|c| c.name).collect();
-            unpadded(names, result.rows)
+            let (names, rows) = self.session.query(sql, &params)?;
+            unpadded(names, rows)
         };
         match Kind::of(sql) {
             Kind::Begin => {
@@ -154,13 +166,8 @@ impl Database for SpinPostgres {
         }
         let params: Vec<ParameterValue> = params.iter().map(to_pg).collect();
         self.on_its_own(|| {
-            let result = self
-                .session
-                .connection
-                .query(sql, &params)
-                .map_err(map_error)?;
-            let names = result.columns.into_iter().map(|c| c.name).collect();
-            decoded(names, result.rows, 0)
+            let (names, rows) = self.session.query(sql, &params)?;
+            decoded(names, rows, 0)
         })
     }
 
