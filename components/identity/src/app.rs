@@ -37,10 +37,10 @@ impl<D: Database, C: Clock> Identity<D, C> {
     /// empty) committed, and before it is answered. First the gateway's
     /// remembered resolutions of the tenant stop being served (its
     /// generation moves on); a store that refuses leaves them for at most
-    /// their time to live (30 s). Then what the shared store keeps per
-    /// stopped token (its remembered resolution, its rate-limit mark) is
-    /// removed, or the store would keep it for every token ever used; a
-    /// store that refuses leaves keys nobody is served from. Either way the
+    /// their time to live (30 s). Then the bins the shared store keeps a
+    /// stopped token in (its remembered resolution, its rate-limit mark)
+    /// are emptied, so a quiet tenant keeps no key of a token it stopped;
+    /// a store that refuses leaves keys nobody is served from. Either way the
     /// change itself stands, and the operator is told.
     pub fn tokens_stopped(&self, slug: &str, hashes: &[String]) {
         let Ok(slug) = TenantSlug::parse(slug) else {

@@ -74,6 +74,50 @@ pub fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
+/// How many bins a tenant has in the shared store for its tokens'
+/// remembered resolutions, and as many for their rate marks. A token's
+/// bin is read from its hash ([`TokenBin::of`]), so a tenant holds at
+/// most this many keys of each family whatever its members mint: two
+/// tokens in one bin take turns (the one not kept asks identity, as
+/// without the cache). 64 keeps a tenant with a few dozen callers active
+/// at once mostly apart.
+pub const TOKEN_BINS: u8 = 64;
+
+/// Where the token whose hash is `hash` is kept among its tenant's
+/// [`TOKEN_BINS`], and a fingerprint that tells it from the other tokens
+/// of that bin where a value cannot hold the whole hash (a rate mark).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenBin {
+    /// The bin, below [`TOKEN_BINS`].
+    pub index: u8,
+    /// 27 bits of the hash that are not the bin's.
+    pub fingerprint: u32,
+}
+
+impl TokenBin {
+    /// The bits of a fingerprint.
+    pub const FINGERPRINT_BITS: u32 = 27;
+
+    /// The bin of the token whose [`token_hash`] is `hash` (anything else
+    /// is hashed first, so that every text has one).
+    pub fn of(hash: &str) -> Self {
+        let bytes = match hex::decode(hash) {
+            Ok(bytes) if bytes.len() >= 5 => bytes,
+            _ => Sha256::digest(hash.as_bytes()).to_vec(),
+        };
+        let [first, a, b, c, d, ..] = bytes[..] else {
+            return Self {
+                index: 0,
+                fingerprint: 0,
+            };
+        };
+        Self {
+            index: first % TOKEN_BINS,
+            fingerprint: u32::from_be_bytes([a, b, c, d]) >> (32 - Self::FINGERPRINT_BITS),
+        }
+    }
+}
+
 /// The fewest bytes a deployment secret (`internal_token`, `admin_token`)
 /// may have: 256 bits when it is hex or base64 of random bytes.
 pub const MIN_SECRET_BYTES: usize = 32;
@@ -149,6 +193,22 @@ pub fn judge_secret(value: Option<&str>) -> Result<(), WeakSecret> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_has_one_bin_of_the_tenants_and_a_fingerprint_of_27_bits() {
+        let bins: Vec<TokenBin> = (0..2_000)
+            .map(|n| TokenBin::of(&token_hash(&format!("mrd_{n}"))))
+            .collect();
+        assert!(bins.iter().all(|s| s.index < TOKEN_BINS));
+        assert!(bins.iter().all(|s| s.fingerprint < 1 << 27));
+        let used: std::collections::HashSet<u8> = bins.iter().map(|s| s.index).collect();
+        assert_eq!(used.len(), usize::from(TOKEN_BINS), "every bin is used");
+        let hash = token_hash("mrd_a");
+        assert_eq!(TokenBin::of(&hash), TokenBin::of(&hash));
+        // Text that is no hash still has a bin.
+        assert!(TokenBin::of("not hex").index < TOKEN_BINS);
+        assert!(TokenBin::of("").index < TOKEN_BINS);
+    }
 
     #[test]
     fn a_deployment_secret_is_long_and_unpublished() {

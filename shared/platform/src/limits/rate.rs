@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::counts::{opened_window, window_marker, Counters};
 use crate::limits::policy::{RatePolicy, RateSettings};
-use crate::secrets::token_hash;
+use crate::secrets::{token_hash, TokenBin};
 use crate::time::UnixMillis;
 use crate::wire::problem::Problem;
 
@@ -60,33 +60,65 @@ pub struct RateLimiter<'a, K: Counters> {
     prefix: String,
     override_key: String,
     /// Where a refusal of the caller's credential is remembered
-    /// ([`refused_key`]), if it sent one.
-    marked_key: Option<String>,
+    /// ([`refused_key`]) and the fingerprint that tells it there, if it
+    /// sent one.
+    mark: Option<(String, u32)>,
     /// One request in this many is counted, for this many (1: each).
     sample: u64,
 }
 
 /// Where a refusal of the token whose hash is `token_hash` (identity's
 /// stored `token_hash`: the store never holds a token) is remembered at
-/// `slug`. Identity removes it with the token's remembered resolution
-/// when the token stops resolving; an expired one is removed when next
-/// read.
+/// `slug`: the token's bin ([`TokenBin`]), so a tenant holds at most
+/// [`TOKEN_BINS`](crate::secrets::TOKEN_BINS) marks whatever its members
+/// mint. Identity removes it with the token's remembered resolution when
+/// the token stops resolving; an expired one is removed when next read.
 pub fn refused_key(slug: &str, token_hash: &str) -> String {
-    format!("meridian/rate/{slug}/refused/{token_hash}")
+    format!(
+        "meridian/rate/{slug}/refused/{}",
+        TokenBin::of(token_hash).index
+    )
+}
+
+/// The bits of a mark that hold the second its refusal ends (to the year
+/// 4147); the token's fingerprint is above them.
+const MARK_SECOND_BITS: u32 = 36;
+
+/// A mark: the token's bin fingerprint above the second in which
+/// `until_ms` falls (so a mark ends up to a second early: that credential
+/// asks identity once more), so that another token of the bin reads it
+/// as no mark of its own. One in 2^27 tokens of a bin shares a fingerprint:
+/// a guess of a stranger's that finds one is answered the tenant's `429`
+/// instead of a `401`, while the tenant is over its rate.
+fn mark_value(fingerprint: u32, until_ms: u64) -> i64 {
+    let second = (until_ms / 1_000).min((1 << MARK_SECOND_BITS) - 1);
+    let value = u64::from(fingerprint) << MARK_SECOND_BITS | second;
+    i64::try_from(value).unwrap_or(0)
+}
+
+/// A mark's fingerprint and the millisecond its refusal ends (0 for no
+/// mark, or anything else than [`mark_value`] writes).
+fn read_mark(value: i64) -> (u32, u64) {
+    let value = u64::try_from(value).unwrap_or(0);
+    let fingerprint = u32::try_from(value >> MARK_SECOND_BITS).unwrap_or(u32::MAX);
+    (fingerprint, (value & ((1 << MARK_SECOND_BITS) - 1)) * 1_000)
 }
 
 impl<'a, K: Counters> RateLimiter<'a, K> {
     /// The limiter of the tenant named `slug` in its path, for a caller
     /// presenting `token` (its bearer token, if any).
     pub fn new(counters: &'a K, settings: RateSettings, slug: &str, token: Option<&str>) -> Self {
-        let marked_key = token.map(|token| refused_key(slug, &token_hash(token)));
+        let mark = token.map(|token| {
+            let hash = token_hash(token);
+            (refused_key(slug, &hash), TokenBin::of(&hash).fingerprint)
+        });
         Self {
             counters,
             settings,
             prefix: format!("meridian/rate/{slug}"),
             // Beside the counts, so one batch reads the override with them.
             override_key: format!("meridian/rate/{slug}/policy"),
-            marked_key,
+            mark,
             sample: 1,
         }
     }
@@ -139,18 +171,21 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
                 _ => return None,
             }
         };
-        let now_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
+        let now_ms = now.as_millis();
         let mut verdict = Self::judge(policy, now, current, previous);
-        // Marked and still over: a raised override or a window that slid on
-        // lets the credential through at once.
-        verdict.marked = self.marked_key.is_some() && marked > now_ms && !verdict.allowed;
-        if let Some(key) = self
-            .marked_key
+        let (fingerprint, until_ms) = read_mark(marked);
+        // Marked (this credential's) and still over: a raised override or a
+        // window that slid on lets the credential through at once.
+        verdict.marked = self.mark.as_ref().is_some_and(|m| m.1 == fingerprint)
+            && until_ms > now_ms
+            && !verdict.allowed;
+        if let Some((key, _)) = self
+            .mark
             .as_ref()
-            .filter(|_| (1..=now_ms).contains(&marked))
+            .filter(|_| marked != 0 && until_ms <= now_ms)
         {
-            // A mark that has run out is removed, so the store does not
-            // keep one for every credential ever refused.
+            // A mark that has run out (any token's of the bin) is removed,
+            // so a quiet tenant keeps none.
             let _ = self.counters.forget(std::slice::from_ref(key));
         }
         Some(verdict)
@@ -176,8 +211,9 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
             self.count_key(policy, epoch),
             self.count_key(policy, epoch.saturating_sub(1)),
             // Never set for a caller without a token: reads as 0.
-            self.marked_key
-                .clone()
+            self.mark
+                .as_ref()
+                .map(|(key, _)| key.clone())
                 .unwrap_or_else(|| format!("{}/refused", self.prefix)),
         ]
     }
@@ -188,14 +224,12 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
     /// resolution. Keyed by credential, not by slug, so a caller without a
     /// valid token is still answered 401 and a slug reveals nothing.
     pub fn mark_refused(&self, verdict: &RateVerdict, now: UnixMillis, held: Duration) {
-        if let Some(key) = &self.marked_key {
+        if let Some((key, fingerprint)) = &self.mark {
             let until = now
                 .as_millis()
                 .saturating_add(u64::from(verdict.reset_s) * 1_000)
                 .saturating_add(crate::time::duration_ms(held));
-            let _ = self
-                .counters
-                .set(key, i64::try_from(until).unwrap_or(i64::MAX));
+            let _ = self.counters.set(key, mark_value(*fingerprint, until));
         }
     }
 
@@ -485,5 +519,53 @@ mod tests {
             counters.keys().iter().all(|k| !k.contains("tok")),
             "no token stored"
         );
+    }
+
+    #[test]
+    fn a_tenant_holds_one_mark_a_bin_and_another_tokens_mark_is_not_its_own() {
+        let counters = LocalCounters::default();
+        let tokens: Vec<String> = (0..500).map(|n| format!("mrd_{n}")).collect();
+        let limiter = |t: &str| RateLimiter::new(&counters, settings(2, 60), "acme", Some(t));
+        request(&limiter("mrd_first"), 0);
+        request(&limiter("mrd_first"), 1);
+        let over = limiter("mrd_first").check(at(2)).unwrap();
+        assert!(!over.allowed);
+        tokens
+            .iter()
+            .for_each(|t| limiter(t).mark_refused(&over, at(2), Duration::ZERO));
+        let marks = counters
+            .keys()
+            .into_iter()
+            .filter(|k| k.contains("/refused/"))
+            .count();
+        assert_eq!(marks, usize::from(crate::secrets::TOKEN_BINS));
+        // A token whose bin holds another's mark is not marked; the last
+        // marked of each bin is.
+        let mut last = std::collections::HashMap::new();
+        tokens.iter().for_each(|t| {
+            last.insert(refused_key("acme", &token_hash(t)), t);
+        });
+        let (kept, taken): (Vec<&String>, Vec<&String>) = tokens
+            .iter()
+            .partition(|t| last[&refused_key("acme", &token_hash(t))] == *t);
+        assert_eq!(kept.len(), usize::from(crate::secrets::TOKEN_BINS));
+        assert!(kept.iter().all(|t| limiter(t).check(at(3)).unwrap().marked));
+        assert!(taken
+            .iter()
+            .all(|t| !limiter(t).check(at(3)).unwrap().marked));
+        // A stranger's token finds its bin marked, by another: not marked.
+        assert!(!limiter("junk").check(at(3)).unwrap().marked);
+    }
+
+    #[test]
+    fn a_mark_reads_back_its_fingerprint_and_its_second() {
+        for (fingerprint, until) in [(0, 1_000), ((1 << 27) - 1, 1_764_000_123_456), (12_345, 0)] {
+            let (f, u) = read_mark(mark_value(fingerprint, until));
+            assert_eq!((f, u), (fingerprint, until / 1_000 * 1_000));
+        }
+        // A value no mark has (negative, or a bare time) is an old mark of
+        // nobody's.
+        assert_eq!(read_mark(-5), (0, 0));
+        assert_eq!(read_mark(0), (0, 0));
     }
 }

@@ -3,8 +3,9 @@
 //! authorization decisions), without ever serving an answer identity has
 //! since changed.
 //!
-//! An entry, under `resolution:{slug}:{sha-256 of the token}` (never the
-//! token itself), holds the tenant, actor and role identity answered, when
+//! An entry, under `resolution:{slug}:{bin}` — one of the tenant's
+//! [`TOKEN_BINS`](crate::secrets::TOKEN_BINS), read from the token's SHA-256 (never the token itself)
+//! — holds the tenant, actor and role identity answered, when
 //! it stops being trusted (`ttl` after it was written), and the tenant's
 //! *generation* as the gateway read it before asking identity. Identity
 //! sets the generation (`resolution-generation:{slug}`) to a fresh value
@@ -36,11 +37,14 @@
 //! that can write to the store (a pod that reaches the cluster's Redis, a
 //! process with the store's file) cannot mint an entry that makes it a
 //! tenant's admin, nor move one to another slug or token. An entry whose
-//! MAC does not verify is a miss.
+//! MAC does not verify is a miss. The MAC covers the token's hash too, so
+//! an entry of another token in the same bin is a miss: the bin then
+//! takes the new answer.
 //!
-//! Entries are overwritten on a miss; identity removes a token's entry when
-//! it revokes the token or removes its member ([`hashed_entry_key`]), so the
-//! store holds at most one per live token that was used.
+//! Entries are overwritten on a miss, so a tenant holds at most
+//! [`TOKEN_BINS`](crate::secrets::TOKEN_BINS) of them whatever its members mint; identity removes a
+//! token's bin when it revokes the token or removes its member
+//! ([`hashed_entry_key`]).
 //!
 //! A store that cannot be read is a miss: the gateway asks identity, as
 //! without a cache, and remembers nothing. Only answers that resolved are
@@ -51,7 +55,7 @@ use std::time::Duration;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::secrets::{derived_key, token_hash};
+use crate::secrets::{derived_key, token_hash, TokenBin};
 use crate::tenancy::{TenantScope, TenantSlug};
 use crate::time::{duration_ms, UnixMillis};
 
@@ -141,19 +145,19 @@ pub fn generation_key(slug: &TenantSlug) -> String {
     format!("resolution-generation:{}", slug.as_str())
 }
 
-/// The key of the entry for `token` at `slug`.
-fn entry_key(slug: &TenantSlug, token: &str) -> String {
-    hashed_entry_key(slug, &token_hash(token))
+/// Where the entry for `token` at `slug` is kept: its bin's key, and the
+/// token's hash the entry is sealed with.
+fn entry_place(slug: &TenantSlug, token: &str) -> (String, String) {
+    let hash = token_hash(token);
+    (hashed_entry_key(slug, &hash), hash)
 }
 
-/// The key of the entry for the token whose hash (identity's stored
+/// The key of the bin of the token whose hash (identity's stored
 /// `token_hash`) is `hash`: what identity removes when the token stops
-/// resolving (revoked, or its member removed), since entries are otherwise
-/// only overwritten and a token never presented again would keep its
-/// entry for good. Not what keeps a stale answer from being served — the
-/// generation does that ([`invalidate`]).
+/// resolving (revoked, or its member removed). Not what keeps a stale
+/// answer from being served — the generation does that ([`invalidate`]).
 pub fn hashed_entry_key(slug: &TenantSlug, hash: &str) -> String {
-    format!("resolution:{}:{hash}", slug.as_str())
+    format!("resolution:{}:{}", slug.as_str(), TokenBin::of(hash).index)
 }
 
 /// Moves `slug`'s generation on: every entry of the tenant stops being
@@ -175,6 +179,8 @@ pub enum Lookup {
     Miss {
         /// The entry's key.
         key: String,
+        /// The token's hash, which the entry is sealed with.
+        hash: String,
         /// The tenant's generation before identity was asked.
         generation: Vec<u8>,
     },
@@ -198,7 +204,7 @@ impl<'a, S: Entries + ?Sized> ResolutionCache<'a, S> {
     /// `token` at `slug`, and the tenant's generation.
     pub fn read_keys(&self, slug: &TenantSlug, token: &str) -> Vec<String> {
         match self.config.ttl {
-            Some(_) => vec![entry_key(slug, token), generation_key(slug)],
+            Some(_) => vec![entry_place(slug, token).0, generation_key(slug)],
             None => Vec::new(),
         }
     }
@@ -211,7 +217,7 @@ impl<'a, S: Entries + ?Sized> ResolutionCache<'a, S> {
         let Some(ttl) = self.config.ttl else {
             return Lookup::Bypassed;
         };
-        let key = entry_key(slug, token);
+        let (key, hash) = entry_place(slug, token);
         let Ok(mut found) = self.store.entries(&[key.clone(), generation_key(slug)]) else {
             return Lookup::Bypassed;
         };
@@ -221,7 +227,7 @@ impl<'a, S: Entries + ?Sized> ResolutionCache<'a, S> {
         let generation = generation.unwrap_or_default();
         let current = entry
             .as_deref()
-            .and_then(|bytes| self.open(&key, bytes))
+            .and_then(|bytes| self.open(&key, &hash, bytes))
             .filter(|e| {
                 e.generation == generation
                 && now.as_millis() < e.expires_ms
@@ -230,13 +236,25 @@ impl<'a, S: Entries + ?Sized> ResolutionCache<'a, S> {
             });
         match current {
             Some(e) => Lookup::Hit(e.scope),
-            None => Lookup::Miss { key, generation },
+            None => Lookup::Miss {
+                key,
+                hash,
+                generation,
+            },
         }
     }
 
     /// Remembers identity's `scope` for a look-up that missed, as of `now`.
     pub fn remember(&self, lookup: Lookup, scope: &TenantScope, now: UnixMillis) {
-        let (Some(ttl), Lookup::Miss { key, generation }) = (self.config.ttl, lookup) else {
+        let (
+            Some(ttl),
+            Lookup::Miss {
+                key,
+                hash,
+                generation,
+            },
+        ) = (self.config.ttl, lookup)
+        else {
             return;
         };
         let entry = Entry {
@@ -244,36 +262,40 @@ impl<'a, S: Entries + ?Sized> ResolutionCache<'a, S> {
             expires_ms: now.as_millis().saturating_add(duration_ms(ttl)),
             generation,
         };
-        let Some(sealed) = self.seal(&key, &entry) else {
+        let Some(sealed) = self.seal(&key, &hash, &entry) else {
             return;
         };
         // A write the store refuses only means the next request asks again.
         let _ = self.store.put(&key, sealed.as_bytes());
     }
 
-    /// The MAC of `fields` stored under `key`, when a key is set.
-    fn mac(&self, key: &str, fields: &str) -> Option<Hmac<Sha256>> {
+    /// The MAC of `fields` stored under `key` for the token whose hash is
+    /// `hash`, when a key is set.
+    fn mac(&self, key: &str, hash: &str, fields: &str) -> Option<Hmac<Sha256>> {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.config.mac_key?).ok()?;
         mac.update(key.as_bytes());
+        mac.update(b"\n");
+        mac.update(hash.as_bytes());
         mac.update(b"\n");
         mac.update(fields.as_bytes());
         Some(mac)
     }
 
-    /// `entry` as stored under `key`: its fields, then their MAC in hex.
-    fn seal(&self, key: &str, entry: &Entry) -> Option<String> {
+    /// `entry` as stored under `key` for the token whose hash is `hash`:
+    /// its fields, then their MAC in hex.
+    fn seal(&self, key: &str, hash: &str, entry: &Entry) -> Option<String> {
         let fields = entry.encode();
-        let tag = self.mac(key, &fields)?.finalize().into_bytes();
+        let tag = self.mac(key, hash, &fields)?.finalize().into_bytes();
         Some(format!("{fields} {}", hex::encode(tag)))
     }
 
-    /// The entry stored under `key` as `bytes`, if its MAC verifies
-    /// (compared in constant time).
-    fn open(&self, key: &str, bytes: &[u8]) -> Option<Entry> {
+    /// The entry stored under `key` as `bytes`, if its MAC verifies for
+    /// the token whose hash is `hash` (compared in constant time).
+    fn open(&self, key: &str, hash: &str, bytes: &[u8]) -> Option<Entry> {
         let text = std::str::from_utf8(bytes).ok()?;
         let (fields, tag) = text.rsplit_once(' ')?;
         let tag = hex::decode(tag).ok()?;
-        self.mac(key, fields)?.verify_slice(&tag).ok()?;
+        self.mac(key, hash, fields)?.verify_slice(&tag).ok()?;
         Entry::decode(fields.as_bytes())
     }
 }
@@ -491,7 +513,7 @@ mod tests {
         let store = LocalEntries::default();
         let cache = ResolutionCache::new(&store, on());
         let (key, generation) = (
-            entry_key(&slug("acme"), "t1"),
+            entry_place(&slug("acme"), "t1").0,
             generation_key(&slug("acme")),
         );
         invalidate(&store, &slug("acme")).unwrap();
@@ -551,7 +573,7 @@ mod tests {
         store.failing.set(true);
         assert_eq!(cache.look_up(&slug("acme"), "t1", at(1)), Lookup::Bypassed);
         store.failing.set(false);
-        let key = entry_key(&slug("acme"), "t1");
+        let key = entry_place(&slug("acme"), "t1").0;
         for garbage in [
             &b""[..],
             b"x",
@@ -574,7 +596,7 @@ mod tests {
     fn an_entry_written_without_the_key_is_not_served() {
         let store = LocalEntries::default();
         let cache = ResolutionCache::new(&store, on());
-        let key = entry_key(&slug("acme"), "t1");
+        let (key, hash) = entry_place(&slug("acme"), "t1");
         let generation = hex::encode(b"g1");
         store.put(&generation_key(&slug("acme")), b"g1").unwrap();
         let forged = Entry {
@@ -586,9 +608,10 @@ mod tests {
         // key, or a real one's MAC with a field changed: none is served.
         let other = ResolutionCache::new(&store, CacheConfig::default().signed_with("another"));
         let unsigned = forged.encode();
-        let wrong_key = other.seal(&key, &forged).unwrap();
+        let wrong_key = other.seal(&key, &hash, &forged).unwrap();
         let real = cache.seal(
             &key,
+            &hash,
             &Entry {
                 scope: scope(Role::Resident),
                 ..forged.clone()
@@ -606,23 +629,68 @@ mod tests {
                 "{value}"
             );
         }
-        // Nor is a real entry moved to another token's key.
-        let moved = cache
-            .seal(&entry_key(&slug("acme"), "t2"), &forged)
-            .unwrap();
-        store.put(&key, moved.as_bytes()).unwrap();
-        assert!(matches!(
-            cache.look_up(&slug("acme"), "t1", at(1)),
-            Lookup::Miss { .. }
-        ));
+        // Nor is a real entry of another token, moved to this one's key
+        // or sealed under it (as if the two shared a bin).
+        let (other_key, other_hash) = entry_place(&slug("acme"), "t2");
+        for moved in [
+            cache.seal(&other_key, &other_hash, &forged).unwrap(),
+            cache.seal(&key, &other_hash, &forged).unwrap(),
+        ] {
+            store.put(&key, moved.as_bytes()).unwrap();
+            assert!(matches!(
+                cache.look_up(&slug("acme"), "t1", at(1)),
+                Lookup::Miss { .. }
+            ));
+        }
         // The same entry sealed under its own key is.
         store
-            .put(&key, cache.seal(&key, &forged).unwrap().as_bytes())
+            .put(&key, cache.seal(&key, &hash, &forged).unwrap().as_bytes())
             .unwrap();
         assert_eq!(
             cache.look_up(&slug("acme"), "t1", at(1)),
             Lookup::Hit(scope(Role::Admin))
         );
+    }
+
+    #[test]
+    fn a_tenant_holds_one_entry_a_bin_whatever_its_tokens() {
+        let store = LocalEntries::default();
+        let cache = ResolutionCache::new(&store, on());
+        let tokens: Vec<String> = (0..500).map(|n| format!("mrd_{n}")).collect();
+        tokens.iter().for_each(|t| {
+            resolve(&cache, t, Role::Resident, 0);
+        });
+        let entries = store.map.borrow().len();
+        assert_eq!(entries, usize::from(crate::secrets::TOKEN_BINS));
+        // Two tokens of one bin take turns: each is a hit until the other
+        // is remembered over it, then a miss.
+        let bin_of = |t: &str| entry_place(&slug("acme"), t).0;
+        let (a, b) = tokens
+            .iter()
+            .enumerate()
+            .find_map(|(i, a)| {
+                let b = tokens[i + 1..].iter().find(|b| bin_of(b) == bin_of(a))?;
+                Some((a.as_str(), b.as_str()))
+            })
+            .unwrap();
+        resolve(&cache, a, Role::Manager, 1);
+        assert_eq!(
+            cache.look_up(&slug("acme"), a, at(2)),
+            Lookup::Hit(scope(Role::Manager))
+        );
+        assert!(matches!(
+            cache.look_up(&slug("acme"), b, at(2)),
+            Lookup::Miss { .. }
+        ));
+        resolve(&cache, b, Role::Admin, 3);
+        assert_eq!(
+            cache.look_up(&slug("acme"), b, at(4)),
+            Lookup::Hit(scope(Role::Admin))
+        );
+        assert!(matches!(
+            cache.look_up(&slug("acme"), a, at(4)),
+            Lookup::Miss { .. }
+        ));
     }
 
     #[test]
