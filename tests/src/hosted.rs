@@ -145,11 +145,12 @@ enum Cloud {
 
 /// The variables of PostgreSQL, which the cloud build has not (Fermyon
 /// Cloud does not publish which `spin:postgres` it serves).
-const POSTGRES_VARIABLES: [&str; 5] = [
+const POSTGRES_VARIABLES: [&str; 6] = [
     "postgres_host",
     "identity_postgres",
     "community_postgres",
     "billing_postgres",
+    "postgres_migrator",
     "counts_postgres",
 ];
 
@@ -162,7 +163,11 @@ const POSTGRES_VARIABLES: [&str; 5] = [
 fn for_cloud(line: &str, next: &str, origin_set: &mut bool) -> Cloud {
     let is_service_url = |name: &str| SERVICES.iter().any(|s| name == format!("{s}_url"));
     let is_postgres = |name: &str| POSTGRES_VARIABLES.contains(&name);
-    if let Some((name, _)) = line.split_once(" = { ") {
+    // Its declaration, and a component's variable that is only its value.
+    if let Some((name, _)) = line
+        .split_once(" = { ")
+        .or_else(|| line.split_once(" = \"{{ "))
+    {
         if is_postgres(name) {
             return Cloud::Drop;
         }

@@ -305,6 +305,7 @@ impl<E: Calls> Gateway<E> {
             Route::Ready
             | Route::CreateTenant
             | Route::Relay
+            | Route::Migrate
             | Route::TenantLimits
             | Route::Tenant(_) => {}
         }

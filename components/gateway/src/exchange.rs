@@ -150,6 +150,11 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 self.forward(Service::Billing, path, request, &policy, Credentials::Keep)
                     .await
             }
+            Route::Migrate => {
+                self.require_admin(request)?;
+                self.admit_open(own_key(Route::Migrate))?;
+                self.migrate().await
+            }
             Route::TenantLimits => self.tenant_limits(request),
             Route::Tenant(tenant) => {
                 // The tenant's path, step by step; the first refusal is

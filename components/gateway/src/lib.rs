@@ -8,6 +8,7 @@ pub mod contract;
 pub mod edge;
 pub mod exchange;
 pub mod limits;
+pub mod migrate;
 pub mod proxy;
 pub mod ready;
 pub mod resolve;

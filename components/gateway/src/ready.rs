@@ -15,7 +15,7 @@ use crate::routes::Service;
 
 /// What `/readyz` says of a probe that got no answer: a word, not the
 /// transport's error text (which names hosts and the runtime's words).
-fn probe_failure(error: &SendError) -> &'static str {
+pub(crate) fn probe_failure(error: &SendError) -> &'static str {
     match error {
         SendError::Deadline(_) => "timed out",
         SendError::CircuitOpen(_) => "failing",

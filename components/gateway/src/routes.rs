@@ -44,6 +44,9 @@ pub enum Route {
     CreateTenant,
     /// `POST /ops/outbox/relay`: a scheduler asks billing to deliver pending events.
     Relay,
+    /// `POST /ops/migrate`: the platform admin asks each service to bring
+    /// its schema up to date.
+    Migrate,
     /// `GET, PUT, DELETE /ops/tenants/{tenant}/limits`: the platform admin
     /// reads, sets or removes a tenant's rate override.
     TenantLimits,
@@ -118,6 +121,7 @@ pub const OWN: &[Endpoint<Route>] = &[
     own(Method::GET, "/openapi.json", Route::Contract),
     own(Method::POST, "/v1/tenants", Route::CreateTenant),
     own(Method::POST, "/ops/outbox/relay", Route::Relay),
+    own(Method::POST, "/ops/migrate", Route::Migrate),
     own(
         Method::GET,
         "/ops/tenants/{tenant}/limits",
@@ -272,6 +276,7 @@ mod tests {
         assert_eq!(route(&Method::GET, "/readyz"), Route::Ready);
         assert_eq!(route(&Method::POST, "/v1/tenants"), Route::CreateTenant);
         assert_eq!(route(&Method::POST, "/ops/outbox/relay"), Route::Relay);
+        assert_eq!(route(&Method::POST, "/ops/migrate"), Route::Migrate);
         assert_eq!(route(&Method::GET, "/openapi.json"), Route::Contract);
         assert_eq!(route(&Method::HEAD, "/openapi.json"), Route::Contract);
         assert_eq!(

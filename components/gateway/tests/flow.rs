@@ -645,6 +645,73 @@ fn readyz_names_a_failing_service() {
 }
 
 #[test]
+fn migrate_takes_the_admin_token_and_asks_each_service_in_turn() {
+    let h = Harness::new(vec![
+        (
+            "http://identity.test/migrate",
+            vec![ok(r#"{"service":"identity","applied":[1,3]}"#)],
+        ),
+        (
+            "http://community.test/migrate",
+            vec![
+                problem(500, "internal"),
+                ok(r#"{"service":"community","applied":[]}"#),
+            ],
+        ),
+        (
+            "http://billing.test/migrate",
+            vec![ok(r#"{"service":"billing","applied":[7]}"#)],
+        ),
+    ]);
+    // Without the admin token: refused here, no call.
+    for token in [None, Some("Bearer admin"), Some("Bearer tok")] {
+        let headers: Vec<(&str, &str)> = token.map(|t| ("authorization", t)).into_iter().collect();
+        let r = h.send("POST", "/ops/migrate", &headers);
+        assert_eq!(r.status(), 401, "{token:?}");
+    }
+    assert!(h.seen().is_empty());
+    let admin = [("authorization", "Bearer admin-secret")];
+    let r = h.send("POST", "/ops/migrate", &admin);
+    assert_eq!(r.status(), 503, "{}", body(&r));
+    assert!(
+        body(&r)["detail"]
+            .as_str()
+            .unwrap()
+            .contains("community (status 500)"),
+        "{}",
+        body(&r)
+    );
+    let r = h.send("POST", "/ops/migrate", &admin);
+    assert_eq!(r.status(), 200, "{}", body(&r));
+    assert_eq!(
+        body(&r),
+        serde_json::json!({"status": "current", "services": {
+            "identity": {"applied": [1, 3]},
+            "community": {"applied": []},
+            "billing": {"applied": [7]},
+        }})
+    );
+    let calls: Vec<String> = h
+        .seen()
+        .iter()
+        .map(|s| format!("{} {}", s.request.method(), s.url))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "POST http://identity.test/migrate",
+            "POST http://community.test/migrate",
+            "POST http://billing.test/migrate",
+            "POST http://identity.test/migrate",
+            "POST http://community.test/migrate",
+            "POST http://billing.test/migrate",
+        ],
+        "one service after another; a 500 is not retried"
+    );
+    assert_eq!(h.send("GET", "/ops/migrate", &admin).status(), 405);
+}
+
+#[test]
 fn tenant_resolution_is_retried_within_the_same_budget() {
     let h = Harness::new(vec![
         (

@@ -1,8 +1,8 @@
 //! The pipeline of an internal service once its request is admitted and its
-//! body read: `/health`, the database opened (and its schema brought up to
-//! date when the request reads the migration ledger), the service's own
-//! handler, and a read that found the schema behind run once more after
-//! migrating. Generic over how a database is opened ([`Databases`]), so the
+//! body read: `/health` (one statement that names no table), `POST
+//! /migrate` (the schema brought up to date, as the migrating role where
+//! one is configured), the service's own handler, and a read that found
+//! the schema behind run once more after migrating. Generic over how a database is opened ([`Databases`]), so the
 //! whole of it runs on the host; `meridian-spin` opens Spin's SQLite and
 //! does the reading and sending around it.
 
@@ -55,6 +55,16 @@ pub trait Databases {
     /// to the store.
     fn open(&self, label: &str) -> Result<(Self::Db, Rc<Cell<bool>>), DbError>;
 
+    /// The same databases as the role that may change their schema
+    /// (`POST /migrate` opens them so), where it is another than the one
+    /// requests are served as; `None`: the same role.
+    fn migrating(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+
     /// Whether the services share one database (a platform that allows
     /// one): each service's own tables are then its own by name
     /// ([`Store::shared_by`]).
@@ -69,8 +79,8 @@ pub struct Opened<D, C> {
     pub store: Store<D, C>,
     /// Whether one of its statements found the schema behind the code.
     pub schema_behind: Rc<Cell<bool>>,
-    /// Whether opening it applied migrations.
-    pub migrated: bool,
+    /// The migrations opening it applied.
+    pub applied: Vec<u32>,
 }
 
 impl<Op> ServiceSpec<Op> {
@@ -106,7 +116,7 @@ impl<Op> ServiceSpec<Op> {
             return Ok(Opened {
                 store,
                 schema_behind,
-                migrated: false,
+                applied: Vec::new(),
             });
         }
         // A fresh database's first requests race to migrate it, and on a
@@ -134,14 +144,15 @@ impl<Op> ServiceSpec<Op> {
         }
         match outcome {
             Ok(applied) => {
-                let migrated = !applied.is_empty();
-                if migrated {
-                    journal::event(Event::MigrationApplied { versions: applied });
+                if !applied.is_empty() {
+                    journal::event(Event::MigrationApplied {
+                        versions: applied.clone(),
+                    });
                 }
                 Ok(Opened {
                     store,
                     schema_behind,
-                    migrated,
+                    applied,
                 })
             }
             // The budget spent (the hop's 504), or a full, read-only or
@@ -154,7 +165,10 @@ impl<Op> ServiceSpec<Op> {
                 | DbError::Locked(_)
                 | DbError::Interrupted(_)),
             )) => Err(e.into()),
-            Err(e) => Err(self.unavailable("migrating", &e)),
+            Err(e) => Err(self.unavailable(
+                "migrating (where requests are served as a role that may not change the schema, `POST /ops/migrate` applies it as the migrating one)",
+                &e,
+            )),
         }
     }
 
@@ -167,18 +181,24 @@ impl<Op> ServiceSpec<Op> {
     }
 }
 
+/// The path of the service's migrate call (`POST`), which the gateway's
+/// admin route `POST /ops/migrate` sends to each service.
+pub const MIGRATE_PATH: &str = "/migrate";
+
 /// Whether `request` reads the migration ledger (and applies what is
-/// missing) before its work: `/health` alone, which readiness probes call
-/// right after a deploy. Other requests do not: the ledger read is a
-/// statement of its own — on a PostgreSQL server a network away, two
-/// round trips of every request — and it cost reads up to a fifth of
-/// their throughput (docs/benchmarks.md). A request whose statements find
-/// the schema behind brings it up to date then, and runs again (see
-/// [`serve`]); a migration that changes no table or column a statement
-/// names (an index, a function, a setting) is applied by the next
-/// readiness probe or by the next request that finds the schema behind.
+/// missing) before its work: `POST /migrate` alone, an operator's call
+/// through the gateway's admin route. Not a readiness probe (`/health`
+/// runs one statement that names no table: an anonymous `/readyz` neither
+/// reads nor runs migrations), and not other requests: the ledger read is
+/// a statement of its own — on a PostgreSQL server a network away, two
+/// round trips of every request. A request whose statements find the
+/// schema behind brings it up to date then, as the role it is served as,
+/// and runs again (see [`serve`]); a migration that changes no table or
+/// column a statement names (an index, a function, a setting) is applied
+/// by the next `POST /migrate` or by the next request that finds the
+/// schema behind.
 pub fn checks_ledger(request: &Request) -> bool {
-    request.path() == "/health"
+    request.path() == MIGRATE_PATH && request.method() == http::Method::POST
 }
 
 /// Whether a request whose statements found the schema behind runs again
@@ -192,9 +212,9 @@ fn runs_again(request: &Request, first: &Answer<'_>) -> bool {
     matches!(request.method().as_str(), "GET" | "HEAD") || first.response.status().is_server_error()
 }
 
-/// Serves one admitted request: answers `GET /health`, or opens the store
-/// and hands the request to `app` — a second time, for a read that found
-/// the schema behind, once it is brought up to date.
+/// Serves one admitted request: answers `GET /health` and `POST /migrate`,
+/// or opens the store and hands the request to `app` — a second time, for
+/// a read that found the schema behind, once it is brought up to date.
 pub async fn serve<Op, O, C, F, Fut, A>(
     ctx: RequestContext,
     request: Request,
@@ -210,20 +230,37 @@ where
     Fut: Future<Output = A>,
     A: Into<Answer<'static>>,
 {
-    let check = checks_ledger(&request);
-    let opened = match spec.open_store(databases, clock.clone(), &ctx, check) {
+    if request.path() == MIGRATE_PATH {
+        if !checks_ledger(&request) {
+            let problem = Problem::method_not_allowed(request.method().as_str(), "POST");
+            return message::problem(&ctx, problem).into();
+        }
+        let migrating = databases.migrating();
+        let databases = migrating.as_ref().unwrap_or(databases);
+        return match spec.open_store(databases, clock, &ctx, true) {
+            Err(problem) => message::problem(&ctx, problem).into(),
+            Ok(opened) => message::json(
+                StatusCode::OK,
+                &serde_json::json!({"service": spec.hop, "applied": opened.applied}),
+            )
+            .into(),
+        };
+    }
+    let opened = match spec.open_store(databases, clock.clone(), &ctx, false) {
         Err(problem) => return message::problem(&ctx, problem).into(),
         Ok(opened) => opened,
     };
     if request.path() == "/health" {
+        // One statement that names no table: the database answers, and
+        // nothing of its schema is read or changed.
+        if let Err(e) = opened.store.query(&ctx, "SELECT 1", &[]) {
+            return message::problem(&ctx, Problem::from(e)).into();
+        }
         return message::json(
             StatusCode::OK,
             &serde_json::json!({"status": "ok", "service": spec.hop}),
         )
         .into();
-    }
-    if check {
-        return app(ctx, opened.store, request).await.into();
     }
     let first = app(ctx.clone(), opened.store, request.clone()).await.into();
     if !opened.schema_behind.get() || !runs_again(&request, &first) {

@@ -46,6 +46,23 @@ impl SpinDatabases {
 impl Databases for SpinDatabases {
     type Db = SpinDb;
 
+    /// On PostgreSQL, the service's own server and database as the
+    /// migrating role (`postgres_migrator`, `user:password`: a component
+    /// variable outside `settings`, read only here) when it is set:
+    /// requests are then served as a role that may read and write rows but
+    /// not change the schema (docs/storage.md, "Roles").
+    fn migrating(&self) -> Option<Self> {
+        let Engine::Postgres { address } = &self.engine else {
+            return None;
+        };
+        let migrator = vars::get("postgres_migrator")?;
+        Some(Self {
+            engine: Engine::Postgres {
+                address: as_role(address, migrator.trim())?,
+            },
+        })
+    }
+
     fn open(&self, label: &str) -> Result<(SpinDb, Rc<Cell<bool>>), DbError> {
         let db = SpinDb::open(&self.engine, label)?;
         let schema_behind = db.schema_behind();
@@ -55,6 +72,15 @@ impl Databases for SpinDatabases {
     fn shared(&self) -> bool {
         matches!(self.engine, Engine::Sqlite { one: Some(_) })
     }
+}
+
+/// `address` (`postgres://user:password@host:port/database`) with its
+/// credentials replaced by `credentials` (`user:password`); `None` when it
+/// has no `scheme://` to put them after.
+fn as_role(address: &str, credentials: &str) -> Option<String> {
+    let (scheme, rest) = address.split_once("://")?;
+    let place = rest.rsplit_once('@').map_or(rest, |(_, place)| place);
+    Some(format!("{scheme}://{credentials}@{place}"))
 }
 
 /// Runs one Spin request, whose head is `head` ([`convert::read_head`]),
@@ -199,4 +225,26 @@ macro_rules! service_component {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_role;
+
+    #[test]
+    fn a_migrating_address_is_the_services_own_place_as_another_role() {
+        assert_eq!(
+            as_role(
+                "postgres://server:s%40cret@db.internal:5432/identity",
+                "owner:pw"
+            )
+            .as_deref(),
+            Some("postgres://owner:pw@db.internal:5432/identity")
+        );
+        assert_eq!(
+            as_role("postgres://db.internal/identity", "owner:pw").as_deref(),
+            Some("postgres://owner:pw@db.internal/identity")
+        );
+        assert_eq!(as_role("db.internal/identity", "owner:pw"), None);
+    }
 }

@@ -1,6 +1,6 @@
 //! An internal service's pipeline (`meridian_platform::service`) on a real
-//! (host) SQLite: `/health`, migrations when the request reads the ledger,
-//! and a read that finds the schema behind run again once it is migrated;
+//! (host) SQLite: `/health`, `POST /migrate` (as the migrating role where
+//! there is one), and a read that finds the schema behind run again once it is migrated;
 //! and the whole hop as the Spin entry runs it (`http::pipeline`): the
 //! gate on the head, the body, the handler.
 
@@ -46,12 +46,25 @@ const SPEC: ServiceSpec<()> = ServiceSpec {
 /// inside a transaction rolling it back).
 struct Flagging {
     db: HostSqlite,
+    /// Whether schema changes are refused, as for a PostgreSQL role that
+    /// may read and write rows only.
+    rows_only: bool,
     behind: Rc<Cell<bool>>,
     interrupt: Rc<Cell<Option<(&'static str, u32)>>>,
 }
 
 impl Database for Flagging {
     fn run(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
+        let statement = sql.trim_start().to_ascii_uppercase();
+        if self.rows_only
+            && ["CREATE", "ALTER", "DROP"]
+                .iter()
+                .any(|w| statement.starts_with(w))
+        {
+            return Err(DbError::Sqlite(
+                "permission denied for schema public".into(),
+            ));
+        }
         if let Some((prefix, times)) = self.interrupt.get().filter(|(p, _)| sql.starts_with(p)) {
             self.interrupt
                 .set((times > 1).then_some((prefix, times - 1)));
@@ -69,17 +82,21 @@ impl Database for Flagging {
 /// Every open is a new connection to one database file, as each request
 /// of a Spin service opens its own.
 struct Files {
-    dir: tempfile::TempDir,
+    dir: Rc<tempfile::TempDir>,
     opens: Cell<u32>,
     interrupt: Rc<Cell<Option<(&'static str, u32)>>>,
+    /// Requests are served as a role that may not change the schema; a
+    /// migrating role opens the same files with every right.
+    split_roles: bool,
 }
 
 impl Files {
     fn new() -> Self {
         Self {
-            dir: tempfile::tempdir().expect("temporary directory"),
+            dir: Rc::new(tempfile::tempdir().expect("temporary directory")),
             opens: Cell::new(0),
             interrupt: Rc::default(),
+            split_roles: false,
         }
     }
 }
@@ -94,11 +111,21 @@ impl Databases for Files {
         Ok((
             Flagging {
                 db,
+                rows_only: self.split_roles,
                 behind: Rc::clone(&behind),
                 interrupt: Rc::clone(&self.interrupt),
             },
             behind,
         ))
+    }
+
+    fn migrating(&self) -> Option<Self> {
+        self.split_roles.then(|| Self {
+            dir: Rc::clone(&self.dir),
+            opens: Cell::new(0),
+            interrupt: Rc::clone(&self.interrupt),
+            split_roles: false,
+        })
     }
 }
 
@@ -273,7 +300,7 @@ fn a_write_the_server_interrupted_is_a_retryable_503_and_is_not_run_again() {
     let files = Files::new();
     let runs = Cell::new(0);
     assert_eq!(
-        run(&SPEC, &files, request("GET", "/health"), &runs).status(),
+        run(&SPEC, &files, request("POST", "/migrate"), &runs).status(),
         200
     );
     files.interrupt.set(Some(("INSERT INTO notes", 1)));
@@ -287,8 +314,18 @@ fn a_write_the_server_interrupted_is_a_retryable_503_and_is_not_run_again() {
     assert_eq!(json(&r)["notes"], 0, "nothing written");
 }
 
+/// The tables of the database labelled `notes` in `files`.
+fn tables(files: &Files) -> Vec<String> {
+    let db = HostSqlite::open(&files.dir.path().join("notes.db"));
+    db.run("SELECT name FROM sqlite_master WHERE type = 'table'", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.text("name").unwrap().to_owned())
+        .collect()
+}
+
 #[test]
-fn health_migrates_and_answers_without_the_handler() {
+fn health_asks_the_database_one_statement_and_reads_no_ledger() {
     let files = Files::new();
     let runs = Cell::new(0);
     let r = run(&SPEC, &files, request("GET", "/health"), &runs);
@@ -296,10 +333,56 @@ fn health_migrates_and_answers_without_the_handler() {
         (r.status().as_u16(), json(&r)),
         (200, serde_json::json!({"status": "ok", "service": "notes"}))
     );
-    assert_eq!(runs.get(), 0);
+    assert_eq!((runs.get(), files.opens.get()), (0, 1));
+    assert!(tables(&files).is_empty(), "{:?}", tables(&files));
+}
+
+#[test]
+fn migrate_applies_what_is_pending_says_which_and_takes_post_only() {
+    let files = Files::new();
+    let runs = Cell::new(0);
+    let r = run(&SPEC, &files, request("POST", "/migrate"), &runs);
+    assert_eq!(
+        (r.status().as_u16(), json(&r)),
+        (200, serde_json::json!({"service": "notes", "applied": [1]}))
+    );
+    assert_eq!(runs.get(), 0, "no handler runs");
+    let mut found = tables(&files);
+    found.sort();
+    assert_eq!(found, ["notes", "schema_migrations"]);
+    // Up to date: nothing to apply.
+    let r = run(&SPEC, &files, request("POST", "/migrate"), &runs);
+    assert_eq!(json(&r)["applied"], serde_json::json!([]));
     // The schema is there: a read runs once.
     run(&SPEC, &files, request("GET", "/notes"), &runs);
     assert_eq!(runs.get(), 1);
+    let r = run(&SPEC, &files, request("GET", "/migrate"), &runs);
+    assert_eq!(
+        (r.status().as_u16(), json(&r)["code"].as_str()),
+        (405, Some("method_not_allowed"))
+    );
+}
+
+#[test]
+fn with_roles_split_requests_never_change_the_schema_and_migrate_does_as_the_migrating_role() {
+    let files = Files {
+        split_roles: true,
+        ..Files::new()
+    };
+    let runs = Cell::new(0);
+    // A fresh database: the serving role cannot create what the read
+    // needs, and the request says the storage is unavailable.
+    let r = run(&SPEC, &files, request("GET", "/notes"), &runs);
+    assert_eq!(r.status(), 500, "{}", json(&r));
+    assert!(tables(&files).is_empty());
+    // The operator's migrate, as the migrating role.
+    let r = run(&SPEC, &files, request("POST", "/migrate"), &runs);
+    assert_eq!(json(&r)["applied"], serde_json::json!([1]), "{}", json(&r));
+    // Served as the serving role from here on.
+    let r = run(&SPEC, &files, request("POST", "/notes"), &runs);
+    assert_eq!(r.status(), 200, "{}", json(&r));
+    let r = run(&SPEC, &files, request("GET", "/notes"), &runs);
+    assert_eq!(json(&r)["notes"], 1);
 }
 
 #[test]
@@ -326,6 +409,7 @@ fn a_database_that_cannot_be_opened_is_a_retryable_503_and_no_handler_runs() {
         request("GET", "/notes"),
         request("POST", "/notes"),
         request("GET", "/health"),
+        request("POST", "/migrate"),
     ] {
         let r = run(&SPEC, &Unopenable, request, &runs);
         assert_eq!(

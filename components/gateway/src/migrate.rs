@@ -1,0 +1,71 @@
+//! `POST /ops/migrate`: each service brings its schema up to date — the
+//! operator's step after a deploy (docs/storage.md, "Migrations"), never a
+//! probe's or a stranger's.
+
+use meridian_platform::http::prelude::*;
+use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::upstream::Call;
+use meridian_platform::service::MIGRATE_PATH;
+use meridian_platform::{ErrorCode, Problem};
+
+use crate::exchange::{Exchange, Refusal};
+use crate::ready::probe_failure;
+use crate::routes::Service;
+use meridian_platform::http::upstream::Calls;
+
+impl<E: Calls> Exchange<'_, E> {
+    /// Asks each service, one after another, to apply the migrations its
+    /// ledger lacks: 200 with the versions each applied (none when it was
+    /// current), else 503 naming the services that did not answer so.
+    /// One after another because, on one database for the whole app, their
+    /// schema locks would make them wait on each other anyway. Safe to
+    /// repeat: a service applies only what its ledger lacks.
+    pub async fn migrate(&mut self) -> Result<Response, Refusal> {
+        let (upstream, config) = (self.upstream, self.config);
+        let mut failing = Vec::new();
+        let mut services = serde_json::Map::new();
+        for service in Service::ALL {
+            let url = format!("{}{MIGRATE_PATH}", config.base_url(service));
+            let call = match outbound::request(Method::POST, &url, Vec::new()) {
+                Ok(request) => {
+                    upstream
+                        .call(&self.ctx, service.name(), &RetryPolicy::standard(), request)
+                        .await
+                }
+                Err(refused) => Call::refused(refused),
+            };
+            self.trace.timing.record(service.name(), call.took);
+            let answer = match &call.response {
+                Ok(r) if r.status() == StatusCode::OK => serde_json::from_slice(r.body())
+                    .ok()
+                    .and_then(|body: serde_json::Value| body.get("applied").cloned())
+                    .map(|applied| serde_json::json!({ "applied": applied })),
+                _ => None,
+            };
+            let answer = answer.unwrap_or_else(|| {
+                let status = match &call.response {
+                    Ok(r) => format!("status {}", r.status().as_u16()),
+                    Err(e) => probe_failure(e).to_owned(),
+                };
+                failing.push(format!("{} ({status})", service.name()));
+                serde_json::json!({ "status": status })
+            });
+            services.insert(service.name().into(), answer);
+        }
+        if failing.is_empty() {
+            return Ok(message::json(
+                StatusCode::OK,
+                &serde_json::json!({"status": "current", "services": services}),
+            ));
+        }
+        Err(Problem::new(
+            ErrorCode::UpstreamUnavailable,
+            format!(
+                "not migrated: {} (their logs say why; this is safe to repeat)",
+                failing.join(", ")
+            ),
+        )
+        .with_status(StatusCode::SERVICE_UNAVAILABLE)
+        .into())
+    }
+}
