@@ -195,10 +195,11 @@ def selects(selector: dict, labels: dict) -> bool:
 def check_proxy_only(documents: list) -> None:
     """A SpinApp whose admission is the proxy's is reachable only through
     the proxy: a NetworkPolicy selects its pods and admits nothing but the
-    proxy's pods and the relay's; and HAProxy bounds slow request heads."""
+    proxy's pods and the admin's jobs (the relay, the migrate call); and
+    HAProxy bounds slow request heads."""
     policies = [d for _, d in documents if d.get("kind") == "NetworkPolicy"]
     proxy_labels = {"app.kubernetes.io/name": "meridian-front-proxy"}
-    relay_labels = {"app.kubernetes.io/name": "meridian-outbox-relay"}
+    admin_callers = [{"app.kubernetes.io/name": name} for name in ("meridian-outbox-relay", "meridian-migrate")]
     behind = False
     for where, doc in documents:
         if behind_proxy(doc) is None:
@@ -218,7 +219,7 @@ def check_proxy_only(documents: list) -> None:
                 for source in sources:
                     selector = source.get("podSelector")
                     if selector is None or set(source) != {"podSelector"} or not (
-                        selects(selector, proxy_labels) or selects(selector, relay_labels)
+                        selects(selector, proxy_labels) or any(selects(selector, c) for c in admin_callers)
                     ):
                         problem(where, f"NetworkPolicy {policy['metadata']['name']} admits {source}, not only the proxy")
     if behind:

@@ -510,3 +510,169 @@ fn a_write_on_the_connection_of_a_trapped_transaction_is_not_lost_with_it() {
     );
     assert_eq!(trapped_rows.trim(), "0", "the trapped write was committed");
 }
+
+/// `address` with its credentials replaced by `credentials`
+/// (`user:password`).
+fn as_role(address: &str, credentials: &str) -> String {
+    let (scheme, rest) = address.split_once("://").expect("a URL");
+    let place = rest.rsplit_once('@').map_or(rest, |(_, place)| place);
+    format!("{scheme}://{credentials}@{place}")
+}
+
+/// psql at `address`, `sql` run: its output, or its error text.
+fn psql_at(address: &str, sql: &str) -> Result<String, String> {
+    let out = Command::new("psql")
+        .args([address, "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql])
+        .output()
+        .expect("psql (Debian's postgresql-client)");
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
+}
+
+/// The least-privilege split of docs/storage.md ("Roles"), as an operator
+/// sets it up with `deploy/postgres/roles.sql`: requests are served as a
+/// role that may only read and write rows, so a fresh deployment's first
+/// request cannot create its schema (and creates nothing); the admin's
+/// `POST /ops/migrate` applies every service's migrations as the
+/// migrating role, which owns what they make; then every service serves
+/// as the serving role, which can neither make nor drop a table and runs
+/// under the ceilings migration 8 gives the role that runs it.
+#[test]
+#[ignore = "makes roles on the one PostgreSQL server: scripts/postgres.sh runs it alone"]
+fn with_roles_split_requests_change_no_schema_and_the_migrate_call_does() {
+    let server = meridian_e2e::postgres::server()
+        .expect("these tests need MERIDIAN_DB=postgres and a server: scripts/postgres.sh");
+    let dbs = meridian_e2e::postgres::PgDatabases::create(&server);
+    let run = format!(
+        "{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let (migrator, serving) = (format!("migrator_{run}"), format!("server_{run}"));
+    dbs.psql(
+        "postgres",
+        &format!(
+            "CREATE ROLE {migrator} LOGIN PASSWORD 'migrator-pw'; \
+             CREATE ROLE {serving} LOGIN PASSWORD 'server-pw'"
+        ),
+    );
+    let roles_sql = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/postgres/roles.sql");
+    for service in SERVICES {
+        run_ok(
+            Command::new("psql").args([
+                dbs.address(service).as_str(),
+                "-qAt",
+                "-v",
+                &format!("migrator={migrator}"),
+                "-v",
+                &format!("server={serving}"),
+                "-f",
+                roles_sql,
+            ]),
+            "psql -f deploy/postgres/roles.sql",
+        );
+    }
+    let serving_at =
+        |service: &str| as_role(&dbs.address(service), &format!("{serving}:server-pw"));
+    let mut options = SpinOptions {
+        postgres: Some(dbs.clone()),
+        ..SpinOptions::default()
+    };
+    for (variable, service) in [
+        ("identity_postgres", "identity"),
+        ("community_postgres", "community"),
+        ("billing_postgres", "billing"),
+    ] {
+        options = options.variable(variable, serving_at(service));
+    }
+    let app =
+        on_postgres_with(options.variable("postgres_migrator", format!("{migrator}:migrator-pw")));
+    let client = app.client();
+    let tables = |service: &str| {
+        dbs.psql(
+            service,
+            "SELECT string_agg(DISTINCT tableowner, ',') FROM pg_tables WHERE schemaname = 'public'",
+        )
+        .trim()
+        .to_owned()
+    };
+    // Ready: each service's database answers its serving role.
+    let ready = client.send("GET", "/readyz", &[], None);
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    // A fresh deployment's first request cannot make identity's schema.
+    let refused = meridian_e2e::api::call(
+        &client,
+        meridian_e2e::ADMIN_TOKEN,
+        "POST",
+        "/v1/tenants",
+        Some(
+            &json!({"slug": "acme", "name": "Acme", "admin_email": "a@acme.test", "admin_name": "A"}),
+        ),
+    );
+    assert!(refused.status >= 500, "{} {}", refused.status, refused.body);
+    let denied = app.log_lines("identity").into_iter().any(|l| {
+        l["event"] == "failure"
+            && l["what"]
+                .as_str()
+                .is_some_and(|w| w.starts_with("migrating"))
+            && l["cause"]
+                .as_str()
+                .is_some_and(|c| c.contains("permission denied"))
+    });
+    assert!(denied, "identity says why:\n{}", app.logs());
+    for service in SERVICES {
+        assert_eq!(tables(service), "", "{service} has tables");
+    }
+    // The operator's migrate, as the migrating role, which owns them all.
+    let migrated = meridian_e2e::api::call(
+        &client,
+        meridian_e2e::ADMIN_TOKEN,
+        "POST",
+        "/ops/migrate",
+        None,
+    );
+    assert_eq!(migrated.status, 200, "{}", migrated.body);
+    println!(
+        "migrated: {}",
+        migrated.header("server-timing").unwrap_or_default()
+    );
+    for service in SERVICES {
+        let applied = &migrated.json()["services"][service]["applied"];
+        assert!(!applied.as_array().unwrap().is_empty(), "{}", migrated.body);
+        assert_eq!(tables(service), migrator, "{service}'s tables' owner");
+    }
+    // Served as the serving role: every service writes once, keyed.
+    let acme = app.tenant("acme");
+    let resident = acme.resident("Ada");
+    for service in SERVICES {
+        let key = format!("roles-{service}");
+        let first = write(&acme, &resident, service, &key);
+        assert_eq!(first.status, 201, "{service}: {}", first.body);
+        assert_eq!(written(&acme, service, &key), 1, "{service}: once");
+    }
+    // The serving role cannot change the schema, and has its ceilings.
+    for service in SERVICES {
+        let address = serving_at(service);
+        let made = psql_at(&address, "CREATE TABLE intruder (id BIGINT)");
+        assert!(
+            made.as_ref()
+                .is_err_and(|e| e.contains("permission denied")),
+            "{service}: {made:?}"
+        );
+        let dropped = psql_at(&address, "DROP TABLE idempotency_records");
+        assert!(
+            dropped.as_ref().is_err_and(|e| e.contains("must be owner")),
+            "{service}: {dropped:?}"
+        );
+        assert_eq!(
+            psql_at(&address, "SHOW lock_timeout").as_deref(),
+            Ok("2s"),
+            "{service}"
+        );
+    }
+}
