@@ -805,6 +805,22 @@ impl SpinApp {
         crate::api::create_tenant(&self.client(), slug)
     }
 
+    /// Brings every service's schema up to date through the admin's
+    /// `POST /ops/migrate`, as an operator does after a deploy
+    /// (docs/deploy.md), and returns what each applied.
+    #[track_caller]
+    pub fn migrate(&self) -> serde_json::Value {
+        let r = crate::api::call(
+            &self.client(),
+            crate::ADMIN_TOKEN,
+            "POST",
+            "/ops/migrate",
+            None,
+        );
+        assert_eq!(r.status, 200, "POST /ops/migrate: {}", r.body);
+        r.json()
+    }
+
     /// The app with its default options and one tenant, `slug`: most
     /// tests' start.
     pub fn with_tenant(slug: &str) -> (Self, crate::api::Tenant) {

@@ -341,6 +341,9 @@ fn a_tenants_backlog_does_not_hold_back_another_tenants_event_beyond_one_relay_r
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     let app = SpinApp::start();
+    // Deployed as an operator deploys: the schema made first, so the six
+    // writers below do not all meet a fresh billing database at once.
+    app.migrate();
     let (busy, quiet) = (app.tenant("busy"), app.tenant("quiet"));
     let (busy_resident, quiet_resident) = (busy.resident("Ada"), quiet.resident("Bo"));
     // Community as billing sees it: residents exist; events are refused

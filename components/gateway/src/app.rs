@@ -306,6 +306,7 @@ impl<E: Calls> Gateway<E> {
             | Route::CreateTenant
             | Route::Relay
             | Route::Migrate
+            | Route::Keys
             | Route::TenantLimits
             | Route::Tenant(_) => {}
         }

@@ -156,6 +156,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 self.migrate().await
             }
             Route::TenantLimits => self.tenant_limits(request),
+            Route::Keys => self.store_keys(request),
             Route::Tenant(tenant) => {
                 // The tenant's path, step by step; the first refusal is
                 // the answer. The tenant's rate is judged once identity

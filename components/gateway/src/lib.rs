@@ -13,6 +13,7 @@ pub mod proxy;
 pub mod ready;
 pub mod resolve;
 pub mod routes;
+pub mod store_keys;
 pub mod tenant_limits;
 pub mod timing;
 

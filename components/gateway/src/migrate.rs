@@ -51,6 +51,7 @@ impl<E: Calls> Exchange<'_, E> {
             };
             let answer = answer.unwrap_or_else(|| {
                 let status = match &call.response {
+                    Ok(r) if r.status() == StatusCode::OK => "no migration report".to_owned(),
                     Ok(r) => format!("status {}", r.status().as_u16()),
                     Err(e) => probe_failure(e).to_owned(),
                 };

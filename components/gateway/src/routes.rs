@@ -47,6 +47,8 @@ pub enum Route {
     /// `POST /ops/migrate`: the platform admin asks each service to bring
     /// its schema up to date.
     Migrate,
+    /// `GET /ops/keys`: the platform admin counts the shared store's keys.
+    Keys,
     /// `GET, PUT, DELETE /ops/tenants/{tenant}/limits`: the platform admin
     /// reads, sets or removes a tenant's rate override.
     TenantLimits,
@@ -122,6 +124,7 @@ pub const OWN: &[Endpoint<Route>] = &[
     own(Method::POST, "/v1/tenants", Route::CreateTenant),
     own(Method::POST, "/ops/outbox/relay", Route::Relay),
     own(Method::POST, "/ops/migrate", Route::Migrate),
+    own(Method::GET, "/ops/keys", Route::Keys),
     own(
         Method::GET,
         "/ops/tenants/{tenant}/limits",
@@ -277,6 +280,7 @@ mod tests {
         assert_eq!(route(&Method::POST, "/v1/tenants"), Route::CreateTenant);
         assert_eq!(route(&Method::POST, "/ops/outbox/relay"), Route::Relay);
         assert_eq!(route(&Method::POST, "/ops/migrate"), Route::Migrate);
+        assert_eq!(route(&Method::GET, "/ops/keys"), Route::Keys);
         assert_eq!(route(&Method::GET, "/openapi.json"), Route::Contract);
         assert_eq!(route(&Method::HEAD, "/openapi.json"), Route::Contract);
         assert_eq!(

@@ -130,6 +130,10 @@ impl Counters for SpinCounters {
         self.counters()?.read(keys)
     }
 
+    fn stored_keys(&self) -> Result<Vec<String>, String> {
+        self.counters()?.stored_keys()
+    }
+
     fn set(&self, key: &str, value: i64) -> Result<(), String> {
         self.counters()?.set(key, value)
     }
@@ -263,6 +267,23 @@ impl Counters for KeyValueCounters {
             let bucket = self.bucket()?;
             keys.iter()
                 .try_for_each(|key| bucket.delete(key).map_err(|e| format!("{e:?}")))
+        }
+    }
+
+    /// Page by page (`list-keys` and its cursor).
+    fn stored_keys(&self) -> Result<Vec<String>, String> {
+        let bucket = self.bucket()?;
+        let mut keys = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = bucket
+                .list_keys(cursor.as_deref())
+                .map_err(|e| format!("{e:?}"))?;
+            keys.extend(page.keys);
+            cursor = match page.cursor {
+                Some(next) if !next.is_empty() => Some(next),
+                _ => return Ok(keys),
+            };
         }
     }
 

@@ -33,6 +33,12 @@ pub trait Counters {
     /// that cannot read ahead (or fails to) leaves every read to the store;
     /// no keys, no read (the store is not even opened).
     fn read_ahead(&self, _keys: &[String]) {}
+
+    /// Every key the store holds (numbers and entries): the platform
+    /// admin's count of the keys (`GET /ops/keys`), never a request's path.
+    fn stored_keys(&self) -> Result<Vec<String>, String> {
+        Err("this store cannot list its keys".into())
+    }
 }
 
 /// Keeps a family of windowed counts (keys naming their window's number)
@@ -243,6 +249,12 @@ impl Counters for LocalCounters {
             map.remove(key);
         }
         Ok(())
+    }
+
+    fn stored_keys(&self) -> Result<Vec<String>, String> {
+        let mut keys = self.keys();
+        keys.extend(self.entries.keys());
+        Ok(keys)
     }
 
     /// Numbers as the shared store keeps an incremented one (8

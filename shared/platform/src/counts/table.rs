@@ -184,6 +184,17 @@ impl<D: Database> Counters for TableCounters<D> {
             .collect();
         self.held.hold(keys, values);
     }
+
+    fn stored_keys(&self) -> Result<Vec<String>, String> {
+        let rows = self.run(&format!("SELECT name FROM {TABLE}"), &[])?;
+        rows.iter()
+            .map(|row| {
+                row.text("name")
+                    .map(str::to_owned)
+                    .map_err(|e| e.to_string())
+            })
+            .collect()
+    }
 }
 
 impl<D: Database> Entries for TableCounters<D> {

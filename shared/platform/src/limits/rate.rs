@@ -80,6 +80,14 @@ pub fn refused_key(slug: &str, token_hash: &str) -> String {
     )
 }
 
+/// The tenant slug of a rate mark's key ([`refused_key`]), or `None` for
+/// any other key.
+pub fn refused_tenant(key: &str) -> Option<&str> {
+    key.strip_prefix("meridian/rate/")?
+        .split_once("/refused/")
+        .map(|(slug, _)| slug)
+}
+
 /// The bits of a mark that hold the second its refusal ends (to the year
 /// 4147); the token's fingerprint is above them.
 const MARK_SECOND_BITS: u32 = 36;

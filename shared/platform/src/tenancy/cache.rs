@@ -160,6 +160,14 @@ pub fn hashed_entry_key(slug: &TenantSlug, hash: &str) -> String {
     format!("resolution:{}:{}", slug.as_str(), TokenBin::of(hash).index)
 }
 
+/// The tenant slug of a remembered resolution's key
+/// ([`hashed_entry_key`]), or `None` for any other key.
+pub fn entry_tenant(key: &str) -> Option<&str> {
+    key.strip_prefix("resolution:")?
+        .rsplit_once(':')
+        .map(|(slug, _)| slug)
+}
+
 /// Moves `slug`'s generation on: every entry of the tenant stops being
 /// served. Identity calls it after a change that can change a resolution
 /// has committed, and before it answers.
@@ -351,6 +359,11 @@ impl LocalEntries {
     /// The value under `key`.
     pub fn get(&self, key: &str) -> Option<Vec<u8>> {
         self.map.borrow().get(key).cloned()
+    }
+
+    /// Every key held.
+    pub fn keys(&self) -> Vec<String> {
+        self.map.borrow().keys().cloned().collect()
     }
 }
 
