@@ -1,47 +1,30 @@
 //! `POST /ops/migrate`: each service brings its schema up to date — the
-//! operator's step after a deploy (docs/storage.md, "Migrations"), never a
-//! probe's or a stranger's.
+//! operator's step after a deploy (docs/deploy.md, "Migrations on a new
+//! database"), never a probe's or a stranger's.
 
-use futures::future::join_all;
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::retry::RetryPolicy;
-use meridian_platform::http::upstream::Call;
+use meridian_platform::http::upstream::Calls;
 use meridian_platform::service::MIGRATE_PATH;
 use meridian_platform::{ErrorCode, Problem};
 
 use crate::exchange::{Exchange, Refusal};
-use crate::ready::probe_failure;
-use crate::routes::Service;
-use meridian_platform::http::upstream::Calls;
+use crate::ready::unanswered;
 
 impl<E: Calls> Exchange<'_, E> {
     /// Asks each service, all at once, to apply the migrations its ledger
     /// lacks: 200 with the versions each applied (none when it was
     /// current), else 503 naming the services that did not answer so. At
-    /// once, as readiness probes used to migrate: a service a network away
-    /// from its database spends a round trip a statement, and one after
-    /// another the three did not fit a default budget 10 ms away; where
+    /// once: a service a network away from its database spends a round
+    /// trip a statement, and one after another the three did not fit a
+    /// default budget 10 ms away; where
     /// they share one database, each waits for the other's schema lock
     /// within the budget. Safe to repeat: a service applies only what its
     /// ledger lacks.
     pub async fn migrate(&mut self) -> Result<Response, Refusal> {
-        let (upstream, config, ctx) = (self.upstream, self.config, &self.ctx);
-        let calls = Service::ALL.map(|service| async move {
-            let url = format!("{}{MIGRATE_PATH}", config.base_url(service));
-            let call = match outbound::request(Method::POST, &url, Vec::new()) {
-                Ok(request) => {
-                    upstream
-                        .call(ctx, service.name(), &RetryPolicy::standard(), request)
-                        .await
-                }
-                Err(refused) => Call::refused(refused),
-            };
-            (service, call)
-        });
+        let calls = self.on_every_service(Method::POST, MIGRATE_PATH).await;
         let mut failing = Vec::new();
         let mut services = serde_json::Map::new();
-        for (service, call) in join_all(calls).await {
-            self.trace.timing.record(service.name(), call.took);
+        for (service, call) in calls {
             let answer = match &call.response {
                 Ok(r) if r.status() == StatusCode::OK => serde_json::from_slice(r.body())
                     .ok()
@@ -53,7 +36,7 @@ impl<E: Calls> Exchange<'_, E> {
                 let status = match &call.response {
                     Ok(r) if r.status() == StatusCode::OK => "no migration report".to_owned(),
                     Ok(r) => format!("status {}", r.status().as_u16()),
-                    Err(e) => probe_failure(e).to_owned(),
+                    Err(e) => unanswered("asking a service to migrate", service, e).to_owned(),
                 };
                 failing.push(format!("{} ({status})", service.name()));
                 serde_json::json!({ "status": status })

@@ -15,7 +15,7 @@ use crate::routes::Service;
 
 /// What `/readyz` says of a probe that got no answer: a word, not the
 /// transport's error text (which names hosts and the runtime's words).
-pub(crate) fn probe_failure(error: &SendError) -> &'static str {
+fn probe_failure(error: &SendError) -> &'static str {
     match error {
         SendError::Deadline(_) => "timed out",
         SendError::CircuitOpen(_) => "failing",
@@ -23,40 +23,61 @@ pub(crate) fn probe_failure(error: &SendError) -> &'static str {
     }
 }
 
+/// The word for a call to `service` that got no answer ([`probe_failure`]);
+/// the transport's own text goes to the log as `what` failing, never to an
+/// anonymous caller.
+pub(crate) fn unanswered(what: &'static str, service: Service, error: &SendError) -> &'static str {
+    journal::event(Event::Failure {
+        what,
+        cause: format!("{}: {error}", service.name()),
+    });
+    probe_failure(error)
+}
+
 impl<E: Calls> Exchange<'_, E> {
+    /// `method` on `path` of every service at once (no body), within the
+    /// request's budget, each timed in the trace: each service's call, in
+    /// [`Service::ALL`]'s order. Only for calls safe to repeat (a probe, a
+    /// migration): each is retried as a read.
+    pub(crate) async fn on_every_service(
+        &mut self,
+        method: Method,
+        path: &str,
+    ) -> Vec<(Service, Call)> {
+        let (upstream, config, ctx) = (self.upstream, self.config, &self.ctx);
+        let calls = Service::ALL.map(|service| {
+            let method = method.clone();
+            async move {
+                let url = format!("{}{path}", config.base_url(service));
+                let call = match outbound::request(method, &url, Vec::new()) {
+                    Ok(request) => {
+                        upstream
+                            .call(ctx, service.name(), &RetryPolicy::standard(), request)
+                            .await
+                    }
+                    Err(refused) => Call::refused(refused),
+                };
+                (service, call)
+            }
+        });
+        let calls = join_all(calls).await;
+        for (service, call) in &calls {
+            self.trace.timing.record(service.name(), call.took);
+        }
+        calls
+    }
+
     /// 200 when every service answers its health probe in time, else 503
     /// naming the ones that did not (504 when the budget ran out first).
     pub async fn ready(&mut self) -> Result<Response, Refusal> {
-        let (upstream, config, ctx) = (self.upstream, self.config, &self.ctx);
-        let probes = Service::ALL.map(|service| async move {
-            let url = format!("{}/health", config.base_url(service));
-            // Health probes are reads: safe to repeat.
-            let call = match outbound::request(Method::GET, &url, Vec::new()) {
-                Ok(probe) => {
-                    upstream
-                        .call(ctx, service.name(), &RetryPolicy::standard(), probe)
-                        .await
-                }
-                Err(refused) => Call::refused(refused),
-            };
-            (service, call)
-        });
+        let probes = self.on_every_service(Method::GET, "/health").await;
         let mut failing = Vec::new();
         let mut checks = serde_json::Map::new();
-        for (service, call) in join_all(probes).await {
-            self.trace.timing.record(service.name(), call.took);
+        for (service, call) in probes {
             let status = match &call.response {
                 Ok(r) if r.status() == 200 => "ok".to_owned(),
                 Ok(r) => format!("status {}", r.status().as_u16()),
-                Err(e) => {
-                    // The transport's own words go to the log, never to an
-                    // anonymous caller.
-                    journal::event(Event::Failure {
-                        what: "probing a service",
-                        cause: format!("{}: {e}", service.name()),
-                    });
-                    probe_failure(e).to_owned()
-                }
+                Err(e) => unanswered("probing a service", service, e).to_owned(),
             };
             if status != "ok" {
                 failing.push(format!("{} ({status})", service.name()));
