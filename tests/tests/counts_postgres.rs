@@ -28,7 +28,9 @@ fn with_counts_in_postgres(options: SpinOptions) -> SpinApp {
 /// of 25 is the path: the gateway's counts right after its answer race
 /// the client to the proxy, so a sample can count more than the path
 /// (under a full test run's load, each of ten did), as can a window that
-/// turns over. A statement or a checkout added to either path fails it.
+/// turns over, and a sample 30 s after the caller's resolution was
+/// remembered asks identity again (a checkout more). A statement or a
+/// checkout added to either path fails it.
 #[test]
 #[ignore = "needs the counts in PostgreSQL: scripts/hosted.sh akamai runs it"]
 fn a_page_and_a_keyed_write_take_the_counts_round_trips_docs_storage_states() {
@@ -40,15 +42,17 @@ fn a_page_and_a_keyed_write_take_the_counts_round_trips_docs_storage_states() {
     let counted = count_round_trips(&app, &proxy, 25);
     println!("{counted}");
     let fewest = |n: &[usize]| n.iter().copied().min().unwrap_or_default();
+    let checkouts =
+        |n: &[usize], path: usize| fewest(n) == path && n.iter().all(|&c| c <= path + 1);
     assert!(
-        counted.page_checkouts.iter().all(|&n| n == 2),
+        checkouts(&counted.page_checkouts, 2),
         "a page: community's checkout and the counts': {counted}"
     );
     assert!(fewest(&counted.pages) <= 20, "a page: {counted}");
     // The gateway's counts, billing's, community's for the resident, and
     // community's for the event's delivery (a request of its own).
     assert!(
-        counted.write_checkouts.iter().all(|&n| n == 4),
+        checkouts(&counted.write_checkouts, 4),
         "a keyed invoice: {counted}"
     );
     assert!(

@@ -90,7 +90,7 @@ fn the_page_has_steps_with_their_output() {
     assert!(steps.len() >= 8, "{steps:#?}");
     assert!(steps
         .iter()
-        .any(|s| s.command.contains("x-meridian-timeout-ms: 5")));
+        .any(|s| s.command.contains("x-meridian-timeout-ms: 1'")));
     // A command spread over lines is one step.
     assert!(steps
         .iter()

@@ -162,7 +162,20 @@ fn a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names() {
             }
         })
     });
-    std::thread::sleep(Duration::from_millis(1_000));
+    // Until the route's window sheds (three of the last ten probes at an
+    // unknown slug refused), within 10 s: how soon depends on the load
+    // beside the test.
+    let started = std::time::Instant::now();
+    let mut last = std::collections::VecDeque::new();
+    while started.elapsed() < Duration::from_secs(10)
+        && last.iter().filter(|&&shed| shed).count() < 3
+    {
+        last.push_back(stranger("nosuch").status == 503);
+        if last.len() > 10 {
+            last.pop_front();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let (mut at_known, mut at_unknown) = (Vec::new(), Vec::new());
     for _ in 0..60 {
         at_known.push(stranger("acme"));
