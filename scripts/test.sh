@@ -74,11 +74,11 @@ fi
 spin_bin="${SPIN_BIN:-$(command -v spin || true)}"
 e2e_skipped=""
 if [ -n "$spin_bin" ] && [ -x "$spin_bin" ]; then
-  if ! command -v haproxy >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1; then
-    step "installing haproxy and jq (Debian): the front proxy the suite puts in front of the app (deploy/haproxy/), and what docs/getting-started.md pipes answers through"
+  if ! command -v haproxy >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+    step "installing haproxy, curl and jq (Debian): the front proxy the suite puts in front of the app (deploy/haproxy/), and what docs/getting-started.md and scripts/migrate.sh run"
     sudo_cmd=""
     [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq haproxy jq
+    $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq haproxy curl jq
   fi
   step "end-to-end suite against $("$spin_bin" --version)"
   SPIN_BIN="$spin_bin" run_tests -p meridian-e2e --test '*' --locked --no-fail-fast -- --test-threads=2

@@ -16,31 +16,29 @@ impl<E: Calls> Exchange<'_, E> {
     /// current), else 503 naming the services that did not answer so. At
     /// once: a service a network away from its database spends a round
     /// trip a statement, and one after another the three did not fit a
-    /// default budget 10 ms away; where
-    /// they share one database, each waits for the other's schema lock
-    /// within the budget. Safe to repeat: a service applies only what its
-    /// ledger lacks.
+    /// default budget 10 ms away; where they share one database, each
+    /// waits for the other's schema lock within the budget. Safe to repeat:
+    /// a service applies only what its ledger lacks.
     pub async fn migrate(&mut self) -> Result<Response, Refusal> {
         let calls = self.on_every_service(Method::POST, MIGRATE_PATH).await;
         let mut failing = Vec::new();
         let mut services = serde_json::Map::new();
         for (service, call) in calls {
-            let answer = match &call.response {
+            let applied = match &call.response {
                 Ok(r) if r.status() == StatusCode::OK => serde_json::from_slice(r.body())
                     .ok()
                     .and_then(|body: serde_json::Value| body.get("applied").cloned())
-                    .map(|applied| serde_json::json!({ "applied": applied })),
-                _ => None,
+                    .ok_or_else(|| "no migration report".to_owned()),
+                Ok(r) => Err(format!("status {}", r.status().as_u16())),
+                Err(e) => Err(unanswered("asking a service to migrate", service, e).to_owned()),
             };
-            let answer = answer.unwrap_or_else(|| {
-                let status = match &call.response {
-                    Ok(r) if r.status() == StatusCode::OK => "no migration report".to_owned(),
-                    Ok(r) => format!("status {}", r.status().as_u16()),
-                    Err(e) => unanswered("asking a service to migrate", service, e).to_owned(),
-                };
-                failing.push(format!("{} ({status})", service.name()));
-                serde_json::json!({ "status": status })
-            });
+            let answer = match applied {
+                Ok(applied) => serde_json::json!({ "applied": applied }),
+                Err(status) => {
+                    failing.push(format!("{} ({status})", service.name()));
+                    serde_json::json!({ "status": status })
+                }
+            };
             services.insert(service.name().into(), answer);
         }
         if failing.is_empty() {

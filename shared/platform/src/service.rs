@@ -2,9 +2,10 @@
 //! body read: `/health` (one statement that names no table), `POST
 //! /migrate` (the schema brought up to date, as the migrating role where
 //! one is configured), the service's own handler, and a read that found
-//! the schema behind run once more after migrating. Generic over how a database is opened ([`Databases`]), so the
-//! whole of it runs on the host; `meridian-spin` opens Spin's SQLite and
-//! does the reading and sending around it.
+//! the schema behind run once more after migrating. Generic over how a
+//! database is opened ([`Databases`]), so the whole of it runs on the
+//! host; `meridian-spin` opens Spin's SQLite and does the reading and
+//! sending around it.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -94,7 +95,7 @@ impl<Op> ServiceSpec<Op> {
     }
 
     /// Opens the database, and with `check_ledger` brings its schema up to
-    /// date, under the request's budget (see [`checks_ledger`]).
+    /// date, under the request's budget (see [`MIGRATE_PATH`]).
     pub fn open_store<O: Databases, C: Clock>(
         &self,
         databases: &O,
@@ -182,24 +183,18 @@ impl<Op> ServiceSpec<Op> {
 }
 
 /// The path of the service's migrate call (`POST`), which the gateway's
-/// admin route `POST /ops/migrate` sends to each service.
+/// admin route `POST /ops/migrate` sends to each service: the one request
+/// that reads the migration ledger (and applies what is missing) before
+/// anything else. Not a readiness probe (`/health` runs one statement that
+/// names no table: an anonymous `/readyz` neither reads nor runs
+/// migrations), and not other requests: the ledger read is a statement of
+/// its own — on a PostgreSQL server a network away, two round trips of
+/// every request. A request whose statements find the schema behind
+/// brings it up to date then, as the role it is served as, and runs again
+/// (see [`serve`]); a migration that changes no table or column a
+/// statement names (an index, a function, a setting) is applied by the
+/// next migrate call or by the next request that finds the schema behind.
 pub const MIGRATE_PATH: &str = "/migrate";
-
-/// Whether `request` reads the migration ledger (and applies what is
-/// missing) before its work: `POST /migrate` alone, an operator's call
-/// through the gateway's admin route. Not a readiness probe (`/health`
-/// runs one statement that names no table: an anonymous `/readyz` neither
-/// reads nor runs migrations), and not other requests: the ledger read is
-/// a statement of its own — on a PostgreSQL server a network away, two
-/// round trips of every request. A request whose statements find the
-/// schema behind brings it up to date then, as the role it is served as,
-/// and runs again (see [`serve`]); a migration that changes no table or
-/// column a statement names (an index, a function, a setting) is applied
-/// by the next `POST /migrate` or by the next request that finds the
-/// schema behind.
-pub fn checks_ledger(request: &Request) -> bool {
-    request.path() == MIGRATE_PATH && request.method() == http::Method::POST
-}
 
 /// Whether a request whose statements found the schema behind runs again
 /// once it is brought up to date: a read always; a write only when it
@@ -231,7 +226,7 @@ where
     A: Into<Answer<'static>>,
 {
     if request.path() == MIGRATE_PATH {
-        if !checks_ledger(&request) {
+        if request.method() != http::Method::POST {
             let problem = Problem::method_not_allowed(request.method().as_str(), "POST");
             return message::problem(&ctx, problem).into();
         }

@@ -74,10 +74,12 @@ pub struct RateLimiter<'a, K: Counters> {
 /// mint. Identity removes it with the token's remembered resolution when
 /// the token stops resolving; an expired one is removed when next read.
 pub fn refused_key(slug: &str, token_hash: &str) -> String {
-    format!(
-        "meridian/rate/{slug}/refused/{}",
-        TokenBin::of(token_hash).index
-    )
+    bin_key(slug, TokenBin::of(token_hash))
+}
+
+/// The key of the mark in `bin` at `slug`.
+fn bin_key(slug: &str, bin: TokenBin) -> String {
+    format!("meridian/rate/{slug}/refused/{}", bin.index)
 }
 
 /// The tenant slug of a rate mark's key ([`refused_key`]), or `None` for
@@ -117,8 +119,8 @@ impl<'a, K: Counters> RateLimiter<'a, K> {
     /// presenting `token` (its bearer token, if any).
     pub fn new(counters: &'a K, settings: RateSettings, slug: &str, token: Option<&str>) -> Self {
         let mark = token.map(|token| {
-            let hash = token_hash(token);
-            (refused_key(slug, &hash), TokenBin::of(&hash).fingerprint)
+            let bin = TokenBin::of(&token_hash(token));
+            (bin_key(slug, bin), bin.fingerprint)
         });
         Self {
             counters,

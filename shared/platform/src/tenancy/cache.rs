@@ -4,8 +4,9 @@
 //! since changed.
 //!
 //! An entry, under `resolution:{slug}:{bin}` — one of the tenant's
-//! [`TOKEN_BINS`](crate::secrets::TOKEN_BINS), read from the token's SHA-256 (never the token itself)
-//! — holds the tenant, actor and role identity answered, when
+//! [`TOKEN_BINS`](crate::secrets::TOKEN_BINS), read from the token's
+//! SHA-256 (never the token itself) — holds the tenant, actor and role
+//! identity answered, when
 //! it stops being trusted (`ttl` after it was written), and the tenant's
 //! *generation* as the gateway read it before asking identity. Identity
 //! sets the generation (`resolution-generation:{slug}`) to a fresh value
@@ -42,9 +43,9 @@
 //! takes the new answer.
 //!
 //! Entries are overwritten on a miss, so a tenant holds at most
-//! [`TOKEN_BINS`](crate::secrets::TOKEN_BINS) of them whatever its members mint; identity removes a
-//! token's bin when it revokes the token or removes its member
-//! ([`hashed_entry_key`]).
+//! [`TOKEN_BINS`](crate::secrets::TOKEN_BINS) of them whatever its members
+//! mint; identity removes a token's bin when it revokes the token or
+//! removes its member ([`hashed_entry_key`]).
 //!
 //! A store that cannot be read is a miss: the gateway asks identity, as
 //! without a cache, and remembers nothing. Only answers that resolved are
