@@ -525,7 +525,10 @@ fn a_resolution_written_into_the_store_by_anyone_else_is_not_served() {
         acme.id,
         hex::encode(&generation)
     );
-    app.put_key_value(&format!("resolution:acme:{hash}"), entry.as_bytes());
+    // Under the bin the gateway reads for that token.
+    let slug = meridian_platform::tenancy::TenantSlug::parse("acme").unwrap();
+    let key = meridian_platform::tenancy::cache::hashed_entry_key(&slug, &hash);
+    app.put_key_value(&key, entry.as_bytes());
     let r = call(&app.client(), token, "GET", "/v1/acme/members", None);
     r.assert_problem(401, "unauthorized");
     // The tenant's own token still resolves (and is remembered).

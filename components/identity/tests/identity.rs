@@ -14,7 +14,7 @@ use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Store;
 use meridian_platform::store::migrate::migrate;
 use meridian_platform::tenancy::cache::{
-    generation_key, CacheConfig, Entries, LocalEntries, ResolutionCache,
+    generation_key, hashed_entry_key, CacheConfig, Entries, LocalEntries, ResolutionCache,
 };
 use meridian_platform::tenancy::{Role, TenantScope, TenantSlug};
 use meridian_platform::time::ManualClock;
@@ -478,6 +478,11 @@ fn member_input_errors_and_duplicates_are_refused() {
     assert_eq!((r.status().as_u16(), code(&r).as_str()), (409, "conflict"));
 }
 
+/// The key of the bin `token`'s remembered resolution is kept in at `slug`.
+fn bin(slug: &str, token: &str) -> String {
+    hashed_entry_key(&TenantSlug::parse(slug).unwrap(), &token_hash(token))
+}
+
 #[test]
 fn removing_a_member_stops_their_tokens_and_the_last_admin_stays() {
     let h = Harness::new();
@@ -490,6 +495,14 @@ fn removing_a_member_stops_their_tokens_and_the_last_admin_stays() {
     };
     let (_, token) = h.new_token(bo);
     let first_token = member["token"].as_str().unwrap();
+    // An admin's token in none of the member's tokens' bins (whose
+    // emptying would take its entry too).
+    let admin_token = std::iter::once(admin_token)
+        .chain(std::iter::repeat_with(|| h.new_token(admin).1))
+        .find(|t| {
+            bin("acme", t) != bin("acme", &token) && bin("acme", t) != bin("acme", first_token)
+        })
+        .unwrap();
     assert_eq!(h.resolve("acme", &token).status(), 200);
     assert_eq!(h.generation("acme"), None);
     for remembered in [&token, first_token, &admin_token] {
@@ -531,7 +544,11 @@ fn tokens_are_made_for_the_caller_and_revocation_takes_effect_at_once() {
     let h = Harness::new();
     let (admin, _) = h.create_tenant("acme");
     let (id, token) = h.new_token(admin);
-    let (_, other) = h.new_token(admin);
+    // Another token in another of the tenant's bins (one in 64 shares the
+    // revoked token's, whose emptying would take its entry too).
+    let other = std::iter::repeat_with(|| h.new_token(admin).1)
+        .find(|other| bin("acme", other) != bin("acme", &token))
+        .unwrap();
     assert_eq!(h.resolve("acme", &token).status(), 200);
     assert_eq!(
         h.generation("acme"),
