@@ -1,7 +1,7 @@
 //! Meridian's `billing` service, private behind the gateway: invoices and
 //! payments made exactly once for the caller, with a transactional outbox
 //! whose events reach community. This file is the Spin entry point and the
-//! route table.
+//! dispatch of its route table (`meridian_endpoints::billing`).
 
 pub mod app;
 pub mod invoices;
@@ -12,9 +12,9 @@ pub mod outbox;
 pub mod payments;
 pub mod repo;
 
-use http::Method;
+use meridian_endpoints::billing::{Op, ENDPOINTS};
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::routes::{Endpoint, Incoming};
+use meridian_platform::http::routes::Incoming;
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::RequestContext;
 
@@ -28,32 +28,6 @@ pub const SPEC: ServiceSpec<Op> = ServiceSpec {
     postgres_migrations: migrations::POSTGRES,
     endpoints: ENDPOINTS,
 };
-
-/// What serves each endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    ListInvoices,
-    CreateInvoice,
-    GetInvoice,
-    VoidInvoice,
-    ListPayments,
-    CreatePayment,
-    /// A scheduler's run of the outbox relay (it checks the admin token).
-    Relay,
-}
-
-/// The route table: the public paths the gateway forwards (checked
-/// against `openapi.yaml`), and the relay.
-#[rustfmt::skip]
-pub const ENDPOINTS: &[Endpoint<Op>] = &[
-    Endpoint::member(Method::GET, "/v1/{tenant}/invoices", Op::ListInvoices),
-    Endpoint::staff(Method::POST, "/v1/{tenant}/invoices", Op::CreateInvoice),
-    Endpoint::member(Method::GET, "/v1/{tenant}/invoices/{id}", Op::GetInvoice),
-    Endpoint::staff(Method::PATCH, "/v1/{tenant}/invoices/{id}", Op::VoidInvoice),
-    Endpoint::member(Method::GET, "/v1/{tenant}/invoices/{id}/payments", Op::ListPayments),
-    Endpoint::staff(Method::POST, "/v1/{tenant}/invoices/{id}/payments", Op::CreatePayment),
-    Endpoint::caller(Method::POST, "/internal/outbox/relay", Op::Relay),
-];
 
 /// A request dispatched by the table, as billing's handlers are handed it.
 pub type Call<'a> = Incoming<'a, Op>;

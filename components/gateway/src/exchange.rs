@@ -203,6 +203,6 @@ fn own_key(route: Route) -> String {
     crate::routes::OWN
         .iter()
         .find(|e| e.op == route)
-        .map(crate::routes::admission_key)
+        .map(|e| crate::routes::admission_key(&e.method, e.path))
         .unwrap_or_default()
 }

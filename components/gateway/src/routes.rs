@@ -2,6 +2,7 @@
 //! service owns every other public path.
 
 use http::Method;
+use meridian_endpoints as endpoints;
 use meridian_platform::http::routes::{self, Endpoint, Lookup};
 use meridian_platform::ids::parse_id;
 use meridian_platform::tenancy::TenantSlug;
@@ -52,7 +53,7 @@ pub enum Route {
     /// `GET, PUT, DELETE /ops/tenants/{tenant}/limits`: the platform admin
     /// reads, sets or removes a tenant's rate override.
     TenantLimits,
-    /// `/v1/{slug}/...`: a row of [`FORWARDED`], owned by a service.
+    /// `/v1/{slug}/...`: a forwarded row of a service's table ([`forwarded`]).
     Tenant(TenantRoute),
     /// A known path with a method it does not take.
     MethodNotAllowed {
@@ -63,15 +64,19 @@ pub enum Route {
     NotFound,
 }
 
-/// A tenant request matched against [`FORWARDED`]: its row, the slug as
+/// A tenant request matched against a service's forwarded rows: its row, the slug as
 /// the client wrote it (resolution validates it), and the ids of its path
 /// in their canonical form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TenantRoute {
     /// The tenant slug as written in the path.
     pub slug: String,
-    /// The row it matched.
-    endpoint: &'static Endpoint<Service>,
+    /// The owning service.
+    service: Service,
+    /// The row's method (`GET` for a `HEAD`).
+    method: &'static Method,
+    /// The row's template.
+    template: &'static str,
     /// The `{id}` segments, canonical, in order.
     ids: Vec<String>,
 }
@@ -79,18 +84,18 @@ pub struct TenantRoute {
 impl TenantRoute {
     /// The owning service.
     pub fn service(&self) -> Service {
-        self.endpoint.op
+        self.service
     }
 
     /// The row's template (`/v1/{tenant}/residents/{id}`).
     pub fn template(&self) -> &'static str {
-        self.endpoint.path
+        self.template
     }
 
     /// The key admission and the logs know the route by: the row's method
     /// and template, never the client's words (`HEAD` is `GET`'s).
     pub fn key(&self) -> String {
-        admission_key(self.endpoint)
+        admission_key(self.method, self.template)
     }
 
     /// The path forwarded to the service: rebuilt from the template, the
@@ -100,8 +105,7 @@ impl TenantRoute {
     pub fn path(&self, slug: &TenantSlug) -> String {
         let mut ids = self.ids.iter();
         let parts: Vec<&str> = self
-            .endpoint
-            .path
+            .template
             .trim_start_matches('/')
             .split('/')
             .map(|part| match part {
@@ -115,7 +119,7 @@ impl TenantRoute {
 }
 
 /// The paths the gateway answers (or forwards as a whole) itself, with
-/// what each is. Every other public path is a row of [`FORWARDED`]. The
+/// what each is. Every other public path is a forwarded row ([`forwarded`]). The
 /// gateway checks the credentials of its own routes itself.
 pub const OWN: &[Endpoint<Route>] = &[
     own(Method::GET, "/healthz", Route::Health),
@@ -147,62 +151,10 @@ const fn own(method: Method, path: &'static str, route: Route) -> Endpoint<Route
     Endpoint::caller(method, path, route)
 }
 
-/// A forwarded row: `method` on `path`, owned by `service`. Who may call
-/// it is the service's to check (its own table says).
-const fn to(service: Service, method: Method, path: &'static str) -> Endpoint<Service> {
-    Endpoint::caller(method, path, service)
-}
-
-/// A row of identity's.
-const fn identity(method: Method, path: &'static str) -> Endpoint<Service> {
-    to(Service::Identity, method, path)
-}
-
-/// A row of community's.
-const fn community(method: Method, path: &'static str) -> Endpoint<Service> {
-    to(Service::Community, method, path)
-}
-
-/// A row of billing's.
-const fn billing(method: Method, path: &'static str) -> Endpoint<Service> {
-    to(Service::Billing, method, path)
-}
-
-/// Every public tenant route and the service that owns it: exactly the
-/// public rows of the services' own tables (a test holds them equal).
-/// A request matches a row or is answered here (404, 405): keys, log
-/// lines and forwarded paths all come from these templates.
-pub const FORWARDED: &[Endpoint<Service>] = &[
-    identity(Method::GET, "/v1/{tenant}"),
-    identity(Method::GET, "/v1/{tenant}/members"),
-    identity(Method::POST, "/v1/{tenant}/members"),
-    identity(Method::DELETE, "/v1/{tenant}/members/{id}"),
-    identity(Method::POST, "/v1/{tenant}/tokens"),
-    identity(Method::DELETE, "/v1/{tenant}/tokens/{id}"),
-    community(Method::GET, "/v1/{tenant}/residents"),
-    community(Method::POST, "/v1/{tenant}/residents"),
-    community(Method::GET, "/v1/{tenant}/residents/{id}"),
-    community(Method::PATCH, "/v1/{tenant}/residents/{id}"),
-    community(Method::DELETE, "/v1/{tenant}/residents/{id}"),
-    community(Method::GET, "/v1/{tenant}/residents/{id}/notifications"),
-    community(Method::GET, "/v1/{tenant}/complaints"),
-    community(Method::POST, "/v1/{tenant}/complaints"),
-    community(Method::GET, "/v1/{tenant}/complaints/{id}"),
-    community(Method::PATCH, "/v1/{tenant}/complaints/{id}"),
-    community(Method::GET, "/v1/{tenant}/announcements"),
-    community(Method::POST, "/v1/{tenant}/announcements"),
-    billing(Method::GET, "/v1/{tenant}/invoices"),
-    billing(Method::POST, "/v1/{tenant}/invoices"),
-    billing(Method::GET, "/v1/{tenant}/invoices/{id}"),
-    billing(Method::PATCH, "/v1/{tenant}/invoices/{id}"),
-    billing(Method::GET, "/v1/{tenant}/invoices/{id}/payments"),
-    billing(Method::POST, "/v1/{tenant}/invoices/{id}/payments"),
-];
-
 /// The key admission knows a row of a route table by: its method and
 /// template (`GET /v1/{tenant}/residents`).
-pub fn admission_key<Op>(endpoint: &Endpoint<Op>) -> String {
-    format!("{} {}", endpoint.method, endpoint.path)
+pub fn admission_key(method: &Method, template: &str) -> String {
+    format!("{method} {template}")
 }
 
 /// Routes a request by method and path.
@@ -217,26 +169,82 @@ pub fn route(method: &Method, path: &str) -> Route {
         }
         Lookup::NoRoute => {}
     }
-    match routes::lookup(FORWARDED, method, &segments) {
-        Lookup::Found(endpoint) => tenant_route(endpoint, &segments).unwrap_or(Route::NotFound),
-        Lookup::MethodNotAllowed(template) => Route::MethodNotAllowed {
-            allow: routes::allow(FORWARDED, template),
-        },
-        Lookup::NoRoute => Route::NotFound,
+    forward(
+        Service::Identity,
+        endpoints::identity::ENDPOINTS,
+        method,
+        &segments,
+    )
+    .or_else(|| {
+        forward(
+            Service::Community,
+            endpoints::community::ENDPOINTS,
+            method,
+            &segments,
+        )
+    })
+    .or_else(|| {
+        forward(
+            Service::Billing,
+            endpoints::billing::ENDPOINTS,
+            method,
+            &segments,
+        )
+    })
+    .unwrap_or(Route::NotFound)
+}
+
+/// The route of `segments` among `service`'s forwarded rows (those under
+/// [`endpoints::TENANT_PREFIX`]; its internal rows are no public path),
+/// or `None` when none of them is the path's.
+fn forward<Op>(
+    service: Service,
+    table: &'static [Endpoint<Op>],
+    method: &Method,
+    segments: &[&str],
+) -> Option<Route> {
+    match routes::lookup(table, method, segments) {
+        Lookup::Found(row) if endpoints::is_forwarded(row.path) => {
+            Some(tenant_route(service, &row.method, row.path, segments).unwrap_or(Route::NotFound))
+        }
+        Lookup::MethodNotAllowed(template) if endpoints::is_forwarded(template) => {
+            Some(Route::MethodNotAllowed {
+                allow: routes::allow(table, template),
+            })
+        }
+        _ => None,
     }
 }
 
-/// The tenant route of `segments`, which match `endpoint`'s template: an
-/// `{id}` that is no id names nothing (a 404, no call).
-fn tenant_route(endpoint: &'static Endpoint<Service>, segments: &[&str]) -> Option<Route> {
+/// Every forwarded row, as the owning service, method and template: the
+/// public rows of the services' tables (for the contract test and tools).
+pub fn forwarded() -> Vec<(Service, &'static Method, &'static str)> {
+    fn rows<Op>(
+        service: Service,
+        table: &'static [Endpoint<Op>],
+    ) -> impl Iterator<Item = (Service, &'static Method, &'static str)> {
+        table
+            .iter()
+            .filter(|row| endpoints::is_forwarded(row.path))
+            .map(move |row| (service, &row.method, row.path))
+    }
+    rows(Service::Identity, endpoints::identity::ENDPOINTS)
+        .chain(rows(Service::Community, endpoints::community::ENDPOINTS))
+        .chain(rows(Service::Billing, endpoints::billing::ENDPOINTS))
+        .collect()
+}
+
+/// The tenant route of `segments`, which match `template`: an `{id}` that
+/// is no id names nothing (a 404, no call).
+fn tenant_route(
+    service: Service,
+    method: &'static Method,
+    template: &'static str,
+    segments: &[&str],
+) -> Option<Route> {
     let mut slug = None;
     let mut ids = Vec::new();
-    for (part, value) in endpoint
-        .path
-        .trim_start_matches('/')
-        .split('/')
-        .zip(segments)
-    {
+    for (part, value) in template.trim_start_matches('/').split('/').zip(segments) {
         match part {
             "{tenant}" => slug = Some((*value).to_owned()),
             "{id}" => ids.push(parse_id(value)?),
@@ -245,18 +253,24 @@ fn tenant_route(endpoint: &'static Endpoint<Service>, segments: &[&str]) -> Opti
     }
     Some(Route::Tenant(TenantRoute {
         slug: slug?,
-        endpoint,
+        service,
+        method,
+        template,
         ids,
     }))
 }
 
 /// The route template a public path is logged as: a row's template of the
-/// gateway's own table or of [`FORWARDED`], or `(unrouted)` for anything
+/// gateway's own table or a forwarded row's, or `(unrouted)` for anything
 /// else (a client's arbitrary path is not worth a log line's text).
 pub fn template(path: &str) -> &'static str {
     let segments = routes::segments(path);
+    let forwarded =
+        |template: Option<&'static str>| template.filter(|t| endpoints::is_forwarded(t));
     routes::template(OWN, &segments)
-        .or_else(|| routes::template(FORWARDED, &segments))
+        .or_else(|| forwarded(routes::template(endpoints::identity::ENDPOINTS, &segments)))
+        .or_else(|| forwarded(routes::template(endpoints::community::ENDPOINTS, &segments)))
+        .or_else(|| forwarded(routes::template(endpoints::billing::ENDPOINTS, &segments)))
         .unwrap_or("(unrouted)")
 }
 
@@ -383,6 +397,9 @@ mod tests {
             "/v1/acme/residents/not-an-id",
             "/v1/acme/residents/%2e%2e",
             "/internal/resolve",
+            "/internal/events",
+            "/internal/linked-residents",
+            "/internal/outbox/relay",
             "/v2/acme",
         ] {
             assert_eq!(route(&Method::GET, path), Route::NotFound, "{path}");

@@ -1,7 +1,8 @@
 //! Meridian's `identity` service, private behind the gateway: tenants,
 //! users, memberships and API tokens, and the one resolution call the
-//! gateway makes per request. This file is the Spin entry point and the
-//! route table; handlers live in their own modules.
+//! gateway makes per request. This file is the Spin entry point and
+//! the dispatch of its route table (`meridian_endpoints::identity`);
+//! handlers live in their own modules.
 
 pub mod app;
 pub mod members;
@@ -12,9 +13,9 @@ pub mod resolve;
 pub mod tenants;
 pub mod tokens;
 
-use http::Method;
+use meridian_endpoints::identity::{Op, ENDPOINTS};
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::routes::{Endpoint, Incoming};
+use meridian_platform::http::routes::Incoming;
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, RequestContext};
@@ -29,36 +30,6 @@ pub const SPEC: ServiceSpec<Op> = ServiceSpec {
     postgres_migrations: migrations::POSTGRES,
     endpoints: ENDPOINTS,
 };
-
-/// What serves each endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// The gateway's resolution of a slug and a token.
-    Resolve,
-    CreateTenant,
-    GetTenant,
-    ListMembers,
-    CreateMember,
-    DeleteMember,
-    CreateToken,
-    RevokeToken,
-}
-
-/// The route table: the public paths the gateway forwards (checked
-/// against `openapi.yaml`), and the internal resolution. Tenant creation
-/// checks the platform admin token itself; a token's owner or an admin
-/// may revoke it.
-#[rustfmt::skip]
-pub const ENDPOINTS: &[Endpoint<Op>] = &[
-    Endpoint::caller(Method::GET, "/internal/resolve", Op::Resolve),
-    Endpoint::caller(Method::POST, "/v1/tenants", Op::CreateTenant),
-    Endpoint::member(Method::GET, "/v1/{tenant}", Op::GetTenant),
-    Endpoint::admin(Method::GET, "/v1/{tenant}/members", Op::ListMembers),
-    Endpoint::admin(Method::POST, "/v1/{tenant}/members", Op::CreateMember),
-    Endpoint::admin(Method::DELETE, "/v1/{tenant}/members/{id}", Op::DeleteMember),
-    Endpoint::member(Method::POST, "/v1/{tenant}/tokens", Op::CreateToken),
-    Endpoint::member(Method::DELETE, "/v1/{tenant}/tokens/{id}", Op::RevokeToken),
-];
 
 /// A request dispatched by the table, as identity's handlers are handed it.
 pub type Call<'a> = Incoming<'a, Op>;

@@ -38,9 +38,21 @@ pub fn gateway_request(data: &[u8]) {
     let templates: Vec<&str> = gateway::routes::OWN
         .iter()
         .map(|e| e.path)
-        .chain(identity::ENDPOINTS.iter().map(|e| e.path))
-        .chain(community::ENDPOINTS.iter().map(|e| e.path))
-        .chain(billing::ENDPOINTS.iter().map(|e| e.path))
+        .chain(
+            meridian_endpoints::identity::ENDPOINTS
+                .iter()
+                .map(|e| e.path),
+        )
+        .chain(
+            meridian_endpoints::community::ENDPOINTS
+                .iter()
+                .map(|e| e.path),
+        )
+        .chain(
+            meridian_endpoints::billing::ENDPOINTS
+                .iter()
+                .map(|e| e.path),
+        )
         .collect();
     let mut input = Input::new(data);
     let request = input.request(&templates, &["00000000-0000-4000-8000-000000000001"]);

@@ -185,7 +185,11 @@ pub fn identity_request(data: &[u8]) {
         let ctx = ctx(&mut input, "identity", seeded.caller());
         // The token, half the time: tenant creation is then reached past
         // its credential check.
-        let request = request_as_admin_or_not(&mut input, &templates(identity::ENDPOINTS), seeded);
+        let request = request_as_admin_or_not(
+            &mut input,
+            &templates(meridian_endpoints::identity::ENDPOINTS),
+            seeded,
+        );
         check(
             "identity",
             &request,
@@ -227,7 +231,10 @@ pub fn community_request(data: &[u8]) {
             store: seeded.store(),
         };
         let ctx = ctx(&mut input, "community", seeded.caller());
-        let request = input.request(&templates(community::ENDPOINTS), &seeded.ids());
+        let request = input.request(
+            &templates(meridian_endpoints::community::ENDPOINTS),
+            &seeded.ids(),
+        );
         check(
             "community",
             &request,
@@ -329,7 +336,11 @@ pub fn billing_request(data: &[u8]) {
         let app = billing_app(seeded, community);
         let ctx = ctx(&mut input, "billing", seeded.caller());
         // The relay's own credential, half the time.
-        let request = request_as_admin_or_not(&mut input, &templates(billing::ENDPOINTS), seeded);
+        let request = request_as_admin_or_not(
+            &mut input,
+            &templates(meridian_endpoints::billing::ENDPOINTS),
+            seeded,
+        );
         check(
             "billing",
             &request,

@@ -1,6 +1,7 @@
 //! What matching a request's path costs: the gateway's route tables
-//! matched as they are (`routes::lookup` over the const tables `OWN` and
-//! `FORWARDED`: nothing is built), against a router crate that must first
+//! matched as they are (`routes::lookup` over the const tables: the
+//! gateway's `OWN` and the services' tables it forwards by: nothing is
+//! built), against a router crate that must first
 //! be built from the same templates — routefinder (spin-sdk's router, in
 //! the lockfile already) and matchit (axum's). A Spin component instance
 //! serves one request and is then dropped, so a router would be built for
@@ -12,10 +13,12 @@
 //! three ways, not what a Wasm instance spends).
 
 use std::hint::black_box;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use gateway::routes::{route, Route, FORWARDED, OWN};
+use gateway::routes::{forwarded, route, Route, Service, OWN};
+use meridian_endpoints as endpoints;
 use meridian_platform::http::prelude::Method;
 use meridian_platform::http::routes::{lookup, segments, Endpoint, Lookup};
 use meridian_tools::arg;
@@ -30,7 +33,7 @@ fn instance(template: &str) -> String {
 /// Every template of both tables once, in table order.
 fn templates() -> Vec<&'static str> {
     let mut all: Vec<&'static str> = OWN.iter().map(|e| e.path).collect();
-    all.extend(FORWARDED.iter().map(|e| e.path));
+    all.extend(forwarded().into_iter().map(|(_, _, path)| path));
     let mut seen = std::collections::HashSet::new();
     all.retain(|t| seen.insert(*t));
     all
@@ -47,11 +50,27 @@ fn row<'t, Op>(
         .find(|e| e.path == template && e.method == *method)
 }
 
+/// Whether `method` on `template` is a forwarded row (the rows listed
+/// once, so that the routers' rounds time the routers).
+fn forwarded_row(template: &str, method: &Method) -> bool {
+    static ROWS: OnceLock<Vec<(Service, &'static Method, &'static str)>> = OnceLock::new();
+    ROWS.get_or_init(forwarded)
+        .iter()
+        .any(|(_, m, t)| *t == template && *m == method)
+}
+
+/// Whether `table` has a forwarded row for the path.
+fn found<Op>(table: &[Endpoint<Op>], method: &Method, segments: &[&str]) -> bool {
+    matches!(lookup(table, method, segments), Lookup::Found(row) if endpoints::is_forwarded(row.path))
+}
+
 /// The hand-written matcher over the const tables: what the gateway runs.
 fn by_table(method: &Method, path: &str) -> bool {
     let segments = segments(path);
     matches!(lookup(OWN, method, &segments), Lookup::Found(_))
-        || matches!(lookup(FORWARDED, method, &segments), Lookup::Found(_))
+        || found(endpoints::identity::ENDPOINTS, method, &segments)
+        || found(endpoints::community::ENDPOINTS, method, &segments)
+        || found(endpoints::billing::ENDPOINTS, method, &segments)
 }
 
 /// routefinder, built from the templates (`{x}` written `:x`), then asked.
@@ -65,7 +84,7 @@ fn by_routefinder(templates: &[&'static str], method: &Method, path: &str) -> bo
     }
     router.best_match(path).is_some_and(|m| {
         let template = templates.get(*m).copied().unwrap_or_default();
-        row(OWN, template, method).is_some() || row(FORWARDED, template, method).is_some()
+        row(OWN, template, method).is_some() || forwarded_row(template, method)
     })
 }
 
@@ -77,9 +96,9 @@ fn by_matchit(templates: &[&'static str], method: &Method, path: &str) -> bool {
             return false;
         }
     }
-    router.at(path).is_ok_and(|m| {
-        row(OWN, m.value, method).is_some() || row(FORWARDED, m.value, method).is_some()
-    })
+    router
+        .at(path)
+        .is_ok_and(|m| row(OWN, m.value, method).is_some() || forwarded_row(m.value, method))
 }
 
 /// Time per request of `each` over `requests`, `rounds` requests in all.
@@ -103,9 +122,9 @@ fn main() -> Result<()> {
         .iter()
         .map(|e| (e.method.clone(), instance(e.path)))
         .chain(
-            FORWARDED
-                .iter()
-                .map(|e| (e.method.clone(), instance(e.path))),
+            forwarded()
+                .into_iter()
+                .map(|(_, method, path)| (method.clone(), instance(path))),
         )
         .collect();
     requests.push((Method::GET, "/v1/acme/nowhere/at/all".to_owned()));
