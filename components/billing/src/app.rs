@@ -1,11 +1,9 @@
 //! Billing's collaborators: its store, the upstream caller for community,
 //! and the platform admin token that guards the public relay trigger.
 
-use meridian_platform::http::scoped::Scoped;
+use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::store::db::{Database, Store};
-use meridian_platform::time::Timestamp;
-use meridian_platform::{Clock, Problem, RequestContext};
 
 /// The service billing calls, as its failure memory names it.
 pub const COMMUNITY: &str = "community";
@@ -37,17 +35,11 @@ pub struct Billing<E: Env> {
     pub after_answer: std::cell::RefCell<Vec<crate::model::OutboxEvent>>,
 }
 
-impl<E: Env> Billing<E> {
-    /// Now, as stored in time columns.
-    pub fn timestamp(&self) -> Timestamp {
-        Timestamp::at(self.store.clock().now())
-    }
+impl<E: Env> ServiceStore for Billing<E> {
+    type Db = E::Db;
+    type Clock = E::Clock;
 
-    /// The store scoped to the request's tenant, for the repositories.
-    pub fn scoped<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-    ) -> Result<Scoped<'a, E::Db, E::Clock>, Problem> {
-        Scoped::of(&self.store, ctx)
+    fn store(&self) -> &Store<E::Db, E::Clock> {
+        &self.store
     }
 }

@@ -8,6 +8,7 @@ use meridian_platform::http::idempotency::{self, Begun, Written};
 use meridian_platform::http::page::{Cursors, PageRequest};
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::http::SendError;
 use meridian_platform::ids::new_id;
 use meridian_platform::input::query::query_param;
@@ -94,35 +95,6 @@ pub(crate) fn community_failure(
 }
 
 impl<E: Env> Billing<E> {
-    /// Lists invoices, optionally `?status=` and `?resident_id=`; a
-    /// resident-role member sees only the invoices of their own residents.
-    pub async fn list_invoices(&self, call: &Call<'_>) -> Result<Response, Problem> {
-        let ctx = call.ctx;
-        let s = self.scoped(ctx)?;
-        let page = PageRequest::from_query(call.query(), Cursors::of(call.ctx)?)?;
-        let invalid =
-            |what: &str| Problem::new(ErrorCode::InvalidRequest, format!("{what} is not valid"));
-        let filter = InvoiceFilter {
-            status: query_param(call.query(), "status")
-                .map(|s| InvoiceStatus::parse(&s).map_err(|_| invalid("status")))
-                .transpose()?,
-            resident_id: query_param(call.query(), "resident_id")
-                .map(|s| ResidentId::parse(&s).ok_or_else(|| invalid("resident_id")))
-                .transpose()?,
-            visible_to: self.visible_residents(ctx).await?,
-        };
-        page.list(|window| repo::list_invoices(&s, &filter, window))
-    }
-
-    /// One invoice; for a resident-role member, only one of their own
-    /// residents' (any other is "not found").
-    pub async fn get_invoice(&self, call: &Call<'_>) -> Result<Response, Problem> {
-        Ok(message::json(
-            StatusCode::OK,
-            &self.find_visible_invoice(call.ctx, call.id()).await?,
-        ))
-    }
-
     /// An invoice the caller may see.
     pub(crate) async fn find_visible_invoice(
         &self,
@@ -139,70 +111,6 @@ impl<E: Env> Billing<E> {
     pub(crate) fn find_invoice(&self, ctx: &RequestContext, id: &str) -> Result<Invoice, Problem> {
         let id = InvoiceId::parse(id).ok_or_else(|| Problem::not_found("invoice"))?;
         repo::invoice(&self.scoped(ctx)?, &id)?.ok_or_else(|| Problem::not_found("invoice"))
-    }
-
-    /// Creates an invoice (admins and managers).
-    pub async fn create_invoice(&self, call: &Call<'_>) -> Result<Response, Problem> {
-        let (ctx, operation) = (call.ctx, call.operation());
-        let s = self.scoped(ctx)?;
-        let (tenant, scope) = (s.scope.tenant_id.to_string(), s.scope);
-        let actor = scope.actor_id.to_string();
-        let input = NewInvoice::try_from(call.body())?;
-        let key = idempotency::key_of(call.request)?;
-        // The claim comes first, so a concurrent duplicate is refused at
-        // once instead of racing through the resident check.
-        let write = match idempotency::begin(
-            &self.store,
-            ctx,
-            key.as_ref(),
-            (&tenant, &actor),
-            &operation,
-            call.body(),
-        )? {
-            Begun::Replay(response) => return Ok(response),
-            Begun::Proceed(write) => write,
-        };
-        if let Err(problem) = self.check_resident(ctx, &input.resident_id).await {
-            write.give_up(&self.store, ctx, &problem);
-            return Err(problem);
-        }
-        let now = self.timestamp();
-        let invoice = Invoice {
-            id: InvoiceId::fresh(),
-            resident_id: input.resident_id,
-            amount_cents: input.amount_cents,
-            currency: input.currency,
-            description: input.description,
-            due_date: input.due_date,
-            status: InvoiceStatus::Open,
-            balance_cents: input.amount_cents.get(),
-            created_at: now.clone(),
-        };
-        let event = OutboxEvent {
-            event_id: new_id(),
-            tenant_id: tenant.clone(),
-            resident_id: invoice.resident_id.clone(),
-            kind: "invoice.created".into(),
-            payload: json!({
-                "invoice_id": invoice.id, "amount_cents": invoice.amount_cents, "currency": invoice.currency,
-                "description": invoice.description, "due_date": invoice.due_date,
-            }),
-            created_at: now,
-        };
-        // Known before it runs, with nothing to read on the way: the
-        // invoice, its event and the key's answer are one batch (on
-        // PostgreSQL one statement).
-        let response = write.commit_all(
-            &self.store,
-            ctx,
-            vec![
-                repo::insert_invoice(&s, &actor, &invoice),
-                repo::enqueue(&event),
-            ],
-            Written::same(StatusCode::CREATED, &invoice),
-        )?;
-        self.deliver_later(vec![event]);
-        Ok(response)
     }
 
     /// Reads `path` from community under the same budget: a read, so safe
@@ -266,36 +174,128 @@ impl<E: Env> Billing<E> {
             other => Err(community_failure(ctx, other, "list the caller's residents")),
         }
     }
+}
 
-    /// `PATCH /invoices/{id}` with `{"status": "void"}`: voids an open
-    /// invoice that has no payments (admins and managers).
-    pub fn void_invoice(&self, call: &Call<'_>) -> Result<Response, Problem> {
-        let ctx = call.ctx;
-        let id = call.id();
-        let s = self.scoped(ctx)?;
-        let mut b = JsonBody::parse(call.body())?;
-        let status = b.parsed("status", |s| match InvoiceStatus::parse(s) {
-            Ok(InvoiceStatus::Void) => Ok(()),
-            _ => Err("can only be set to void"),
-        });
-        b.complete((status,))?;
-        let id = InvoiceId::parse(id).ok_or_else(|| Problem::not_found("invoice"))?;
-        s.write_once(call, |s| {
-            let mut invoice =
-                repo::invoice(s, &id)?.ok_or_else(|| Problem::not_found("invoice"))?;
-            let voided =
-                invoice.status.may_be_voided() && repo::void_invoice(s, &id, &self.timestamp())?;
-            if !voided {
-                return Err(Problem::new(
-                    ErrorCode::Conflict,
-                    format!(
-                        "an invoice that is {} or has payments cannot be voided",
-                        invoice.status.as_str()
-                    ),
-                ));
-            }
-            invoice.status = InvoiceStatus::Void;
-            Ok(Written::same(StatusCode::OK, &invoice))
-        })
+/// Lists invoices, optionally `?status=` and `?resident_id=`; a
+/// resident-role member sees only the invoices of their own residents.
+pub async fn list<E: Env>(app: &Billing<E>, call: &Call<'_>) -> Result<Response, Problem> {
+    let ctx = call.ctx;
+    let s = app.scoped(ctx)?;
+    let page = PageRequest::from_query(call.query(), Cursors::of(call.ctx)?)?;
+    let invalid =
+        |what: &str| Problem::new(ErrorCode::InvalidRequest, format!("{what} is not valid"));
+    let filter = InvoiceFilter {
+        status: query_param(call.query(), "status")
+            .map(|s| InvoiceStatus::parse(&s).map_err(|_| invalid("status")))
+            .transpose()?,
+        resident_id: query_param(call.query(), "resident_id")
+            .map(|s| ResidentId::parse(&s).ok_or_else(|| invalid("resident_id")))
+            .transpose()?,
+        visible_to: app.visible_residents(ctx).await?,
+    };
+    page.list(|window| repo::list_invoices(&s, &filter, window))
+}
+
+/// One invoice; for a resident-role member, only one of their own
+/// residents' (any other is "not found").
+pub async fn get<E: Env>(app: &Billing<E>, call: &Call<'_>) -> Result<Response, Problem> {
+    Ok(message::json(
+        StatusCode::OK,
+        &app.find_visible_invoice(call.ctx, call.id()).await?,
+    ))
+}
+
+/// Creates an invoice (admins and managers).
+pub async fn create<E: Env>(app: &Billing<E>, call: &Call<'_>) -> Result<Response, Problem> {
+    let (ctx, operation) = (call.ctx, call.operation());
+    let s = app.scoped(ctx)?;
+    let (tenant, scope) = (s.scope.tenant_id.to_string(), s.scope);
+    let actor = scope.actor_id.to_string();
+    let input = NewInvoice::try_from(call.body())?;
+    let key = idempotency::key_of(call.request)?;
+    // The claim comes first, so a concurrent duplicate is refused at
+    // once instead of racing through the resident check.
+    let write = match idempotency::begin(
+        &app.store,
+        ctx,
+        key.as_ref(),
+        (&tenant, &actor),
+        &operation,
+        call.body(),
+    )? {
+        Begun::Replay(response) => return Ok(response),
+        Begun::Proceed(write) => write,
+    };
+    if let Err(problem) = app.check_resident(ctx, &input.resident_id).await {
+        write.give_up(&app.store, ctx, &problem);
+        return Err(problem);
     }
+    let now = app.timestamp();
+    let invoice = Invoice {
+        id: InvoiceId::fresh(),
+        resident_id: input.resident_id,
+        amount_cents: input.amount_cents,
+        currency: input.currency,
+        description: input.description,
+        due_date: input.due_date,
+        status: InvoiceStatus::Open,
+        balance_cents: input.amount_cents.get(),
+        created_at: now.clone(),
+    };
+    let event = OutboxEvent {
+        event_id: new_id(),
+        tenant_id: tenant.clone(),
+        resident_id: invoice.resident_id.clone(),
+        kind: "invoice.created".into(),
+        payload: json!({
+            "invoice_id": invoice.id, "amount_cents": invoice.amount_cents, "currency": invoice.currency,
+            "description": invoice.description, "due_date": invoice.due_date,
+        }),
+        created_at: now,
+    };
+    // Known before it runs, with nothing to read on the way: the
+    // invoice, its event and the key's answer are one batch (on
+    // PostgreSQL one statement).
+    let response = write.commit_all(
+        &app.store,
+        ctx,
+        vec![
+            repo::insert_invoice(&s, &actor, &invoice),
+            repo::enqueue(&event),
+        ],
+        Written::same(StatusCode::CREATED, &invoice),
+    )?;
+    app.deliver_later(vec![event]);
+    Ok(response)
+}
+
+/// `PATCH /invoices/{id}` with `{"status": "void"}`: voids an open
+/// invoice that has no payments (admins and managers).
+pub fn void<E: Env>(app: &Billing<E>, call: &Call<'_>) -> Result<Response, Problem> {
+    let ctx = call.ctx;
+    let id = call.id();
+    let s = app.scoped(ctx)?;
+    let mut b = JsonBody::parse(call.body())?;
+    let status = b.parsed("status", |s| match InvoiceStatus::parse(s) {
+        Ok(InvoiceStatus::Void) => Ok(()),
+        _ => Err("can only be set to void"),
+    });
+    b.complete((status,))?;
+    let id = InvoiceId::parse(id).ok_or_else(|| Problem::not_found("invoice"))?;
+    s.write_once(call, |s| {
+        let mut invoice = repo::invoice(s, &id)?.ok_or_else(|| Problem::not_found("invoice"))?;
+        let voided =
+            invoice.status.may_be_voided() && repo::void_invoice(s, &id, &app.timestamp())?;
+        if !voided {
+            return Err(Problem::new(
+                ErrorCode::Conflict,
+                format!(
+                    "an invoice that is {} or has payments cannot be voided",
+                    invoice.status.as_str()
+                ),
+            ));
+        }
+        invoice.status = InvoiceStatus::Void;
+        Ok(Written::same(StatusCode::OK, &invoice))
+    })
 }

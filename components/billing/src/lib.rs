@@ -40,13 +40,13 @@ pub async fn handle<E: Env>(app: &Billing<E>, ctx: &RequestContext, request: &Re
         Err(problem) => return message::problem(ctx, problem),
     };
     let served = match call.op() {
-        Op::ListInvoices => app.list_invoices(&call).await,
-        Op::CreateInvoice => app.create_invoice(&call).await,
-        Op::GetInvoice => app.get_invoice(&call).await,
-        Op::VoidInvoice => app.void_invoice(&call),
-        Op::ListPayments => app.list_payments(&call).await,
-        Op::CreatePayment => app.create_payment(&call).await,
-        Op::Relay => app.relay(&call).await,
+        Op::ListInvoices => invoices::list(app, &call).await,
+        Op::CreateInvoice => invoices::create(app, &call).await,
+        Op::GetInvoice => invoices::get(app, &call).await,
+        Op::VoidInvoice => invoices::void(app, &call),
+        Op::ListPayments => payments::list(app, &call).await,
+        Op::CreatePayment => payments::create(app, &call).await,
+        Op::Relay => outbox::relay(app, &call).await,
     };
     served.unwrap_or_else(|problem| message::problem(ctx, problem))
 }

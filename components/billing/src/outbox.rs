@@ -9,6 +9,7 @@ use std::time::Duration;
 use meridian_platform::budget::steps;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
+use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::constant_time_eq;
 use meridian_platform::time::{Timestamp, UnixMillis};
@@ -198,49 +199,6 @@ impl<E: Env> Billing<E> {
         self.deliver(ctx, &events).await;
     }
 
-    /// `POST /internal/outbox/relay`: delivers due events, oldest first,
-    /// while the budget lasts. Called by a scheduler through the gateway
-    /// (`POST /ops/outbox/relay` with the platform admin token).
-    pub async fn relay(&self, call: &Call<'_>) -> Result<Response, Problem> {
-        let ctx = call.ctx;
-        let bearer = call.request.bearer();
-        if self.admin_token.is_empty()
-            || !bearer.is_some_and(|t| constant_time_eq(t, &self.admin_token))
-        {
-            return Err(Problem::new(
-                ErrorCode::Unauthorized,
-                "the relay needs the platform admin token",
-            ));
-        }
-        let now = self.store.clock().now().as_millis();
-        let mut ready = Vec::new();
-        let mut unreadable = 0;
-        for due in repo::due_events(&self.store, ctx, now, RELAY_BATCH)? {
-            match due {
-                repo::Due::Ready(event, attempts) => ready.push((event, attempts)),
-                repo::Due::Undecodable {
-                    id,
-                    attempts,
-                    error,
-                } => {
-                    unreadable += 1;
-                    self.set_aside(ctx, &id, attempts, &error.to_string());
-                }
-            }
-        }
-        let mut report = self.deliver(ctx, &ready).await;
-        report.failed += unreadable;
-        let purged = self.purge(ctx);
-        let pending = repo::pending_count(&self.store, ctx)?;
-        Ok(message::json(
-            StatusCode::OK,
-            &serde_json::json!({
-                "delivered": report.delivered, "failed": report.failed,
-                "skipped": report.skipped, "pending": pending, "purged": purged,
-            }),
-        ))
-    }
-
     /// Removes events delivered more than [`OUTBOX_RETENTION`] ago, at most
     /// [`PURGE_BATCH`]: how many. Housekeeping: a failure (the budget, the
     /// database) only leaves them for the next run.
@@ -259,6 +217,48 @@ impl<E: Env> Billing<E> {
             }
         }
     }
+}
+
+/// `POST /internal/outbox/relay`: delivers due events, oldest first,
+/// while the budget lasts. Called by a scheduler through the gateway
+/// (`POST /ops/outbox/relay` with the platform admin token).
+pub async fn relay<E: Env>(app: &Billing<E>, call: &Call<'_>) -> Result<Response, Problem> {
+    let ctx = call.ctx;
+    let bearer = call.request.bearer();
+    if app.admin_token.is_empty() || !bearer.is_some_and(|t| constant_time_eq(t, &app.admin_token))
+    {
+        return Err(Problem::new(
+            ErrorCode::Unauthorized,
+            "the relay needs the platform admin token",
+        ));
+    }
+    let now = app.store.clock().now().as_millis();
+    let mut ready = Vec::new();
+    let mut unreadable = 0;
+    for due in repo::due_events(&app.store, ctx, now, RELAY_BATCH)? {
+        match due {
+            repo::Due::Ready(event, attempts) => ready.push((event, attempts)),
+            repo::Due::Undecodable {
+                id,
+                attempts,
+                error,
+            } => {
+                unreadable += 1;
+                app.set_aside(ctx, &id, attempts, &error.to_string());
+            }
+        }
+    }
+    let mut report = app.deliver(ctx, &ready).await;
+    report.failed += unreadable;
+    let purged = app.purge(ctx);
+    let pending = repo::pending_count(&app.store, ctx)?;
+    Ok(message::json(
+        StatusCode::OK,
+        &serde_json::json!({
+            "delivered": report.delivered, "failed": report.failed,
+            "skipped": report.skipped, "pending": pending, "purged": purged,
+        }),
+    ))
 }
 
 #[cfg(test)]

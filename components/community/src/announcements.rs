@@ -4,6 +4,7 @@
 
 use meridian_platform::http::idempotency::Written;
 use meridian_platform::http::prelude::*;
+use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, Problem};

@@ -1,9 +1,8 @@
 //! Community's collaborators.
 
-use meridian_platform::http::scoped::Scoped;
+use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::store::db::{Database, Store};
-use meridian_platform::time::Timestamp;
-use meridian_platform::{Clock, Problem, RequestContext};
+use meridian_platform::Clock;
 
 /// The community service: its store.
 pub struct Community<D, C> {
@@ -11,14 +10,11 @@ pub struct Community<D, C> {
     pub store: Store<D, C>,
 }
 
-impl<D: Database, C: Clock> Community<D, C> {
-    /// Now, as stored in time columns.
-    pub fn timestamp(&self) -> Timestamp {
-        Timestamp::at(self.store.clock().now())
-    }
+impl<D: Database, C: Clock> ServiceStore for Community<D, C> {
+    type Db = D;
+    type Clock = C;
 
-    /// The store scoped to the request's tenant, for the repositories.
-    pub fn scoped<'a>(&'a self, ctx: &'a RequestContext) -> Result<Scoped<'a, D, C>, Problem> {
-        Scoped::of(&self.store, ctx)
+    fn store(&self) -> &Store<D, C> {
+        &self.store
     }
 }

@@ -4,7 +4,7 @@
 
 use meridian_platform::http::idempotency::Written;
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::scoped::Scoped;
+use meridian_platform::http::scoped::{Scoped, ServiceStore};
 use meridian_platform::input::query::query_param;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::store::db::Database;

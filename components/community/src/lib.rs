@@ -14,6 +14,7 @@ pub mod residents;
 use meridian_endpoints::community::{Op, ENDPOINTS};
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::routes::Incoming;
+use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::service::ServiceSpec;
 use meridian_platform::store::db::Database;
 use meridian_platform::{Clock, Problem, RequestContext};

@@ -5,7 +5,7 @@
 
 use meridian_platform::http::idempotency::Written;
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::scoped::Scoped;
+use meridian_platform::http::scoped::{Scoped, ServiceStore};
 use meridian_platform::ids::parse_id;
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::store::db::Database;

@@ -1,13 +1,12 @@
 //! Identity's collaborators, and helpers its handlers share.
 
-use meridian_platform::http::scoped::Scoped;
+use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::limits::rate::refused_key;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::store::db::{Database, Store};
 use meridian_platform::tenancy::cache::{self, Entries};
 use meridian_platform::tenancy::TenantSlug;
-use meridian_platform::time::Timestamp;
-use meridian_platform::{Clock, Problem, RequestContext};
+use meridian_platform::Clock;
 
 /// The identity service: its store, the platform admin's token, and the
 /// key-value store the gateway's resolution cache lives in.
@@ -21,17 +20,16 @@ pub struct Identity<D, C> {
     pub resolutions: Box<dyn Entries>,
 }
 
+impl<D: Database, C: Clock> ServiceStore for Identity<D, C> {
+    type Db = D;
+    type Clock = C;
+
+    fn store(&self) -> &Store<D, C> {
+        &self.store
+    }
+}
+
 impl<D: Database, C: Clock> Identity<D, C> {
-    /// Now, as stored in `created_at` columns.
-    pub fn timestamp(&self) -> Timestamp {
-        Timestamp::at(self.store.clock().now())
-    }
-
-    /// The store scoped to the request's tenant, for the repositories.
-    pub fn scoped<'a>(&'a self, ctx: &'a RequestContext) -> Result<Scoped<'a, D, C>, Problem> {
-        Scoped::of(&self.store, ctx)
-    }
-
     /// After a change that stopped tokens of `slug` resolving (a token
     /// revoked, a member removed, or a replay of either: `hashes` is then
     /// empty) committed, and before it is answered. First the gateway's

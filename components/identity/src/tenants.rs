@@ -2,7 +2,7 @@
 
 use meridian_platform::http::idempotency::{self, Begun, StoredResponse, Written};
 use meridian_platform::http::prelude::*;
-use meridian_platform::http::scoped::Scoped;
+use meridian_platform::http::scoped::{Scoped, ServiceStore};
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};

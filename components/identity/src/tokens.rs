@@ -2,6 +2,7 @@
 
 use meridian_platform::http::idempotency::Written;
 use meridian_platform::http::prelude::*;
+use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::input::validate::JsonBody;
 use meridian_platform::secrets::token_hash;
 use meridian_platform::store::db::Database;

@@ -11,8 +11,35 @@ use crate::http::routes::Incoming;
 use crate::store::batch::Write;
 use crate::store::db::{sequenced, Database, DbError, Row, Store, Value};
 use crate::tenancy::TenantScope;
-use crate::time::Clock;
+use crate::time::{Clock, Timestamp};
 use crate::wire::problem::Problem;
+
+/// What every service's handlers ask of its app besides their call: its
+/// store, now as a row's timestamp, and the store seen as the request's
+/// tenant. A service implements `store`; the rest is written here once.
+pub trait ServiceStore {
+    /// The service's database.
+    type Db: Database;
+    /// Its clock.
+    type Clock: Clock;
+
+    /// The service's store.
+    fn store(&self) -> &Store<Self::Db, Self::Clock>;
+
+    /// Now, as stored in time columns.
+    fn timestamp(&self) -> Timestamp {
+        Timestamp::at(self.store().clock().now())
+    }
+
+    /// The store seen as the tenant the gateway resolved for `ctx` (a 400
+    /// when the request has no tenant headers).
+    fn scoped<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+    ) -> Result<Scoped<'a, Self::Db, Self::Clock>, Problem> {
+        Scoped::of(self.store(), ctx)
+    }
+}
 
 /// The store, the request's context and its tenant scope (the tenant,
 /// and the caller's actor and role).
