@@ -128,16 +128,19 @@ fn every_migration_file_is_in_its_services_list() {
     let mut postgres_shared = files("postgres/shared");
     for (service, sqlite, postgres) in lists {
         let (sqlite, postgres) = (names(sqlite), names(postgres));
-        for file in files(service).difference(&sqlite) {
-            panic!(
-                "migrations/{service}/{file} is in no list: add it to `ALL` in components/{service}/src/migrations.rs ({CHECKLIST}, step 4)"
-            );
-        }
-        for file in files(&format!("postgres/{service}")).difference(&postgres) {
-            panic!(
-                "migrations/postgres/{service}/{file} is in no list: add it to `POSTGRES` in components/{service}/src/migrations.rs ({CHECKLIST}, step 4)"
-            );
-        }
+        let unlisted: Vec<_> = files(service).difference(&sqlite).cloned().collect();
+        assert!(
+            unlisted.is_empty(),
+            "migrations/{service}/{unlisted:?} are in no list: add them to `ALL` in components/{service}/src/migrations.rs ({CHECKLIST}, step 4)"
+        );
+        let unlisted: Vec<_> = files(&format!("postgres/{service}"))
+            .difference(&postgres)
+            .cloned()
+            .collect();
+        assert!(
+            unlisted.is_empty(),
+            "migrations/postgres/{service}/{unlisted:?} are in no list: add them to `POSTGRES` in components/{service}/src/migrations.rs ({CHECKLIST}, step 4)"
+        );
         sqlite_shared.retain(|file| !sqlite.contains(file));
         postgres_shared.retain(|file| !postgres.contains(file));
     }
