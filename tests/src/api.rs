@@ -10,12 +10,12 @@ use crate::ADMIN_TOKEN;
 /// token, and a client to call its API:
 /// `acme.post("/invoices").key("k").json(&body)`.
 #[derive(Clone)]
-pub struct Tenant {
+pub struct TenantClient {
     /// The app's client.
     client: Client,
     /// The slug in public paths.
     pub slug: String,
-    /// Tenant UUID.
+    /// The tenant's UUID.
     pub id: String,
     /// The admin's user UUID.
     pub admin_user_id: String,
@@ -27,7 +27,7 @@ pub struct Tenant {
     pub token_id: String,
 }
 
-impl Tenant {
+impl TenantClient {
     /// `/v1/{slug}{rest}`.
     pub fn path(&self, rest: &str) -> String {
         format!("/v1/{}{rest}", self.slug)
@@ -59,27 +59,27 @@ impl Tenant {
     }
 
     /// `GET /v1/{slug}{rest}` as the tenant's admin.
-    pub fn get(&self, rest: &str) -> Call<'_> {
+    pub fn get(&self, rest: &str) -> TenantRequest<'_> {
         self.call("GET", rest)
     }
 
     /// `POST /v1/{slug}{rest}` as the tenant's admin.
-    pub fn post(&self, rest: &str) -> Call<'_> {
+    pub fn post(&self, rest: &str) -> TenantRequest<'_> {
         self.call("POST", rest)
     }
 
     /// `PATCH /v1/{slug}{rest}` as the tenant's admin.
-    pub fn patch(&self, rest: &str) -> Call<'_> {
+    pub fn patch(&self, rest: &str) -> TenantRequest<'_> {
         self.call("PATCH", rest)
     }
 
     /// `DELETE /v1/{slug}{rest}` as the tenant's admin.
-    pub fn delete(&self, rest: &str) -> Call<'_> {
+    pub fn delete(&self, rest: &str) -> TenantRequest<'_> {
         self.call("DELETE", rest)
     }
 
-    fn call(&self, method: &'static str, rest: &str) -> Call<'_> {
-        Call {
+    fn call(&self, method: &'static str, rest: &str) -> TenantRequest<'_> {
+        TenantRequest {
             client: &self.client,
             method,
             path: self.path(rest),
@@ -91,7 +91,7 @@ impl Tenant {
 
 /// A request to a tenant's API being put together.
 #[must_use = "a call does nothing until it is sent"]
-pub struct Call<'t> {
+pub struct TenantRequest<'t> {
     client: &'t Client,
     method: &'static str,
     path: String,
@@ -99,7 +99,7 @@ pub struct Call<'t> {
     headers: Vec<(String, String)>,
 }
 
-impl Call<'_> {
+impl TenantRequest<'_> {
     /// With this `Idempotency-Key`.
     pub fn key(self, key: &str) -> Self {
         self.header("idempotency-key", key)
@@ -149,7 +149,7 @@ impl Call<'_> {
 
 /// Creates a tenant with the platform admin token.
 #[track_caller]
-pub fn create_tenant(client: &Client, slug: &str) -> Tenant {
+pub fn create_tenant(client: &Client, slug: &str) -> TenantClient {
     create_tenant_as(client, ADMIN_TOKEN, slug)
 }
 
@@ -161,7 +161,7 @@ pub fn create_tenant(client: &Client, slug: &str) -> Tenant {
 /// PostgreSQL server, on a loaded machine, that outlasted a 3 s budget
 /// once; the key makes the resend one write).
 #[track_caller]
-pub fn create_tenant_as(client: &Client, admin_token: &str, slug: &str) -> Tenant {
+pub fn create_tenant_as(client: &Client, admin_token: &str, slug: &str) -> TenantClient {
     let body = json!({"slug": slug, "name": format!("{slug} community"), "admin_email": format!("admin@{slug}.example.org"), "admin_name": "Ada Admin"});
     let key = format!("setup-tenant-{slug}-{}", std::process::id());
     let auth = format!("Bearer {admin_token}");
@@ -186,7 +186,7 @@ pub fn create_tenant_as(client: &Client, admin_token: &str, slug: &str) -> Tenan
     }
     assert_eq!(r.status, 201, "creating tenant {slug}: {}", r.body);
     let b = r.json();
-    Tenant {
+    TenantClient {
         client: client.clone(),
         slug: slug.to_owned(),
         id: b["tenant"]["id"].as_str().expect("tenant id").to_owned(),
@@ -228,7 +228,12 @@ pub fn call_with(
 
 /// Adds a member with `role` and returns `(membership, their first token)`.
 #[track_caller]
-pub fn add_member(client: &Client, tenant: &Tenant, email: &str, role: &str) -> (Value, String) {
+pub fn add_member(
+    client: &Client,
+    tenant: &TenantClient,
+    email: &str,
+    role: &str,
+) -> (Value, String) {
     let r = call(
         client,
         &tenant.token,
@@ -247,7 +252,7 @@ pub fn add_member(client: &Client, tenant: &Tenant, email: &str, role: &str) -> 
 
 /// Adds a resident as the tenant's admin and returns its id.
 #[track_caller]
-pub fn add_resident(client: &Client, tenant: &Tenant, name: &str) -> String {
+pub fn add_resident(client: &Client, tenant: &TenantClient, name: &str) -> String {
     create(
         client,
         tenant,
@@ -264,7 +269,7 @@ pub fn add_resident(client: &Client, tenant: &Tenant, name: &str) -> String {
 /// invoice and a resident for a test's setup). At most three sends, each
 /// resend printed; anything but a 201 on the last fails.
 #[track_caller]
-pub fn create(client: &Client, tenant: &Tenant, path: &str, body: &Value) -> String {
+pub fn create(client: &Client, tenant: &TenantClient, path: &str, body: &Value) -> String {
     static SENT: AtomicU64 = AtomicU64::new(0);
     let key = format!(
         "setup-{}-{}-{}",
@@ -298,7 +303,7 @@ pub fn create(client: &Client, tenant: &Tenant, path: &str, body: &Value) -> Str
 
 /// The items of a list endpoint (first page of up to 100) as the tenant's admin.
 #[track_caller]
-pub fn list(client: &Client, tenant: &Tenant, collection: &str) -> Vec<Value> {
+pub fn list(client: &Client, tenant: &TenantClient, collection: &str) -> Vec<Value> {
     let r = call(
         client,
         &tenant.token,
@@ -333,7 +338,7 @@ pub fn relay_until_delivered(client: &Client) -> Reply {
 /// A keyed write that only `service` stores, as `tenant`'s admin: a member
 /// (identity), a resident (community), or an invoice for `resident`
 /// (billing) — what the storage fault tests write under each fault.
-pub fn service_write(tenant: &Tenant, resident: &str, service: &str, key: &str) -> Reply {
+pub fn service_write(tenant: &TenantClient, resident: &str, service: &str, key: &str) -> Reply {
     let (path, body) = match service {
         "identity" => (
             "/members",
@@ -351,7 +356,7 @@ pub fn service_write(tenant: &Tenant, resident: &str, service: &str, key: &str) 
 
 /// How many of `service`'s items [`service_write`] wrote with `key` (on
 /// the first page of its list).
-pub fn written_by(tenant: &Tenant, service: &str, key: &str) -> usize {
+pub fn written_by(tenant: &TenantClient, service: &str, key: &str) -> usize {
     let (collection, field, value) = match service {
         "identity" => ("/members", "email", format!("{key}@acme.example.org")),
         "community" => ("/residents", "name", key.to_owned()),

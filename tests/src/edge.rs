@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::loopback::{Loopback, Request, Response};
+use crate::loopback::{Loopback, LoopbackReply, Request};
 use crate::Client;
 
 /// An answer of the edge's own, for the requests a test picks.
-type OwnAnswer = dyn Fn(&Request) -> Option<Response> + Send + Sync;
+type OwnAnswer = dyn Fn(&Request) -> Option<LoopbackReply> + Send + Sync;
 
 /// The edge: start it, start the app with `public_origin` at [`Edge::url`],
 /// then [`Edge::forward_to`] the app.
@@ -30,7 +30,9 @@ impl Edge {
     }
 
     /// An edge that answers what `own` answers itself, and forwards the rest.
-    pub fn answering(own: impl Fn(&Request) -> Option<Response> + Send + Sync + 'static) -> Self {
+    pub fn answering(
+        own: impl Fn(&Request) -> Option<LoopbackReply> + Send + Sync + 'static,
+    ) -> Self {
         let own: Arc<OwnAnswer> = Arc::new(own);
         let app = Arc::new(RwLock::new(String::new()));
         let carried = Arc::new(Mutex::new(Vec::new()));
@@ -104,7 +106,7 @@ impl Edge {
 }
 
 /// `request` sent on to the app at `base`, and its answer.
-fn forward(base: &str, target: &str, request: &Request) -> Response {
+fn forward(base: &str, target: &str, request: &Request) -> LoopbackReply {
     let headers: Vec<(String, String)> = request
         .headers()
         .iter()
@@ -123,7 +125,7 @@ fn forward(base: &str, target: &str, request: &Request) -> Response {
     let body = String::from_utf8_lossy(request.body()).into_owned();
     let body = (!body.is_empty()).then_some(body.as_str());
     match Client::new(base).try_send(request.method().as_str(), target, &headers, body) {
-        Ok(reply) => Response {
+        Ok(reply) => LoopbackReply {
             status: reply.status,
             headers: reply
                 .headers
@@ -138,7 +140,7 @@ fn forward(base: &str, target: &str, request: &Request) -> Response {
             body: reply.body.into_bytes(),
         },
         // What an edge says when the app behind it does not answer.
-        Err(_) => Response {
+        Err(_) => LoopbackReply {
             status: 502,
             headers: vec![("content-type".into(), "text/html".into())],
             body: b"<html><body><h1>502 Bad Gateway</h1></body></html>".to_vec(),

@@ -231,14 +231,14 @@ pub fn on_threads<T: Send>(clients: usize, requests: usize, call: impl Fn() -> T
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loopback::{Loopback, ReceivedExt, Response};
+    use crate::loopback::{Loopback, LoopbackReply, ReceivedExt};
 
     /// Answers of either framing leave the connection ready for the next
     /// request (the hand-written client before this one read only a
     /// length, and broke on every other chunked answer).
     #[test]
     fn a_closed_loop_reads_whole_answers_and_keeps_its_connections() {
-        let server = Loopback::serve(|request| Response {
+        let server = Loopback::serve(|request| LoopbackReply {
             status: 200,
             headers: vec![("x-seen".into(), request.header("x-a").unwrap_or("").into())],
             body: vec![b'x'; 3_000],

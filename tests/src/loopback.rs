@@ -56,7 +56,7 @@ impl ReceivedExt for Request {
 
 /// An answer: `Content-Length` is added, any other header is as given.
 #[derive(Debug, Clone)]
-pub struct Response {
+pub struct LoopbackReply {
     /// Status code.
     pub status: u16,
     /// Headers.
@@ -71,12 +71,12 @@ pub struct Loopback {
     runtime: Option<tokio::runtime::Runtime>,
 }
 
-type Handler = dyn Fn(&Request) -> Response + Send + Sync;
+type Handler = dyn Fn(&Request) -> LoopbackReply + Send + Sync;
 
 impl Loopback {
     /// Serves every request with `handle`, on hyper's HTTP/1.1 server
     /// (keep-alive, chunked bodies, `HEAD`).
-    pub fn serve(handle: impl Fn(&Request) -> Response + Send + Sync + 'static) -> Self {
+    pub fn serve(handle: impl Fn(&Request) -> LoopbackReply + Send + Sync + 'static) -> Self {
         let handle: Arc<Handler> = Arc::new(handle);
         Self::listen(move |stream| {
             let handle = handle.clone();
@@ -165,7 +165,7 @@ async fn answer(
     let request = Request::from_parts(head, body);
     let reply = tokio::task::spawn_blocking(move || handle(&request))
         .await
-        .unwrap_or_else(|_| Response {
+        .unwrap_or_else(|_| LoopbackReply {
             status: 500,
             headers: Vec::new(),
             body: b"the stand-in's handler panicked".to_vec(),
@@ -200,7 +200,7 @@ mod tests {
     }
 
     fn echo() -> Loopback {
-        Loopback::serve(|request| Response {
+        Loopback::serve(|request| LoopbackReply {
             status: 201,
             headers: vec![("x-method".into(), request.method().to_string())],
             body: request.body().clone(),
@@ -245,7 +245,7 @@ mod tests {
             if request.url() == "/slow" {
                 std::thread::sleep(Duration::from_secs(3));
             }
-            Response {
+            LoopbackReply {
                 status: 200,
                 headers: Vec::new(),
                 body: request.url().as_bytes().to_vec(),

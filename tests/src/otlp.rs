@@ -10,7 +10,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use prost::Message;
 
-use crate::loopback::{Loopback, ReceivedExt, Response};
+use crate::loopback::{Loopback, LoopbackReply, ReceivedExt};
 
 /// One exported span, as a test needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ impl OtlpReceiver {
                     spans.lock().expect("lock").extend(flatten(decoded));
                 }
                 // An empty protobuf message is an empty export response.
-                Response {
+                LoopbackReply {
                     status: 200,
                     headers: vec![("content-type".into(), "application/x-protobuf".into())],
                     body: Vec::new(),

@@ -801,7 +801,7 @@ impl SpinApp {
 
     /// Creates a tenant through the app's public API.
     #[track_caller]
-    pub fn tenant(&self, slug: &str) -> crate::api::Tenant {
+    pub fn tenant(&self, slug: &str) -> crate::api::TenantClient {
         crate::api::create_tenant(&self.client(), slug)
     }
 
@@ -823,7 +823,7 @@ impl SpinApp {
 
     /// The app with its default options and one tenant, `slug`: most
     /// tests' start.
-    pub fn with_tenant(slug: &str) -> (Self, crate::api::Tenant) {
+    pub fn with_tenant(slug: &str) -> (Self, crate::api::TenantClient) {
         let app = Self::start();
         let tenant = app.tenant(slug);
         (app, tenant)

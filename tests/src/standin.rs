@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::loopback::{Loopback, ReceivedExt, Request, Response};
+use crate::loopback::{Loopback, LoopbackReply, ReceivedExt, Request};
 
 /// A request as a stand-in received it.
 pub type Received = Request;
@@ -101,7 +101,7 @@ fn answer(
     request: &Request,
     received: &Mutex<Vec<Received>>,
     script: &impl Fn(&Received) -> StandInReply,
-) -> Response {
+) -> LoopbackReply {
     received.lock().expect("lock").push(request.clone());
     let mut content_type = "application/json";
     let mut extra: Vec<(String, String)> = Vec::new();
@@ -155,7 +155,7 @@ fn answer(
     };
     let mut headers = vec![("content-type".to_owned(), content_type.to_owned())];
     headers.extend(extra);
-    Response {
+    LoopbackReply {
         status,
         headers,
         body: body.into_bytes(),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use meridian_e2e::api::{relay_until_delivered, Tenant};
+use meridian_e2e::api::{relay_until_delivered, TenantClient};
 use meridian_e2e::{
     eventually, ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN,
 };
@@ -14,7 +14,7 @@ fn invoice(resident: &str, amount: i64) -> Value {
     json!({"resident_id": resident, "amount_cents": amount, "currency": "EUR", "description": "Service charge", "due_date": "2026-12-31"})
 }
 
-fn notifications(tenant: &Tenant, resident: &str) -> Vec<Value> {
+fn notifications(tenant: &TenantClient, resident: &str) -> Vec<Value> {
     let r = tenant
         .get(&format!("/residents/{resident}/notifications"))
         .send();
@@ -24,13 +24,13 @@ fn notifications(tenant: &Tenant, resident: &str) -> Vec<Value> {
 
 /// The resident's notifications once there are `n`: events are delivered
 /// after the write's answer has gone.
-fn notifications_once(tenant: &Tenant, resident: &str, n: usize) -> Vec<Value> {
+fn notifications_once(tenant: &TenantClient, resident: &str, n: usize) -> Vec<Value> {
     eventually(&format!("{n} notifications"), || {
         Some(notifications(tenant, resident)).filter(|notes| notes.len() >= n)
     })
 }
 
-fn count_invoices(tenant: &Tenant) -> usize {
+fn count_invoices(tenant: &TenantClient) -> usize {
     tenant.list("/invoices").len()
 }
 

@@ -3,7 +3,7 @@
 //! a trap (the harness fails a test whose components trapped) — and
 //! nothing may be written by any of them.
 
-use meridian_e2e::api::{list, Tenant};
+use meridian_e2e::api::{list, TenantClient};
 use meridian_e2e::{Client, SpinApp, ADMIN_TOKEN};
 use serde_json::json;
 
@@ -59,7 +59,7 @@ impl Case {
 }
 
 /// Rows that a bad request must not add to.
-fn written(client: &Client, t: &Tenant) -> Vec<usize> {
+fn written(client: &Client, t: &TenantClient) -> Vec<usize> {
     [
         "/residents",
         "/invoices",

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use meridian_e2e::api::{call, Tenant};
+use meridian_e2e::api::{call, TenantClient};
 use meridian_e2e::{
     eventually, settled, ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply, ADMIN_TOKEN,
 };
@@ -18,7 +18,7 @@ fn invoice(resident: &str, amount: i64) -> Value {
 }
 
 /// Every item of `path` (with its query), two at a time through the cursors.
-fn paged(t: &Tenant, path: &str) -> Vec<Value> {
+fn paged(t: &TenantClient, path: &str) -> Vec<Value> {
     let join = if path.contains('?') { '&' } else { '?' };
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
@@ -130,7 +130,7 @@ fn every_list_pages_without_gaps_or_duplicates_and_its_filters_hold() {
 
 /// Tenants acme and bravo, acme's resident Ada, and an invoice of 10.00
 /// to her: `(acme, bravo, ada, invoice)`.
-fn two_tenants_and_an_invoice(app: &SpinApp) -> (Tenant, Tenant, String, String) {
+fn two_tenants_and_an_invoice(app: &SpinApp) -> (TenantClient, TenantClient, String, String) {
     let acme = app.tenant("acme");
     let bravo = app.tenant("bravo");
     let ada = acme.resident("Ada");

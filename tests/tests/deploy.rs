@@ -7,7 +7,7 @@ use meridian_e2e::{SpinApp, SpinOptions};
 
 #[test]
 fn spin_up_accepts_the_libsql_runtime_configuration_and_degrades_cleanly() {
-    // The failure memory, tenant limits, admission and the resolution cache
+    // The failure memory, tenant limits, the throttle and the resolution cache
     // are off: their store there is a Redis at a cluster address, and Spin's
     // Redis client spends ~30 s failing to reach it before the store errors
     // (a call to the store cannot be bounded by the guest;

@@ -15,7 +15,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use meridian_e2e::api::{call_with, list, Tenant};
+use meridian_e2e::api::{call_with, list, TenantClient};
 use meridian_e2e::{Client, ReceivedExt, SpinApp, SpinOptions, StandIn, StandInReply, Truncating};
 use serde_json::json;
 
@@ -213,7 +213,7 @@ struct Cell<'a> {
     fault: Fault,
     kind: Kind,
     client: &'a Client,
-    admin: &'a Tenant,
+    admin: &'a TenantClient,
     resident_token: &'a str,
 }
 
@@ -261,7 +261,7 @@ impl Cell<'_> {
     }
 }
 
-fn invoice_count(client: &Client, tenant: &Tenant) -> usize {
+fn invoice_count(client: &Client, tenant: &TenantClient) -> usize {
     list(client, tenant, "/invoices").len()
 }
 

@@ -204,7 +204,7 @@ fn removing_a_member_or_revoking_a_token_takes_effect_on_the_next_request() {
 
 /// Reads with `token` until the gateway answers from its resolution cache
 /// (the second read, unless the first ran into an entry's end).
-fn assert_remembered(tenant: &meridian_e2e::api::Tenant, token: &str) {
+fn assert_remembered(tenant: &meridian_e2e::api::TenantClient, token: &str) {
     let cached = (0..3).any(|_| {
         let r = tenant.get("").token(token).send();
         assert_eq!(r.status, 200, "{}", r.body);

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use meridian_e2e::api::Tenant;
+use meridian_e2e::api::TenantClient;
 use meridian_e2e::edge::Edge;
-use meridian_e2e::loopback::Response;
+use meridian_e2e::loopback::LoopbackReply;
 use meridian_e2e::{
     profile, settled, signed_headers, Profile, Reply, SpinApp, SpinOptions, ADMIN_TOKEN,
 };
@@ -44,7 +44,7 @@ fn behind(edge: &Edge, options: SpinOptions) -> SpinApp {
 }
 
 /// A keyed invoice for `resident`, as `tenant`'s admin: its status.
-fn keyed_invoice(tenant: &Tenant, resident: &str, key: &str, cents: u32) -> u16 {
+fn keyed_invoice(tenant: &TenantClient, resident: &str, key: &str, cents: u32) -> u16 {
     tenant
         .post("/invoices")
         .key(key)
@@ -233,7 +233,7 @@ fn an_error_answered_by_the_platforms_edge_reaches_the_client_as_a_retryable_pro
             p if p.starts_with("/_meridian/billing/") => empty,
             _ => return None,
         };
-        Some(Response {
+        Some(LoopbackReply {
             status,
             headers: vec![("content-type".into(), content_type.into())],
             body: body.to_vec(),
@@ -267,7 +267,7 @@ fn each_public_request_makes_the_outbound_requests_docs_deploy_states() {
         let failing = failing.clone();
         Edge::answering(move |request| {
             let events = request.uri().path() == "/_meridian/community/internal/events";
-            (events && failing.load(Ordering::SeqCst)).then(|| Response {
+            (events && failing.load(Ordering::SeqCst)).then(|| LoopbackReply {
                 status: 503,
                 headers: Vec::new(),
                 body: Vec::new(),

@@ -299,7 +299,7 @@ fn a_sequential_client_at_30_percent_failures_does_no_worse_with_the_failure_mem
     );
 }
 
-/// The shared store's windows (the tenant's rate, admission's route and
+/// The shared store's windows (the tenant's rate, the throttle's route and
 /// tenant windows, the failure memory's calls) are keyed by window number.
 /// However far apart a tenant's requests come, the store keeps at most the
 /// last two windows of each: the key-value store of a long-running

@@ -391,7 +391,7 @@ fn a_page_and_a_keyed_write_take_the_round_trips_docs_storage_states() {
 /// Community built with `trap-points` on PostgreSQL, tenant acme with
 /// residents Ada and Bob, and a patch of Ada that trapped with its row
 /// written and its transaction open: the app, acme, Ada's id and Bob's.
-fn after_a_trap() -> (SpinApp, meridian_e2e::api::Tenant, String, String) {
+fn after_a_trap() -> (SpinApp, meridian_e2e::api::TenantClient, String, String) {
     let app = on_postgres_with(
         SpinOptions::default().replace_component("community", "community_trap_points"),
     );

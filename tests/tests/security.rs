@@ -1,5 +1,5 @@
 //! Shared state is no attack surface, on a real `spin up`: a stranger
-//! reads no tenant's rate figures, cannot fill a tenant's admission window
+//! reads no tenant's rate figures, cannot fill a tenant's throttle window
 //! through its own path words, no tenant throttles another with budgets
 //! too short for its own requests, grows the key-value store by no key of its
 //! choosing, cannot mint a remembered resolution by writing to the store,
@@ -39,7 +39,7 @@ fn a_stranger_reads_no_tenants_rate_figures() {
 fn a_path_that_spells_another_tenants_window_does_not_fill_it() {
     let (app, acme) = SpinApp::with_tenant("acme");
     assert_eq!(acme.get("/residents").send().status, 200);
-    // Strangers whose path words spell acme's admission window
+    // Strangers whose path words spell acme's throttle window
     // (`GET /v1/{tenant}/residents` + `/tenant/acme`), each with a budget
     // their own flood makes too small to be answered in time: if their
     // lateness were counted there, acme would be throttled for it. Acme
@@ -56,7 +56,7 @@ fn a_tenants_own_short_budgets_do_not_throttle_another_tenant() {
     // Mallory's own caller, vouched for, floods its own reads with budgets
     // too short to keep the answer reserve (15–24 ms): late for their
     // budgets, not for the server (the same flood with 100 ms budgets is
-    // answered in time). Rate limits off, so that only admission stands
+    // answered in time). Rate limits off, so that only the throttle stands
     // between the flood and acme, which reads at 90 a second — a tenant
     // with volume, which the route's lateness would refuse.
     let app = SpinApp::start_with(SpinOptions::default().variable("tenant_rate_limit", "off"));
@@ -89,7 +89,7 @@ fn a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names() {
     let app = SpinApp::start_with(options());
     let acme = app.tenant("acme");
     // Eight flooding tenants, each quiet in its own window (fewer than
-    // admission's 20 requests a window), so that only the route's window
+    // the throttle's 20 requests a window), so that only the route's window
     // sheds their flood: the route is overloaded by construction.
     let floods: Vec<_> = (0..8).map(|i| app.tenant(&format!("flood{i}"))).collect();
     // Community answers acme's lists at once and the floods' after 400 ms:
@@ -134,7 +134,7 @@ fn a_stranger_is_judged_by_the_route_never_by_the_tenant_it_names() {
     };
     assert_eq!(names(&known), names(&unknown));
     // Under overload: acme reads every 100 ms (a quiet tenant: fewer than
-    // admission's 20 a window), the floods from two connections each.
+    // the throttle's 20 a window), the floods from two connections each.
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let mut busy: Vec<_> = (0..16)
         .map(|n| {
@@ -380,7 +380,7 @@ fn without_request_id(problem: &serde_json::Value) -> serde_json::Value {
 /// answered: the statuses acme was answered.
 fn acme_beside_a_flood(
     app: &SpinApp,
-    acme: &meridian_e2e::api::Tenant,
+    acme: &meridian_e2e::api::TenantClient,
     readers: usize,
     flood: impl Fn(u64, u64) -> (String, String) + Clone + Send + 'static,
 ) -> Vec<u16> {

@@ -9,7 +9,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use meridian_e2e::api::Tenant;
+use meridian_e2e::api::TenantClient;
 use meridian_e2e::{signed_headers, SpinApp};
 use serde_json::json;
 
@@ -23,7 +23,7 @@ fn now_ms() -> u64 {
 /// Sends a write to `service` directly, with `budget_ms` left.
 fn late_write(
     service: &SpinApp,
-    tenant: &Tenant,
+    tenant: &TenantClient,
     path: &str,
     body: &serde_json::Value,
     budget_ms: u64,

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use meridian_e2e::api::{service_write, written_by, Tenant};
+use meridian_e2e::api::{service_write, written_by, TenantClient};
 use meridian_e2e::{run_ok, settled, Reply, SpinApp, SpinOptions};
 
 const SERVICES: [&str; 3] = ["identity", "community", "billing"];
@@ -226,7 +226,7 @@ fn data_files(db: &Path) -> Vec<PathBuf> {
 
 /// What each service's keyed write is, and how many of its items exist.
 struct Writes<'t> {
-    acme: &'t Tenant,
+    acme: &'t TenantClient,
     resident: String,
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use billing::app::{Billing, Env};
 use community::app::Community;
 use futures::executor::block_on;
-use meridian_platform::budget::admission::InternalGate;
+use meridian_platform::budget::gate::InternalGate;
 use meridian_platform::budget::steps;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::upstream::Calls;
@@ -22,7 +22,7 @@ use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::wire::signature::CallKey;
 use meridian_platform::{Clock, RequestContext};
-use meridian_testing::http::{admit, as_received, code, fields, post, request, Build};
+use meridian_testing::http::{as_received, code, fields, post, request, through_gate, Build};
 use meridian_testing::{
     assert_embeds_every_migration, context_at, manual_clock, migrated_store_on, tenant_context,
     upstream, ClockSleeper, HostSqlite, NoJitter,
@@ -74,7 +74,7 @@ impl HttpClient for InProcessCommunity {
             hop: "community",
             skew_threshold: Duration::from_millis(250),
         };
-        let response = match admit(&gate, &inbound, self.clock.now()) {
+        let response = match through_gate(&gate, &inbound, self.clock.now()) {
             Ok(admitted) => community::handle(&self.app, &admitted.ctx, &inbound),
             Err(problem) => message::problem_for("x", problem),
         };

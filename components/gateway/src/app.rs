@@ -24,7 +24,7 @@ use crate::exchange::{Exchange, Refusal, Trace};
 use crate::proxy::forwarding_policy;
 use crate::routes::{self, route, Route};
 
-pub use meridian_platform::http::body::MAX_BODY_BYTES;
+use meridian_platform::http::body::MAX_REQUEST_BODY_BYTES;
 
 /// The gateway with its settings and what its calls run on: Spin's in the
 /// component, fakes in tests.
@@ -78,7 +78,7 @@ impl<E: Calls> Hop for EdgeHop<'_, E> {
     ) -> Answer<'_> {
         let (response, ended) = self.gateway.handle_since(request, arrival, unread).await;
         match ended {
-            // What admission learns is written once the answer has gone:
+            // What the throttle learns is written once the answer has gone:
             // the client does not wait for the key-value writes.
             Some(ended) => Answer::then(response, async move { self.gateway.learn(ended) }),
             None => Answer::from(response),
@@ -86,11 +86,11 @@ impl<E: Calls> Hop for EdgeHop<'_, E> {
     }
 }
 
-/// How an admitted request ended, for admission to learn from after the
-/// answer has gone.
+/// How a request the throttle let through ended, for the throttle to
+/// learn from after the answer has gone.
 #[derive(Debug)]
 pub struct Ended {
-    /// The route's admission key.
+    /// The route's key ([`crate::routes::route_key`]).
     route: String,
     /// The tenant's slug, when identity vouched for the caller there: only
     /// then is the tenant's own window written.
@@ -104,12 +104,12 @@ pub struct Ended {
     roll: u64,
 }
 
-/// What admission decided about a request.
-enum Admission {
+/// What the gateway made of a request before any call.
+enum Prepared {
     /// Answered by the gateway alone, before any budget was made.
     Answered(Response),
     /// To be served under `ctx`, forwarded (if it is) with `policy`.
-    Admitted {
+    Serve {
         route: Route,
         ctx: RequestContext,
         policy: RetryPolicy,
@@ -179,9 +179,9 @@ impl<E: Calls> Gateway<E> {
         );
         let mut trace = Trace::default();
         let mut served_ctx = None;
-        let outcome = match self.admit(&request, &request_id, arrival, body) {
-            Ok(Admission::Answered(response)) => Ok(response),
-            Ok(Admission::Admitted { route, ctx, policy }) => {
+        let outcome = match self.prepare(&request, &request_id, arrival, body) {
+            Ok(Prepared::Answered(response)) => Ok(response),
+            Ok(Prepared::Serve { route, ctx, policy }) => {
                 let mut exchange = Exchange::new(&self.upstream, &self.config, ctx);
                 let outcome = exchange.serve(route, &request, &policy).await;
                 // Its work is done: a client that sends again as soon as
@@ -226,8 +226,8 @@ impl<E: Calls> Gateway<E> {
             let timing = trace.timing.header_value(now.since(arrived), budget);
             response.set_header(headers::SERVER_TIMING, timing);
         }
-        let ended = trace.admitted.and_then(|(route, slug)| {
-            // What admission learns: whether the request finished in time
+        let ended = trace.let_through.and_then(|(route, slug)| {
+            // What the throttle learns: whether the request finished in time
             // (not out of budget, and within its in-time share of it by our
             // clock: the rest is the margin for queueing we cannot see), and
             // its cost. Only what the server's budget says of the server: a
@@ -245,8 +245,7 @@ impl<E: Calls> Gateway<E> {
             }
             let took = now.since(arrived);
             let budget = ctx.budget_at_arrival();
-            let finished =
-                response.status() != 504 && took <= self.config.admission.in_time(budget);
+            let finished = response.status() != 504 && took <= self.config.throttle.in_time(budget);
             let vouched = ctx.tenant().is_some();
             let own_choosing = budget < steps::FULL_RESERVE_BUDGET
                 || (!vouched && budget < self.config.budget.default_budget());
@@ -269,34 +268,34 @@ impl<E: Calls> Gateway<E> {
         (response, ended)
     }
 
-    /// Records in admission's windows how an admitted request ended.
+    /// Records in the throttle's windows how a request it let through ended.
     pub fn learn(&self, ended: Ended) {
-        let admission = crate::limits::admission(&self.upstream, &self.config, &ended.route);
+        let throttle = crate::limits::throttle(&self.upstream, &self.config, &ended.route);
         match &ended.tenant {
-            Some(slug) => admission.for_tenant(slug),
-            None => admission,
+            Some(slug) => throttle.for_tenant(slug),
+            None => throttle,
         }
         .record(ended.at, ended.finished, ended.took, ended.roll);
     }
 
     /// Everything decided before any call: the route, the budget, the body,
     /// and whether forwarding may be repeated.
-    fn admit(
+    fn prepare(
         &self,
         request: &Request,
         request_id: &RequestId,
         arrival: Arrival,
         body: Option<BodyError>,
-    ) -> Result<Admission, Refusal> {
+    ) -> Result<Prepared, Refusal> {
         let route = route(request.method(), request.path());
         match route {
             Route::Health => {
                 let ok = message::json(StatusCode::OK, &serde_json::json!({"status": "ok"}));
-                return Ok(Admission::Answered(ok));
+                return Ok(Prepared::Answered(ok));
             }
             Route::Contract => {
                 let document = contract::response(request.header("if-none-match"));
-                return Ok(Admission::Answered(document));
+                return Ok(Prepared::Answered(document));
             }
             Route::NotFound => return Err(Problem::no_route().into()),
             Route::MethodNotAllowed { allow } => {
@@ -314,7 +313,8 @@ impl<E: Calls> Gateway<E> {
         // The budget made on arrival, before any routing work that costs time.
         let ctx = RequestContext::of(request_id.clone(), arrival.budget?);
         let body = body.or_else(|| {
-            (request.body().len() > MAX_BODY_BYTES).then_some(BodyError::TooLarge(MAX_BODY_BYTES))
+            (request.body().len() > MAX_REQUEST_BODY_BYTES)
+                .then_some(BodyError::TooLarge(MAX_REQUEST_BODY_BYTES))
         });
         if let Some(problem) = body.as_ref().and_then(BodyError::to_problem) {
             return Err(problem.into());
@@ -335,7 +335,7 @@ impl<E: Calls> Gateway<E> {
         }
         // Reads, and writes the owner can deduplicate by key, may be repeated.
         let policy = forwarding_policy(request.method(), idempotency::key_of(request)?.as_ref());
-        Ok(Admission::Admitted { route, ctx, policy })
+        Ok(Prepared::Serve { route, ctx, policy })
     }
 }
 

@@ -1,7 +1,7 @@
 //! The gateway's settings, read once per request from Spin variables.
 
 use meridian_platform::budget::BudgetConfig;
-use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
+use meridian_platform::limits::{ConcurrencySettings, RateSettings, ThrottleConfig};
 use meridian_platform::tenancy::cache::CacheConfig;
 
 use crate::routes::Service;
@@ -21,10 +21,10 @@ pub struct GatewayConfig {
     pub rates: RateSettings,
     /// Tenant concurrency limits: the default limit, or off.
     pub concurrency: ConcurrencySettings,
-    /// Admission under overload.
-    pub admission: AdmissionConfig,
+    /// The overload throttle (Spin variable `admission`).
+    pub throttle: ThrottleConfig,
     /// One request in this many writes a tenant's counts (its rate
-    /// window, its admission window), each for this many: 1 (the default)
+    /// window, its throttle window), each for this many: 1 (the default)
     /// counts every request; more bounds the key-value writes a request
     /// rate makes, for a store with a write quota (Akamai Functions).
     pub count_sample: u32,

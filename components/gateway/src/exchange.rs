@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
-use meridian_platform::http::upstream::Call;
+use meridian_platform::http::upstream::CallOutcome;
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::limits::{RateVerdict, Seen, Slot};
 use meridian_platform::tenancy::cache::Lookup;
@@ -31,16 +31,16 @@ pub struct Trace {
     pub retries_refused: u32,
     /// What the tenant's rate limiter said, for the answer's headers.
     pub rate: Option<RateVerdict>,
-    /// The route admission let this request through under, and the
+    /// The route the throttle let this request through under, and the
     /// tenant slug it named (if it named one), to learn how it ended.
-    pub admitted: Option<(String, Option<String>)>,
+    pub let_through: Option<(String, Option<String>)>,
     /// Whether identity vouched for the caller (it resolved, or its
     /// resolution or a refusal of its credential is remembered): only
     /// then does the answer carry the tenant's rate figures.
     pub vouched: bool,
     /// Whether the caller showed the platform admin token.
     pub admin: bool,
-    /// The longest admission's refusal is held: what a served request of
+    /// The longest the throttle's refusal is held: what a served request of
     /// the route recently took.
     pub hold: Option<Duration>,
     /// The slot the request holds among its tenant's (the slug's)
@@ -49,7 +49,7 @@ pub struct Trace {
     /// The tenant's limit of requests in progress, once decided.
     pub concurrency_limit: Option<u32>,
     /// What the tenant had in progress when the request looked, before
-    /// admission.
+    /// the throttle.
     pub seen: Option<Seen>,
 }
 
@@ -64,7 +64,7 @@ impl Trace {
 
     /// Adds one call's attempts (none when its breaker refused it) and
     /// refused retry to the request's totals.
-    pub fn count(&mut self, call: &Call) {
+    pub fn count(&mut self, call: &CallOutcome) {
         if call.attempts > 0 {
             self.attempts = Some(self.attempts.unwrap_or(0) + call.attempts);
         }
@@ -123,15 +123,15 @@ impl<'g, E: Calls> Exchange<'g, E> {
     ) -> Result<Response, Refusal> {
         match route {
             // The anonymous routes: a cheap deployment-wide limit and
-            // admission before any call; the admin's routes check the
+            // the throttle before any call; the admin's routes check the
             // admin token first, so a stranger's flood reaches no service.
             Route::Ready => {
-                self.admit_open(own_key(Route::Ready))?;
+                self.throttle_open(own_key(Route::Ready))?;
                 self.ready().await
             }
             Route::CreateTenant => {
                 self.require_admin(request)?;
-                self.admit_open(own_key(Route::CreateTenant))?;
+                self.throttle_open(own_key(Route::CreateTenant))?;
                 self.forward(
                     Service::Identity,
                     "/v1/tenants",
@@ -143,7 +143,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
             }
             Route::Relay => {
                 self.require_admin(request)?;
-                self.admit_open(own_key(Route::Relay))?;
+                self.throttle_open(own_key(Route::Relay))?;
                 // Delivery is keyed by event id, so a relay run is safe to repeat.
                 let policy = RetryPolicy::standard();
                 let path = "/internal/outbox/relay";
@@ -152,7 +152,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
             }
             Route::Migrate => {
                 self.require_admin(request)?;
-                self.admit_open(own_key(Route::Migrate))?;
+                self.throttle_open(own_key(Route::Migrate))?;
                 self.migrate().await
             }
             Route::TenantLimits => self.tenant_limits(request),
@@ -174,8 +174,8 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 self.trace.vouched |= vouched;
                 // 4. A vouched caller's tenant with no slot free: 429.
                 self.check_concurrency(caller.slug, vouched)?;
-                // 5. Admission under overload: 503, or 504 for too little budget.
-                self.admit_route(key, Some(caller.slug), vouched)?;
+                // 5. The overload throttle: 503, or 504 for too little budget.
+                self.throttle_route(key, Some(caller.slug), vouched)?;
                 // 6. Resolution: tenant, actor, role (remembered, or identity's).
                 let (resolved, scope) = self.resolve(&caller, request).await?;
                 self.trace.vouched = true;
@@ -189,7 +189,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 self.forward(service, &path, request, policy, Credentials::Strip)
                     .await
             }
-            // Answered at admission, before any budget was made.
+            // Answered by `Gateway::prepare`, before any budget was made.
             Route::Health | Route::Contract | Route::NotFound | Route::MethodNotAllowed { .. } => {
                 Err(Problem::no_route().into())
             }
@@ -197,12 +197,12 @@ impl<'g, E: Calls> Exchange<'g, E> {
     }
 }
 
-/// The admission key of one of the gateway's own routes
-/// ([`crate::routes::admission_key`] of its row in [`crate::routes::OWN`]).
+/// The key of one of the gateway's own routes
+/// ([`crate::routes::route_key`] of its row in [`crate::routes::OWN`]).
 fn own_key(route: Route) -> String {
     crate::routes::OWN
         .iter()
         .find(|e| e.op == route)
-        .map(|e| crate::routes::admission_key(&e.method, e.path))
+        .map(|e| crate::routes::route_key(&e.method, e.path))
         .unwrap_or_default()
 }

@@ -57,7 +57,7 @@ mod entry {
                 ),
                 rates: vars::rate_settings(),
                 concurrency: vars::concurrency_settings(),
-                admission: vars::admission_config().sampled(vars::count_sample()),
+                throttle: vars::throttle_config().sampled(vars::count_sample()),
                 count_sample: vars::count_sample(),
                 resolution_cache: vars::resolution_cache().signed_with(&vars::internal_token()),
                 trust_request_start: vars::get("trust_request_start").as_deref() == Some("on"),

@@ -1,7 +1,7 @@
 //! The gateway's limits, in the order a tenant request meets them: the
 //! tenant's rate (a refused credential refused again before resolution,
-//! everyone else judged and counted after it), admission
-//! under overload, and the headers every tenant answer carries. The
+//! everyone else judged and counted after it), the overload
+//! throttle, and the headers every tenant answer carries. The
 //! platform admin's overrides are `tenant_limits.rs`.
 
 use meridian_platform::counts::{opened_window, Counters};
@@ -9,7 +9,7 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::{Jitter, Sleeper};
 use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::limits::{
-    Admission, Admitted, ConcurrencyLimiter, RateLimiter, RateVerdict,
+    ConcurrencyLimiter, RateLimiter, RateVerdict, Throttle, ThrottleVerdict,
 };
 use meridian_platform::secrets::constant_time_eq;
 use meridian_platform::tenancy::cache::ResolutionCache;
@@ -30,13 +30,13 @@ pub const RATE_LIMIT: &str = "ratelimit";
 /// The longest a refusal is held before it is sent.
 pub const MAX_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Admission of the route `key` (method and template).
-pub fn admission<'u, E: Calls>(
+/// The overload throttle of the route `key` (method and template).
+pub fn throttle<'u, E: Calls>(
     upstream: &'u Upstream<E>,
     config: &GatewayConfig,
     key: &str,
-) -> Admission<'u, E::Counters> {
-    Admission::new(&upstream.counters, config.admission, key)
+) -> Throttle<'u, E::Counters> {
+    Throttle::new(&upstream.counters, config.throttle, key)
 }
 
 /// The concurrency limiter of the tenant `slug`. Its window outlasts the
@@ -56,7 +56,7 @@ pub fn concurrency<'u, E: Calls>(
 pub const OPEN_ROUTE_PER_SECOND: i64 = 50;
 
 /// Whether `problem` is load the gateway shed (a tenant over its rate, or
-/// admission under overload), whose answer is held.
+/// the overload throttle), whose answer is held.
 pub fn is_shed(problem: &Problem) -> bool {
     matches!(
         problem.code(),
@@ -71,7 +71,7 @@ impl<E: Calls> Exchange<'_, E> {
     /// was refused to protect on refusals. NGINX's `limit_req` delays
     /// excess requests for the same reason. A tenant over its rate is held
     /// for what is left of its work budget, at most [`MAX_HOLD`]: each of
-    /// its connections sends at most one request per budget. Admission's
+    /// its connections sends at most one request per budget. The throttle's
     /// refusal is held no longer than a served request of the route
     /// recently took: the connection then sends no faster than if it had
     /// been served, and is not kept from the requests behind it (an
@@ -114,9 +114,9 @@ impl<E: Calls> Exchange<'_, E> {
         }
         // Steps 4 and 8, the tenant's requests in progress.
         keys.extend(concurrency(self.upstream, self.config, slug).read_keys(now));
-        // Step 5, the route's and the tenant's admission windows.
+        // Step 5, the route's and the tenant's throttle windows.
         keys.extend(
-            admission(self.upstream, self.config, route)
+            throttle(self.upstream, self.config, route)
                 .for_tenant(slug)
                 .read_keys(now),
         );
@@ -194,7 +194,7 @@ impl<E: Calls> Exchange<'_, E> {
         limit
     }
 
-    /// Before admission, for a caller identity vouched for: a tenant
+    /// Before the throttle, for a caller identity vouched for: a tenant
     /// with no slot free is refused at once — the 429 [`Self::enter`]
     /// would give after resolution, with nothing spent on it (no call,
     /// no count, no draw against the route's overload). A flood's excess
@@ -246,10 +246,10 @@ impl<E: Calls> Exchange<'_, E> {
     /// An anonymous route's request: refused past
     /// [`OPEN_ROUTE_PER_SECOND`] (one increment of a one-second window,
     /// the route's own: the store holds its last two and a marker), then
-    /// admitted like any route. The store failing admits it; with
-    /// admission off, so does this.
-    pub fn admit_open(&mut self, key: String) -> Result<(), Refusal> {
-        if !self.config.admission.enabled {
+    /// throttled like any route. The store failing lets it through; with
+    /// the throttle off, so does this.
+    pub fn throttle_open(&mut self, key: String) -> Result<(), Refusal> {
+        if !self.config.throttle.enabled {
             return Ok(());
         }
         let now = self.upstream.clock.now();
@@ -267,7 +267,7 @@ impl<E: Calls> Exchange<'_, E> {
             }
             _ => {}
         }
-        self.admit_route(key, None, false)
+        self.throttle_route(key, None, false)
     }
 
     /// Refuses (401, no call) a request to a platform admin's route
@@ -298,7 +298,7 @@ impl<E: Calls> Exchange<'_, E> {
     /// template; `vouched`, whether identity's answer for the caller is
     /// remembered (only then is the tenant's window read: a stranger meets
     /// the route's figures, whatever slug it names).
-    pub fn admit_route(
+    pub fn throttle_route(
         &mut self,
         key: String,
         slug: Option<&str>,
@@ -306,21 +306,21 @@ impl<E: Calls> Exchange<'_, E> {
     ) -> Result<(), Refusal> {
         let now = self.upstream.clock.now();
         let roll = self.upstream.jitter.clone().next_u64();
-        let admission = admission(self.upstream, self.config, &key);
-        let admission = match slug {
-            Some(slug) => admission.for_tenant(slug).vouched(vouched),
-            None => admission,
+        let throttle = throttle(self.upstream, self.config, &key);
+        let throttle = match slug {
+            Some(slug) => throttle.for_tenant(slug).vouched(vouched),
+            None => throttle,
         };
-        match admission.admit(now, self.ctx.remaining(now), roll) {
-            Admitted::Yes => {
-                self.trace.admitted = Some((key, slug.map(str::to_owned)));
+        match throttle.judge(now, self.ctx.remaining(now), roll) {
+            ThrottleVerdict::Yes => {
+                self.trace.let_through = Some((key, slug.map(str::to_owned)));
                 Ok(())
             }
-            Admitted::Throttled { chance, cost } => {
+            ThrottleVerdict::Throttled { chance, cost } => {
                 self.trace.hold = cost;
                 Err(Problem::overloaded(chance).into())
             }
-            Admitted::TooLittleBudget(cost) => Err(Problem::new(
+            ThrottleVerdict::TooLittleBudget(cost) => Err(Problem::new(
                 ErrorCode::DeadlineExceeded,
                 format!(
                     "this route recently took {} ms, more than the budget left; refused before any work",

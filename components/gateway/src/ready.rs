@@ -5,7 +5,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
-use meridian_platform::http::upstream::{Call, Calls};
+use meridian_platform::http::upstream::{CallOutcome, Calls};
 use meridian_platform::http::SendError;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::{Clock, ErrorCode, Problem};
@@ -43,7 +43,7 @@ impl<E: Calls> Exchange<'_, E> {
         &mut self,
         method: Method,
         path: &str,
-    ) -> Vec<(Service, Call)> {
+    ) -> Vec<(Service, CallOutcome)> {
         let (upstream, config, ctx) = (self.upstream, self.config, &self.ctx);
         let calls = Service::ALL.map(|service| {
             let method = method.clone();
@@ -55,7 +55,7 @@ impl<E: Calls> Exchange<'_, E> {
                             .call(ctx, service.name(), &RetryPolicy::standard(), request)
                             .await
                     }
-                    Err(refused) => Call::refused(refused),
+                    Err(refused) => CallOutcome::refused(refused),
                 };
                 (service, call)
             }

@@ -18,8 +18,8 @@ use crate::routes::Service;
 
 impl<E: Calls> Exchange<'_, E> {
     /// Looks the caller's resolution up in the resolution cache, before
-    /// admission: whether identity vouched for the credential (a current
-    /// entry), so admission can tell a tenant's caller from a name nobody
+    /// the throttle: whether identity vouched for the credential (a current
+    /// entry), so the throttle can tell a tenant's caller from a name nobody
     /// resolves. What it found is kept for [`Self::resolve`]: the store is
     /// read once.
     pub fn look_up_cached(&mut self, caller: &Caller<'_>) -> bool {

@@ -3,7 +3,7 @@
 
 use http::Method;
 use meridian_endpoints as endpoints;
-use meridian_platform::http::routes::{self, Endpoint, Lookup};
+use meridian_platform::http::routes::{self, Endpoint, RouteMatch};
 use meridian_platform::ids::parse_id;
 use meridian_platform::tenancy::TenantSlug;
 
@@ -92,10 +92,10 @@ impl TenantRoute {
         self.template
     }
 
-    /// The key admission and the logs know the route by: the row's method
+    /// The key the throttle and the logs know the route by: the row's method
     /// and template, never the client's words (`HEAD` is `GET`'s).
     pub fn key(&self) -> String {
-        admission_key(self.method, self.template)
+        route_key(self.method, self.template)
     }
 
     /// The path forwarded to the service: rebuilt from the template, the
@@ -151,9 +151,9 @@ const fn own(method: Method, path: &'static str, route: Route) -> Endpoint<Route
     Endpoint::caller(method, path, route)
 }
 
-/// The key admission knows a row of a route table by: its method and
+/// The key the throttle and the limits know a row of a route table by: its method and
 /// template (`GET /v1/{tenant}/residents`).
-pub fn admission_key(method: &Method, template: &str) -> String {
+pub fn route_key(method: &Method, template: &str) -> String {
     format!("{method} {template}")
 }
 
@@ -161,13 +161,13 @@ pub fn admission_key(method: &Method, template: &str) -> String {
 pub fn route(method: &Method, path: &str) -> Route {
     let segments = routes::segments(path);
     match routes::lookup(OWN, method, &segments) {
-        Lookup::Found(endpoint) => return endpoint.op.clone(),
-        Lookup::MethodNotAllowed(template) => {
+        RouteMatch::Found(endpoint) => return endpoint.op.clone(),
+        RouteMatch::MethodNotAllowed(template) => {
             return Route::MethodNotAllowed {
                 allow: routes::allow(OWN, template),
             }
         }
-        Lookup::NoRoute => {}
+        RouteMatch::NoRoute => {}
     }
     forward(
         Service::Identity,
@@ -204,10 +204,10 @@ fn forward<Op>(
     segments: &[&str],
 ) -> Option<Route> {
     match routes::lookup(table, method, segments) {
-        Lookup::Found(row) if endpoints::is_forwarded(row.path) => {
+        RouteMatch::Found(row) if endpoints::is_forwarded(row.path) => {
             Some(tenant_route(service, &row.method, row.path, segments).unwrap_or(Route::NotFound))
         }
-        Lookup::MethodNotAllowed(template) if endpoints::is_forwarded(template) => {
+        RouteMatch::MethodNotAllowed(template) if endpoints::is_forwarded(template) => {
             Some(Route::MethodNotAllowed {
                 allow: routes::allow(table, template),
             })

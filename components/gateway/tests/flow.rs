@@ -16,7 +16,7 @@ use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::body::BodyError;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::{internal_headers, HttpClient, SendError};
-use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
+use meridian_platform::limits::{ConcurrencySettings, RateSettings, ThrottleConfig};
 use meridian_platform::tenancy::cache::{invalidate, CacheConfig};
 use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::time::ManualClock;
@@ -192,7 +192,7 @@ impl Harness {
                 billing_url: "http://billing.test".into(),
                 rates: RateSettings::default(),
                 concurrency: ConcurrencySettings::default(),
-                admission: AdmissionConfig::default(),
+                throttle: ThrottleConfig::default(),
                 count_sample: 1,
                 resolution_cache: CacheConfig::default().signed_with(INTERNAL_TOKEN),
                 trust_request_start: false,
@@ -787,7 +787,7 @@ fn a_body_that_could_not_be_read_in_time_or_in_size_is_refused_before_any_call()
         (r.status().as_u16(), body(&r)["code"].as_str()),
         (504, Some("deadline_exceeded"))
     );
-    let too_large = BodyError::TooLarge(gateway::app::MAX_BODY_BYTES);
+    let too_large = BodyError::TooLarge(meridian_platform::http::body::MAX_REQUEST_BODY_BYTES);
     let (r, _) = block_on(h.gateway.handle_since(post(), now.clone(), Some(too_large)));
     assert_eq!(
         (r.status().as_u16(), body(&r)["code"].as_str()),
@@ -1062,7 +1062,7 @@ fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_before_any_forward()
 }
 
 /// A caller identity vouched for (its resolution remembered) whose tenant
-/// has no slot free is refused before admission with nothing written: no
+/// has no slot free is refused before the throttle with nothing written: no
 /// count of its rate spent, no slot taken and given back. A caller nobody
 /// vouched for is judged after its resolution, as before, so a slug says
 /// nothing about its tenant's load.
@@ -1110,9 +1110,9 @@ fn a_vouched_caller_whose_tenant_has_no_slot_free_is_refused_with_nothing_writte
 fn an_overrides_concurrency_applies_and_is_read_ahead_with_the_rate_limiter_off() {
     let mut h = limited(1_000, vec![ok("{}")]);
     h.gateway.config.rates = RateSettings::parse(Some("off")).unwrap();
-    // (Admission off: its windows opened after a held answer read their
+    // (The throttle off: its windows opened after a held answer read their
     // markers, which is not what is counted here.)
-    h.gateway.config.admission = AdmissionConfig::parse(Some("off")).unwrap();
+    h.gateway.config.throttle = ThrottleConfig::parse(Some("off")).unwrap();
     let admin = ("authorization", "Bearer admin-secret");
     let put = |body: &str| {
         let request =
@@ -1247,7 +1247,7 @@ fn a_trusted_front_proxys_arrival_stamp_starts_the_budget() {
     assert_eq!(h.seen().len(), calls, "refused before any call");
 }
 
-/// A tenant harness whose community answers after `ms`, admission over
+/// A tenant harness whose community answers after `ms`, the throttle over
 /// one long window with every request written: the sequential harness's
 /// requests all count, as a flood's concurrent ones would.
 fn answered_after(ms: u64) -> Harness {
@@ -1258,10 +1258,10 @@ fn answered_after(ms: u64) -> Harness {
         problem: false,
     };
     let mut h = Harness::tenant("http://community.test/", vec![reply]);
-    h.gateway.config.admission = AdmissionConfig {
+    h.gateway.config.throttle = ThrottleConfig {
         window: Duration::from_secs(60),
         sample: 1,
-        ..AdmissionConfig::default()
+        ..ThrottleConfig::default()
     };
     h
 }
@@ -1362,22 +1362,22 @@ fn a_vouched_callers_first_request_is_not_shed_for_another_tenants_flood() {
         r.header("server-timing")
             .unwrap_or_default()
             .contains("resolve-cached"),
-        "resolved from the cache, read once before admission"
+        "resolved from the cache, read once before the throttle"
     );
 }
 
-/// What admission learns from a served request (its tenant's and its
+/// What the throttle learns from a served request (its tenant's and its
 /// route's windows) is written after the answer: the answer is ready with
-/// no admission write made, and the write happens once the work left for
+/// no throttle write made, and the write happens once the work left for
 /// after it runs.
 #[test]
-fn admission_learns_from_a_request_after_its_answer_has_gone() {
+fn the_throttle_learns_from_a_request_after_its_answer_has_gone() {
     use gateway::app::EdgeHop;
     use meridian_platform::http::pipeline::{self, InHand};
     let mut h = Harness::tenant("http://community.test/", vec![status(200)]);
-    h.gateway.config.admission = AdmissionConfig {
+    h.gateway.config.throttle = ThrottleConfig {
         sample: 1,
-        ..AdmissionConfig::default()
+        ..ThrottleConfig::default()
     };
     let admitted_keys = |h: &Harness| {
         let keys = h.gateway.upstream.counters.keys();
@@ -1391,7 +1391,9 @@ fn admission_learns_from_a_request_after_its_answer_has_gone() {
     let answer = block_on(pipeline::run(&hop, get, InHand(Vec::new())));
     assert_eq!(answer.response.status(), 200);
     assert_eq!(admitted_keys(&h), 0, "nothing written before the answer");
-    let after = answer.after.expect("admission's writes are left for after");
+    let after = answer
+        .after
+        .expect("the throttle's writes are left for after");
     block_on(after);
     assert_eq!(admitted_keys(&h), 2, "the route's window and the tenant's");
 }
@@ -1551,7 +1553,7 @@ fn the_resolution_carries_the_clients_trace_as_the_forward_does() {
 fn a_tenant_request_reads_the_shared_store_once_remembered_or_not() {
     let h = Harness::tenant("http://community.test/", vec![ok("{}")]);
     let counters = &h.gateway.upstream.counters;
-    // Asked of identity: its rate, its requests in progress, admission's
+    // Asked of identity: its rate, its requests in progress, the throttle's
     // windows, the cache and both breakers in one batch read; the answer
     // then remembered. A count that opens a window reads the marker of the
     // last one opened (once per window, most after the answer): the
@@ -1595,7 +1597,7 @@ fn with_every_stateful_feature_off_a_request_never_touches_the_shared_store() {
     let config = &mut h.gateway.config;
     config.rates = RateSettings::parse(Some("off")).unwrap();
     config.concurrency = ConcurrencySettings::parse(Some("off")).unwrap();
-    config.admission = AdmissionConfig::parse(Some("off")).unwrap();
+    config.throttle = ThrottleConfig::parse(Some("off")).unwrap();
     config.resolution_cache = CacheConfig::parse(Some("off")).unwrap();
     h.gateway.upstream.memory =
         MemoryConfig::parse(|name| (name == "failure_memory").then(|| "off".to_owned())).unwrap();

@@ -58,7 +58,7 @@ pub enum PropagationError {
 
 /// What a receiving hop makes of the two headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Arrival {
+pub struct ReceivedBudget {
     /// The local deadline: `min(header deadline, arrival + budget)`.
     pub deadline: Deadline,
     /// Sender's deadline minus `arrival + budget`, in ms, when it is larger
@@ -66,7 +66,7 @@ pub struct Arrival {
     pub skew_ms: Option<i64>,
 }
 
-impl Arrival {
+impl ReceivedBudget {
     /// Reads the headers of a request that arrived at `arrival`.
     pub fn decode(
         deadline: Option<&str>,
@@ -145,22 +145,23 @@ mod tests {
             ("10400", 11_000, Some(-1_000), "sender's clock 1 s behind"),
             ("10400", 10_030, None, "transit time below the threshold"),
         ] {
-            let a = Arrival::decode(Some(sent), Some("400"), at(now), THRESHOLD).unwrap();
+            let a = ReceivedBudget::decode(Some(sent), Some("400"), at(now), THRESHOLD).unwrap();
             assert_eq!(a.deadline, Deadline::at(at(10_400)), "{case}");
             assert_eq!(a.skew_ms, skew, "{case}");
         }
-        let late = Arrival::decode(Some("10400"), Some("400"), at(11_000), THRESHOLD).unwrap();
+        let late =
+            ReceivedBudget::decode(Some("10400"), Some("400"), at(11_000), THRESHOLD).unwrap();
         assert!(late.deadline.is_expired(at(11_000)));
     }
 
     #[test]
     fn missing_headers_are_named() {
         assert_eq!(
-            Arrival::decode(None, Some("1"), at(0), THRESHOLD),
+            ReceivedBudget::decode(None, Some("1"), at(0), THRESHOLD),
             Err(PropagationError::MissingDeadline)
         );
         assert_eq!(
-            Arrival::decode(Some("1"), None, at(0), THRESHOLD),
+            ReceivedBudget::decode(Some("1"), None, at(0), THRESHOLD),
             Err(PropagationError::MissingBudget)
         );
     }
@@ -169,16 +170,16 @@ mod tests {
     fn malformed_headers_are_refused() {
         for bad in ["", "-1", "1e3", "0x10", "12345678901234567", "1.0", "abc"] {
             assert!(matches!(
-                Arrival::decode(Some(bad), Some("10"), at(0), THRESHOLD),
+                ReceivedBudget::decode(Some(bad), Some("10"), at(0), THRESHOLD),
                 Err(PropagationError::MalformedDeadline(_))
             ));
             assert!(matches!(
-                Arrival::decode(Some("10"), Some(bad), at(0), THRESHOLD),
+                ReceivedBudget::decode(Some("10"), Some(bad), at(0), THRESHOLD),
                 Err(PropagationError::MalformedBudget(_))
             ));
         }
         assert!(matches!(
-            Arrival::decode(Some("10"), Some("86400001"), at(0), THRESHOLD),
+            ReceivedBudget::decode(Some("10"), Some("86400001"), at(0), THRESHOLD),
             Err(PropagationError::MalformedBudget(_))
         ));
     }
@@ -187,7 +188,8 @@ mod tests {
     fn skew_is_reported_only_above_the_threshold() {
         let now = 1_000_000;
         let decode = |sent: u64| {
-            Arrival::decode(Some(&sent.to_string()), Some("500"), at(now), THRESHOLD).unwrap()
+            ReceivedBudget::decode(Some(&sent.to_string()), Some("500"), at(now), THRESHOLD)
+                .unwrap()
         };
         // Sent deadline 250 ms past arrival + budget: at the threshold, fine.
         assert_eq!(decode(now + 500 + 250).skew_ms, None);
@@ -197,18 +199,19 @@ mod tests {
 
     #[test]
     fn spaces_and_tabs_around_the_numbers_are_allowed() {
-        let a = Arrival::decode(Some(" 1500\t"), Some("\t500 "), at(1_000), THRESHOLD).unwrap();
+        let a =
+            ReceivedBudget::decode(Some(" 1500\t"), Some("\t500 "), at(1_000), THRESHOLD).unwrap();
         assert_eq!(a.deadline, Deadline::at(at(1_500)));
-        assert!(Arrival::decode(Some("15 00"), Some("500"), at(1_000), THRESHOLD).is_err());
+        assert!(ReceivedBudget::decode(Some("15 00"), Some("500"), at(1_000), THRESHOLD).is_err());
     }
 
     #[test]
     fn deadlines_have_at_most_sixteen_digits() {
         let sixteen = "1".repeat(16);
-        assert!(Arrival::decode(Some(&sixteen), Some("5"), at(0), THRESHOLD).is_ok());
+        assert!(ReceivedBudget::decode(Some(&sixteen), Some("5"), at(0), THRESHOLD).is_ok());
         let seventeen = "1".repeat(17);
         assert_eq!(
-            Arrival::decode(Some(&seventeen), Some("5"), at(0), THRESHOLD),
+            ReceivedBudget::decode(Some(&seventeen), Some("5"), at(0), THRESHOLD),
             Err(PropagationError::MalformedDeadline(seventeen.clone()))
         );
     }
@@ -226,7 +229,7 @@ mod tests {
         fn what_a_sender_encodes_a_same_clock_receiver_decodes(now in 0u64..1 << 52, budget in 0u64..86_400_000) {
             let deadline = Deadline::after(at(now), Duration::from_millis(budget));
             let h = BudgetHeaders::encode(deadline, at(now));
-            let a = Arrival::decode(Some(&h.deadline), Some(&h.budget_ms), at(now), THRESHOLD).unwrap();
+            let a = ReceivedBudget::decode(Some(&h.deadline), Some(&h.budget_ms), at(now), THRESHOLD).unwrap();
             prop_assert_eq!(a.deadline, deadline);
             prop_assert_eq!(a.skew_ms, None);
         }
@@ -235,14 +238,14 @@ mod tests {
         fn the_received_deadline_is_never_later_than_either_header(
             sent in 0u64..1 << 52, budget in 0u64..86_400_000, arrival in 0u64..1 << 52
         ) {
-            let a = Arrival::decode(Some(&sent.to_string()), Some(&budget.to_string()), at(arrival), THRESHOLD).unwrap();
+            let a = ReceivedBudget::decode(Some(&sent.to_string()), Some(&budget.to_string()), at(arrival), THRESHOLD).unwrap();
             prop_assert!(a.deadline.instant() <= at(sent));
             prop_assert!(a.deadline.remaining(at(arrival)) <= Duration::from_millis(budget));
         }
 
         #[test]
         fn decoding_arbitrary_text_never_panics(d in "\\PC{0,24}", b in "\\PC{0,24}", arrival in any::<u64>()) {
-            let _ = Arrival::decode(Some(&d), Some(&b), at(arrival), THRESHOLD);
+            let _ = ReceivedBudget::decode(Some(&d), Some(&b), at(arrival), THRESHOLD);
         }
     }
 }

@@ -41,7 +41,7 @@ pub const ANSWER_COST: Duration = Duration::from_millis(12);
 /// The shortest budget that keeps the whole answer reserve: four times
 /// [`ANSWER_COST`]. Below it a hop keeps a quarter of the budget to answer
 /// with, less than answering was measured to cost, so a request on such a
-/// budget can be late for its budget alone: admission learns nothing from
+/// budget can be late for its budget alone: the gateway's throttle learns nothing from
 /// its lateness (the gateway's `Ended`), whoever the caller is.
 pub const FULL_RESERVE_BUDGET: Duration = Duration::from_millis(4 * ANSWER_COST.as_millis() as u64);
 

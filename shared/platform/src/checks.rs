@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use crate::budget::deadline::Deadline;
-use crate::budget::propagation::{Arrival, BudgetHeaders, MAX_PROPAGATED_BUDGET};
+use crate::budget::propagation::{BudgetHeaders, ReceivedBudget, MAX_PROPAGATED_BUDGET};
 use crate::budget::BudgetConfig;
 use crate::http::body::{BodyBuffer, BodyError};
 use crate::http::idempotency::IdempotencyKey;
@@ -60,7 +60,7 @@ pub fn budget_headers(data: &[u8]) {
     let raw = text(data);
     let (deadline, budget) = raw.split_once('\n').unwrap_or((&raw, ""));
     let now = UnixMillis::from_millis(NOW);
-    if let Ok(arrival) = Arrival::decode(
+    if let Ok(arrival) = ReceivedBudget::decode(
         Some(deadline),
         Some(budget),
         now,
@@ -78,7 +78,7 @@ pub fn budget_headers(data: &[u8]) {
         % MAX_PROPAGATED_BUDGET.as_millis() as u64;
     let sent = Deadline::at(UnixMillis::from_millis(NOW + offset));
     let headers = BudgetHeaders::encode(sent, now);
-    let back = Arrival::decode(
+    let back = ReceivedBudget::decode(
         Some(&headers.deadline),
         Some(&headers.budget_ms),
         now,
@@ -166,7 +166,9 @@ pub fn body_chunks(data: &[u8]) {
     assert_eq!(buffer.finish(), data);
 }
 
-/// One invariant check over raw input.
+/// One invariant check over raw input: it panics when the input breaks
+/// the invariant (the platform's checks here, the services' requests in
+/// `meridian-request-checks`; the fuzz targets and corpora run both).
 pub type Check = fn(&[u8]);
 
 /// Every check by the name its fuzz target and corpus folder use.

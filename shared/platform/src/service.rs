@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
 
-use crate::budget::admission::InternalGate;
+use crate::budget::gate::InternalGate;
 use crate::budget::propagation::DEFAULT_SKEW_THRESHOLD;
 use crate::http::body::BodyError;
 use crate::http::message::{self, Request, RequestExt, ResponseExt};
@@ -371,7 +371,7 @@ where
             skew_threshold: DEFAULT_SKEW_THRESHOLD,
         };
         let target = head.uri().path_and_query().map_or("/", |pq| pq.as_str());
-        match gate.admit(
+        match gate.pass(
             request_id.clone(),
             head.method().as_str(),
             target,

@@ -12,6 +12,7 @@
 //! `request_id` is the request's; never a panic, never a 5xx.
 #![forbid(unsafe_code)]
 
+use meridian_platform::checks::Check;
 use meridian_platform::http::prelude::*;
 
 mod input;
@@ -21,9 +22,6 @@ pub use services::{billing_request, community_request, identity_request};
 mod upstream;
 
 pub use input::Input;
-
-/// A check: panics when the input's answer breaks the invariant.
-pub type Check = fn(&[u8]);
 
 /// Every check by its fuzz target's name (and corpus directory).
 pub const ALL: [(&str, Check); 4] = [

@@ -8,7 +8,7 @@ use billing::app::Billing;
 use community::app::Community;
 use futures::executor::block_on;
 use identity::app::Identity;
-use meridian_platform::budget::admission::InternalGate;
+use meridian_platform::budget::gate::InternalGate;
 use meridian_platform::counts::LocalCounters;
 use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::http::prelude::*;
@@ -21,7 +21,7 @@ use meridian_platform::tenancy::Role;
 use meridian_platform::time::ManualClock;
 use meridian_platform::wire::signature::CallKey;
 use meridian_platform::{Clock, RequestContext};
-use meridian_testing::http::{admit, as_received, request, Build};
+use meridian_testing::http::{as_received, request, through_gate, Build};
 use meridian_testing::{
     migrated_store_on, tenant_context, upstream, ClockSleeper, HostSqlite, NoJitter,
 };
@@ -258,7 +258,7 @@ impl HttpClient for InProcessCommunity {
             hop: "community",
             skew_threshold: Duration::from_millis(250),
         };
-        let response = match admit(&gate, &inbound, self.clock.now()) {
+        let response = match through_gate(&gate, &inbound, self.clock.now()) {
             Ok(admitted) => community::handle(&self.app, &admitted.ctx, &inbound),
             Err(problem) => message::problem_for(REQUEST_ID, problem),
         };

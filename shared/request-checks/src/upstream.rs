@@ -10,7 +10,7 @@ use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::{HttpClient, SendError};
-use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
+use meridian_platform::limits::{ConcurrencySettings, RateSettings, ThrottleConfig};
 use meridian_platform::tenancy::cache::CacheConfig;
 use meridian_platform::time::ManualClock;
 use meridian_platform::{RequestContext, UnixMillis};
@@ -52,10 +52,10 @@ impl HttpClient for Healthy {
 }
 
 /// The gateway's environment over the healthy upstream and a manual clock.
-pub type Env = ManualEnv<Healthy>;
+pub type GatewayEnv = ManualEnv<Healthy>;
 
 /// The gateway with its default limits, over [`Healthy`].
-pub fn gateway() -> Gateway<Env> {
+pub fn gateway() -> Gateway<GatewayEnv> {
     let clock = clock();
     Gateway {
         config: GatewayConfig {
@@ -65,7 +65,7 @@ pub fn gateway() -> Gateway<Env> {
             billing_url: "http://billing.test".into(),
             rates: RateSettings::default(),
             concurrency: ConcurrencySettings::default(),
-            admission: AdmissionConfig::default(),
+            throttle: ThrottleConfig::default(),
             count_sample: 1,
             resolution_cache: CacheConfig::default(),
             trust_request_start: false,

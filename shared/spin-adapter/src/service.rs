@@ -104,7 +104,7 @@ pub async fn run_hop<H: Hop>(
         convert::send_response(out, refused);
         return;
     }
-    let Answer { response, after } = pipeline::run(hop, head, Incoming(incoming)).await;
+    let Answer { response, after } = pipeline::run(hop, head, SpinBody(incoming)).await;
     convert::send_response(out, response);
     // The answer is finished; the instance runs on until what was left for
     // after it is done.
@@ -167,9 +167,9 @@ async fn yield_to_the_host() {
 }
 
 /// The body of a Spin request, read from its stream.
-pub struct Incoming(pub IncomingRequest);
+pub struct SpinBody(pub IncomingRequest);
 
-impl Body for Incoming {
+impl Body for SpinBody {
     async fn read(
         self,
         head: &Request,

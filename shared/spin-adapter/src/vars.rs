@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use meridian_platform::budget::BudgetConfig;
 use meridian_platform::http::memory::MemoryConfig;
 use meridian_platform::http::origin::{OriginError, PublicOrigin};
-use meridian_platform::limits::{AdmissionConfig, ConcurrencySettings, RateSettings};
+use meridian_platform::limits::{ConcurrencySettings, RateSettings, ThrottleConfig};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::judge_secret;
 use meridian_platform::settings::Settings;
@@ -215,11 +215,11 @@ fn parse_count_sample(raw: Option<&str>) -> Result<u32, String> {
     }
 }
 
-/// Admission under overload (`admission`: `on`, `off`).
-pub fn admission_config() -> AdmissionConfig {
+/// The overload throttle (variable `admission`: `on`, `off`, `proxy`).
+pub fn throttle_config() -> ThrottleConfig {
     or_default(
-        "reading the admission setting (on)",
-        AdmissionConfig::parse(get("admission").as_deref()),
+        "reading the admission setting, the overload throttle (on)",
+        ThrottleConfig::parse(get("admission").as_deref()),
     )
 }
 

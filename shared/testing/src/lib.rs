@@ -222,7 +222,7 @@ where
 pub mod http {
     use std::borrow::Borrow;
 
-    use meridian_platform::budget::admission::{Admitted, InternalGate};
+    use meridian_platform::budget::gate::{InternalGate, Passed};
     use meridian_platform::http::message::{Request, RequestExt, Response, ResponseExt};
     use meridian_platform::http::signed;
     use meridian_platform::wire::headers;
@@ -310,13 +310,13 @@ pub mod http {
         request
     }
 
-    /// `inbound` through `gate` at `now`, as a service's hop admits it.
-    pub fn admit(
+    /// `inbound` through `gate` at `now`, as a service's hop passes it.
+    pub fn through_gate(
         gate: &InternalGate<'_>,
         inbound: &Request,
         now: UnixMillis,
-    ) -> Result<Admitted, Problem> {
-        gate.admit(
+    ) -> Result<Passed, Problem> {
+        gate.pass(
             RequestId::from_header_or_new(inbound.header(headers::REQUEST_ID)),
             inbound.method().as_str(),
             inbound.path_and_query(),

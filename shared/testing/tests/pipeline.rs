@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use meridian_platform::http::body::{BodyError, MAX_BODY_BYTES};
+use meridian_platform::http::body::{BodyError, MAX_REQUEST_BODY_BYTES};
 use meridian_platform::http::internal_headers;
 use meridian_platform::http::pipeline::{self, Body, InHand};
 use meridian_platform::http::prelude::*;
@@ -504,7 +504,7 @@ fn an_admitted_request_is_served_with_its_body_and_carries_its_request_id() {
 
 #[test]
 fn a_body_past_the_limit_is_a_413_and_no_handler_runs() {
-    let huge = vec![b' '; MAX_BODY_BYTES + 1];
+    let huge = vec![b' '; MAX_REQUEST_BODY_BYTES + 1];
     let (r, read, runs) = through_the_hop(internal("POST", TOKEN, 1_000), &huge);
     assert_eq!((r.status().as_u16(), read, runs), (413, true, 0));
     assert_eq!(json(&r)["code"], "payload_too_large");

@@ -1,7 +1,7 @@
 //! What one answer costs the host in CPU: a served read against the ways
 //! Meridian refuses, beside the floor app's one-instance and three-instance
 //! answers (docs/known-limits.md, "A refusal costs an instance"). It is
-//! why admission inside the gateway cannot hold goodput far past the
+//! why the throttle inside the gateway cannot hold goodput far past the
 //! peak: every refusal still costs at least an instance.
 //!
 //! Run: `cargo run -p meridian-tools --release --bin costs -- [SECONDS]`
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use meridian_e2e::api::Tenant;
+use meridian_e2e::api::TenantClient;
 use meridian_e2e::load::{self, Target};
 use meridian_e2e::{SpinApp, SpinOptions, ADMIN_TOKEN};
 use meridian_tools::arg;
@@ -63,7 +63,7 @@ fn main() -> Result<()> {
     let floor = SpinApp::start_floor();
     // A tenant's rate is one request a minute, but for the `open`
     // tenant's (its override): the `limited` tenant's requests are refused
-    // after the batch read. Admission off: its throttle would refuse some
+    // after the batch read. The throttle off: it would refuse some
     // of each kind, and what is measured must be one kind at a time.
     let app = SpinApp::start_with(
         SpinOptions::default()
@@ -89,7 +89,7 @@ fn main() -> Result<()> {
         "the open tenant's override: {}",
         set.body
     );
-    let read = |tenant: &Tenant, budget_ms| {
+    let read = |tenant: &TenantClient, budget_ms| {
         Target::as_caller(
             app.url(),
             &tenant.path("/residents?limit=20"),

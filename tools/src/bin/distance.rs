@@ -17,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use meridian_e2e::api::Tenant;
+use meridian_e2e::api::TenantClient;
 use meridian_e2e::distance::Distance;
 use meridian_e2e::postgres::{server_at, PgDatabases};
 use meridian_e2e::{settled, SpinApp, SpinOptions};
@@ -137,7 +137,7 @@ fn main() -> Result<()> {
         }
         let floor_post = measure(&proxy, "the floor's keyed POST", floor_write)?;
         drop(floor);
-        let tenants: Vec<Tenant> = (0..WRITERS)
+        let tenants: Vec<TenantClient> = (0..WRITERS)
             .map(|i| app.tenant(&format!("writer{i}")))
             .collect();
         let residents: Vec<String> = tenants.iter().map(|t| t.resident("Ada")).collect();
@@ -246,7 +246,7 @@ fn round_trip(rtt: Duration) -> Result<Duration> {
 
 /// Keyed invoices written a second for `WRITING`, one writer a tenant,
 /// each writing one after another (its keys `prefix-…`): the 201s only.
-fn writes_per_second(tenants: &[Tenant], residents: &[String], prefix: &str) -> f64 {
+fn writes_per_second(tenants: &[TenantClient], residents: &[String], prefix: &str) -> f64 {
     let started = Instant::now();
     let written: usize = std::thread::scope(|s| {
         let writers: Vec<_> = tenants

@@ -12,7 +12,7 @@
 //! a pool of connections stamps it before it waits for one). `--concurrency`
 //! runs the one-tenant curves with the tenant's concurrency limit at its
 //! default of 8 and its rate limit off (without it both are off, and what
-//! holds goodput is admission alone; at the default 100 a second, the
+//! holds goodput is the throttle alone; at the default 100 a second, the
 //! rate limit would be all a one-tenant curve measured).
 //! `--pinned-variables` runs Meridian with its variables pinned in a static
 //! provider (docs/configuration.md), which spares the runtime's blocking
@@ -49,7 +49,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{ensure, Context, Result};
-use meridian_e2e::api::{add_resident, create_tenant, Tenant};
+use meridian_e2e::api::{add_resident, create_tenant, TenantClient};
 use meridian_e2e::load::{self, Connection, Target};
 use meridian_e2e::proxy::{Proxy, ProxySettings};
 use meridian_e2e::{repo_root, SpinApp, SpinOptions};
@@ -57,7 +57,7 @@ use serde_json::json;
 
 /// The read every load sends: `tenant`'s first page of residents, at
 /// `base`, as its admin, with a budget of `budget_ms`.
-fn residents(base: &str, tenant: &Tenant, budget_ms: u64) -> Target {
+fn residents(base: &str, tenant: &TenantClient, budget_ms: u64) -> Target {
     Target::as_caller(
         base,
         &tenant.path("/residents?limit=20"),
@@ -205,7 +205,7 @@ fn p99(samples: &[Sample]) -> f64 {
 }
 
 /// The app under test, with `tenants` each holding 20 residents.
-fn meridian(options: SpinOptions, tenants: &[&str]) -> (SpinApp, Vec<Tenant>) {
+fn meridian(options: SpinOptions, tenants: &[&str]) -> (SpinApp, Vec<TenantClient>) {
     let app = SpinApp::start_with(options);
     let client = app.client();
     let made = tenants
@@ -413,7 +413,7 @@ fn main() -> Result<()> {
     let pinned = args.pinned_variables;
     let behind_proxy = args.proxy;
     // Meridian as configured for the run: trusting the stamp (the load's
-    // or the proxy's), admission leaving the bounding to the proxy, and
+    // or the proxy's), the throttle leaving the bounding to the proxy, and
     // its variables pinned in a static provider, when asked.
     let configured = |options: SpinOptions| {
         let options = match stamp || behind_proxy {
@@ -434,7 +434,7 @@ fn main() -> Result<()> {
         "behind_proxy": behind_proxy});
     // Tenant limits off for the one-tenant curves (they would be the
     // measure; the concurrency limiter counts, at a limit no run reaches,
-    // so its cost is in the curves; what holds goodput is admission) unless
+    // so its cost is in the curves; what holds goodput is the throttle) unless
     // `--concurrency` asks for the tenant's share of concurrent work at its
     // default; on, at their defaults, for the two-tenant run.
     let rate_off = SpinOptions::default().variable("tenant_rate_limit", "off");

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use meridian_e2e::api::Tenant;
+use meridian_e2e::api::TenantClient;
 use meridian_e2e::{SpinApp, SpinOptions};
 use meridian_tools::arg;
 
@@ -67,7 +67,7 @@ fn main() -> Result<()> {
     );
     let slugs: Vec<String> = (0..tenants).map(|i| format!("kv-{i:03}")).collect();
     // One at a time, under the tenant-creation route's 50 a second.
-    let made: Vec<Tenant> = slugs
+    let made: Vec<TenantClient> = slugs
         .iter()
         .map(|slug| {
             std::thread::sleep(Duration::from_millis(25));
@@ -95,7 +95,7 @@ fn main() -> Result<()> {
     let (ok, other) = (AtomicU64::new(0), AtomicU64::new(0));
     for round in 0..3 {
         if round > 0 {
-            // Past the rate window (2 s by default) and the admission's.
+            // Past the rate window (2 s by default) and the throttle's.
             std::thread::sleep(Duration::from_millis(2_500));
         }
         each(&readers, |(t, token)| {

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use meridian_e2e::api::Tenant;
+use meridian_e2e::api::TenantClient;
 use meridian_e2e::{SpinApp, SpinOptions};
 use meridian_tools::arg;
 
@@ -67,7 +67,7 @@ fn run(rate: u64, seconds: u64, mode: &Mode) -> Result<Run> {
     if mode.in_postgres && !app.postgres().is_some_and(|pg| pg.has_counts()) {
         bail!("counts in PostgreSQL need the Akamai profile (scripts/kv-writes.sh)");
     }
-    let tenants: Vec<Tenant> = (0..TENANTS)
+    let tenants: Vec<TenantClient> = (0..TENANTS)
         .map(|i| {
             let t = app.tenant(&format!("kv{i}"));
             t.resident("Ada");

@@ -36,7 +36,7 @@ const LAYERS: &[&[&str]] = &[
     // HTTP: messages, routes, the pipeline, outbound calls, the failure
     // memory.
     &["http"],
-    // Tenant limits and admission, on the failure memory's counters.
+    // Tenant limits and the throttle, on the failure memory's counters.
     &["limits"],
     // A service: the gate, the store and the handler, wired together; the
     // fuzzing invariants.

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
-use meridian_e2e::api::Tenant;
+use meridian_e2e::api::TenantClient;
 use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply};
 use meridian_tools::arg;
 use serde_json::json;
@@ -53,7 +53,7 @@ impl Downstream {
 /// its status.
 type Answer = (Duration, Duration, u16);
 
-fn load(acme: &Tenant, clients: usize, seconds: u64) -> (Vec<Answer>, Duration) {
+fn load(acme: &TenantClient, clients: usize, seconds: u64) -> (Vec<Answer>, Duration) {
     let answers = Mutex::new(Vec::new());
     let started = Instant::now();
     let until = started + Duration::from_secs(seconds);
@@ -84,7 +84,7 @@ fn median(mut times: Vec<Duration>) -> f64 {
 
 struct Run {
     app: SpinApp,
-    acme: Tenant,
+    acme: TenantClient,
     downstream: Downstream,
 }
 

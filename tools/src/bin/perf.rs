@@ -30,7 +30,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
-use meridian_e2e::api::{add_resident, call_with, create_tenant, Tenant};
+use meridian_e2e::api::{add_resident, call_with, create_tenant, TenantClient};
 use meridian_e2e::{load, repo_root, spin_binary, SpinApp, SpinOptions};
 use serde_json::{json, Value};
 
@@ -365,7 +365,7 @@ impl Expiry {
 }
 
 fn time_to_504(args: &Args) -> Result<Vec<Expiry>> {
-    // Admission off: it would soon answer most of these at once with 503
+    // The throttle off: it would soon answer most of these at once with 503
     // (the route's requests all run out of budget), and this measures the
     // deadline. (The failure memory no longer counts time-outs.)
     let app = SpinApp::start_with(
@@ -866,7 +866,7 @@ struct Report<'a> {
 
 /// Meridian started with `options`, with the benchmark's tenant and 25
 /// residents (the last one's id returned).
-fn bench_app(options: SpinOptions) -> Result<(SpinApp, Tenant, String)> {
+fn bench_app(options: SpinOptions) -> Result<(SpinApp, TenantClient, String)> {
     let app = SpinApp::start_with(options);
     let client = app.client();
     let tenant = create_tenant(&client, "bench");

@@ -20,7 +20,7 @@ use anyhow::{ensure, Result};
 use gateway::routes::{forwarded, route, Route, Service, OWN};
 use meridian_endpoints as endpoints;
 use meridian_platform::http::prelude::Method;
-use meridian_platform::http::routes::{lookup, segments, Endpoint, Lookup};
+use meridian_platform::http::routes::{lookup, segments, Endpoint, RouteMatch};
 use meridian_tools::arg;
 
 /// A path of `template` with its placeholders filled in.
@@ -61,13 +61,13 @@ fn forwarded_row(template: &str, method: &Method) -> bool {
 
 /// Whether `table` has a forwarded row for the path.
 fn found<Op>(table: &[Endpoint<Op>], method: &Method, segments: &[&str]) -> bool {
-    matches!(lookup(table, method, segments), Lookup::Found(row) if endpoints::is_forwarded(row.path))
+    matches!(lookup(table, method, segments), RouteMatch::Found(row) if endpoints::is_forwarded(row.path))
 }
 
 /// The hand-written matcher over the const tables: what the gateway runs.
 fn by_table(method: &Method, path: &str) -> bool {
     let segments = segments(path);
-    matches!(lookup(OWN, method, &segments), Lookup::Found(_))
+    matches!(lookup(OWN, method, &segments), RouteMatch::Found(_))
         || found(endpoints::identity::ENDPOINTS, method, &segments)
         || found(endpoints::community::ENDPOINTS, method, &segments)
         || found(endpoints::billing::ENDPOINTS, method, &segments)

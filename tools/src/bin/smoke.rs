@@ -22,7 +22,7 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use meridian_e2e::api::{create_tenant_as, Tenant};
+use meridian_e2e::api::{create_tenant_as, TenantClient};
 use meridian_e2e::Client;
 use serde_json::json;
 
@@ -74,7 +74,7 @@ fn check(what: &str, held: bool, detail: &str) -> Result<()> {
 }
 
 /// A resident, a keyed invoice sent twice, a read, a 422.
-fn workflow(tenant: &Tenant) -> Result<()> {
+fn workflow(tenant: &TenantClient) -> Result<()> {
     let resident = tenant.resident("Ada Lovelace");
     println!("ok   resident {resident} added");
     let invoice = json!({"resident_id": resident, "amount_cents": 4_200, "currency": "EUR",
@@ -114,7 +114,7 @@ fn workflow(tenant: &Tenant) -> Result<()> {
 }
 
 /// A read of invoices behind a billing that never answers.
-fn hung_read(tenant: &Tenant) -> Result<()> {
+fn hung_read(tenant: &TenantClient) -> Result<()> {
     let started = Instant::now();
     let r = tenant
         .get("/invoices")

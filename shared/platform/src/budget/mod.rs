@@ -1,10 +1,10 @@
 //! The request budget: how long a request may take (`config`), the
 //! deadline it becomes (`deadline`), how it travels between hops
-//! (`propagation`), how a service admits a request on it (`admission`), and
+//! (`propagation`), the gate a service lets a call through on it (`gate`), and
 //! the context every step takes it in (`context`).
 
-pub mod admission;
 pub mod context;
+pub mod gate;
 
 // The budget itself is its own crate (`shared/deadline`): what follows
 // builds on it.

@@ -1,6 +1,6 @@
 //! The counts every invocation shares, and the one place the key-value
 //! guards keep them: the failure memory (`crate::http::memory`), the
-//! tenant limits and admission (`crate::limits`) and the resolution cache
+//! tenant limits and the overload throttle (`crate::limits`) and the resolution cache
 //! (`crate::tenancy::cache`'s entries) all sit on [`Counters`]. A shared
 //! store implements it — Spin's key-value store in `meridian-spin`, or a
 //! SQL table ([`TableCounters`], for a host whose store has no atomic

@@ -7,7 +7,7 @@ use thiserror::Error;
 use crate::wire::problem::{ErrorCode, Problem};
 
 /// The largest request body any component accepts.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 
 /// Why a body was not read whole.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

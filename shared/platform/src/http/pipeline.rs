@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::budget::deadline::Deadline;
-use crate::http::body::{BodyError, MAX_BODY_BYTES};
+use crate::http::body::{BodyError, MAX_REQUEST_BODY_BYTES};
 use crate::http::message::{Request, Response};
 
 /// What admission made of a request's head.
@@ -78,7 +78,7 @@ pub async fn run<H: Hop>(hop: &H, mut request: Request, body: impl Body) -> Answ
             read_until,
         } => (admitted, read_until),
     };
-    let unread = match body.read(&request, MAX_BODY_BYTES, until).await {
+    let unread = match body.read(&request, MAX_REQUEST_BODY_BYTES, until).await {
         Ok(bytes) => {
             *request.body_mut() = bytes;
             None

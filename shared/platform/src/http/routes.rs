@@ -165,7 +165,7 @@ impl<'p, Op> Matched<'_, 'p, Op> {
 
 /// What a table has for a method on a path.
 #[derive(Debug)]
-pub enum Lookup<'r, Op> {
+pub enum RouteMatch<'r, Op> {
     /// The row that serves it.
     Found(&'r Endpoint<Op>),
     /// The path's template, which does not take the method.
@@ -182,20 +182,20 @@ pub fn lookup<'r, Op>(
     table: &'r [Endpoint<Op>],
     method: &Method,
     segments: &[&str],
-) -> Lookup<'r, Op> {
+) -> RouteMatch<'r, Op> {
     let wanted = match *method == Method::HEAD {
         true => &Method::GET,
         false => method,
     };
     let Some(template) = template(table, segments) else {
-        return Lookup::NoRoute;
+        return RouteMatch::NoRoute;
     };
     match table
         .iter()
         .find(|e| e.path == template && e.method == *wanted)
     {
-        Some(endpoint) => Lookup::Found(endpoint),
-        None => Lookup::MethodNotAllowed(template),
+        Some(endpoint) => RouteMatch::Found(endpoint),
+        None => RouteMatch::MethodNotAllowed(template),
     }
 }
 
@@ -210,14 +210,14 @@ pub fn dispatch<'r, 'p, Op>(
     ctx: &RequestContext,
 ) -> Result<Matched<'r, 'p, Op>, Problem> {
     let endpoint = match lookup(table, method, segments) {
-        Lookup::Found(endpoint) => endpoint,
-        Lookup::MethodNotAllowed(template) => {
+        RouteMatch::Found(endpoint) => endpoint,
+        RouteMatch::MethodNotAllowed(template) => {
             return Err(Problem::method_not_allowed(
                 method.as_str(),
                 allow(table, template),
             ))
         }
-        Lookup::NoRoute => return Err(Problem::no_route()),
+        RouteMatch::NoRoute => return Err(Problem::no_route()),
     };
     endpoint.access.check(ctx)?;
     Ok(Matched {

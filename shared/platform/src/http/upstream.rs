@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::budget::context::RequestContext;
 use crate::counts::Counters;
-use crate::http::memory::{Admit, FailureMemory, MemoryConfig, Outcome};
+use crate::http::memory::{FailureMemory, MemoryConfig, Outcome, Permit};
 use crate::http::request_line::route_template;
 use crate::http::retry::{self, classify_status, Jitter, RetryPolicy, Sleeper, Verdict};
 use crate::http::{HttpClient, Request, Response, ResponseExt, SendError};
@@ -54,7 +54,7 @@ pub struct Upstream<E: Calls> {
 
 /// The outcome of a call.
 #[derive(Debug)]
-pub struct Call {
+pub struct CallOutcome {
     /// The last attempt's result.
     pub response: Result<Response, SendError>,
     /// Attempts made.
@@ -65,7 +65,7 @@ pub struct Call {
     pub retry_refused: bool,
 }
 
-impl Call {
+impl CallOutcome {
     /// A call never attempted: its request could not be built (a
     /// [`SendError::Refused`]).
     pub fn refused(error: SendError) -> Self {
@@ -97,7 +97,7 @@ impl<E: Calls> Upstream<E> {
     /// work deadline: a downstream that runs out answers (or is abandoned)
     /// while this hop still has its answer reserve.
     ///
-    /// Its layers, outermost first: the breaker ([`FailureMemory::admit`]),
+    /// Its layers, outermost first: the breaker ([`FailureMemory::permit`]),
     /// the retry loop gated by the shared retry budget (`attempts`),
     /// and each attempt on the transport, judged once ([`judge`]).
     pub async fn call(
@@ -106,7 +106,7 @@ impl<E: Calls> Upstream<E> {
         to: &str,
         policy: &RetryPolicy,
         request: Request,
-    ) -> Call {
+    ) -> CallOutcome {
         let ctx = &ctx.for_step();
         let started = self.clock.now();
         // The service's own route, without the prefix a platform without
@@ -115,10 +115,10 @@ impl<E: Calls> Upstream<E> {
         let route = route_template(None, unprefixed(path, to).unwrap_or(path));
         let to = to.to_owned();
         let memory = FailureMemory::new(&self.counters, self.memory, ctx.hop(), &to);
-        let (outcome, retry_refused) = match memory.admit(started) {
+        let (outcome, retry_refused) = match memory.permit(started) {
             // History says this downstream is failing: answer now instead
             // of waiting out what it would do.
-            Admit::Refuse(wait) => {
+            Permit::Refuse(wait) => {
                 journal::event(Event::CircuitOpen {
                     to: to.clone(),
                     retry_after_ms: duration_ms(wait),
@@ -130,8 +130,8 @@ impl<E: Calls> Upstream<E> {
                 };
                 (refused, false)
             }
-            admitted => {
-                self.attempts(ctx, policy, &request, &memory, admitted, &to)
+            permitted => {
+                self.attempts(ctx, policy, &request, &memory, permitted, &to)
                     .await
             }
         };
@@ -144,7 +144,7 @@ impl<E: Calls> Upstream<E> {
             status: outcome.last.as_ref().ok().map(|r| r.status().as_u16()),
             took_ms: duration_ms(took),
         });
-        Call {
+        CallOutcome {
             response: outcome.last,
             attempts: outcome.attempts,
             took,
@@ -162,7 +162,7 @@ impl<E: Calls> Upstream<E> {
         policy: &RetryPolicy,
         request: &Request,
         memory: &FailureMemory<'_, E::Counters>,
-        admitted: Admit,
+        permitted: Permit,
         to: &str,
     ) -> (retry::Attempted<Result<Response, SendError>>, bool) {
         let mut jitter = self.jitter.clone();
@@ -182,7 +182,7 @@ impl<E: Calls> Upstream<E> {
             let probe = match attempt {
                 1 => {
                     memory.first_attempt(self.clock.now(), roll);
-                    admitted
+                    permitted
                 }
                 _ => {
                     journal::event(Event::Retry {
@@ -190,7 +190,7 @@ impl<E: Calls> Upstream<E> {
                         attempt,
                         after: previous.take(),
                     });
-                    Admit::Call
+                    Permit::Call
                 }
             };
             let (request, previous) = (request.clone(), &previous);

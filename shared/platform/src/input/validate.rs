@@ -8,8 +8,10 @@ use serde_json::{Map, Value};
 
 use crate::wire::problem::{ErrorCode, FieldError, Problem};
 
-/// Largest body an internal service reads (the gateway allows 1 MiB overall).
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// The largest JSON body a service parses (any request body may be up to
+/// `http::body::MAX_REQUEST_BODY_BYTES`, 1 MiB; the bodies the services
+/// take are JSON and far smaller).
+pub const MAX_JSON_BODY_BYTES: usize = 64 * 1024;
 
 /// What a `PATCH` says about one field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,10 +63,10 @@ impl JsonBody {
     /// Parses a body: 413 when too large, 400 when not a JSON object. An
     /// empty body reads as `{}`.
     pub fn parse(body: &[u8]) -> Result<Self, Problem> {
-        if body.len() > MAX_BODY_BYTES {
+        if body.len() > MAX_JSON_BODY_BYTES {
             return Err(Problem::new(
                 ErrorCode::PayloadTooLarge,
-                format!("the body must be at most {MAX_BODY_BYTES} bytes"),
+                format!("the body must be at most {MAX_JSON_BODY_BYTES} bytes"),
             ));
         }
         let value: Value = if body.iter().all(u8::is_ascii_whitespace) {
@@ -460,7 +462,7 @@ mod tests {
         assert_eq!(JsonBody::parse(b"{nope").unwrap_err().status(), 400);
         assert_eq!(JsonBody::parse(b"[1,2]").unwrap_err().status(), 400);
         assert_eq!(
-            JsonBody::parse(&vec![b' '; MAX_BODY_BYTES + 1])
+            JsonBody::parse(&vec![b' '; MAX_JSON_BODY_BYTES + 1])
                 .unwrap_err()
                 .status(),
             413

@@ -1,4 +1,4 @@
-//! Admission under overload ([`admission`]) and per-tenant limits, so that
+//! The overload throttle ([`throttle`]) and per-tenant limits, so that
 //! no tenant can take the others' capacity:
 //! a request rate with a burst ([`rate`]) and a number of requests in
 //! progress at once ([`concurrency`]), kept in the shared key-value store beside
@@ -19,12 +19,12 @@
 //! check before any of them counts: a tenant can overshoot its quota by at
 //! most the number of its requests in flight at once.
 
-pub mod admission;
 pub mod concurrency;
 pub mod policy;
 pub mod rate;
+pub mod throttle;
 
-pub use admission::{Admission, AdmissionConfig, Admitted};
 pub use concurrency::{Busy, ConcurrencyLimiter, ConcurrencySettings, Seen, Slot};
 pub use policy::{RatePolicy, RateSettings};
 pub use rate::{RateLimiter, RateVerdict};
+pub use throttle::{Throttle, ThrottleConfig, ThrottleVerdict};

@@ -104,7 +104,7 @@ impl Problem {
         }
     }
 
-    /// The 503 for a request refused by admission before any work.
+    /// The 503 for a request the overload throttle refused before any work.
     pub fn overloaded(chance: f64) -> Self {
         Self {
             retry_after_s: Some(1),

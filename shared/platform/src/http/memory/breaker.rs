@@ -26,7 +26,7 @@ pub enum Outcome {
 
 /// Whether a call may be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admit {
+pub enum Permit {
     /// Yes: the breaker is closed.
     Call,
     /// The breaker was open and its wait is over: this call is the one
@@ -43,7 +43,7 @@ impl<K: Counters> FailureMemory<'_, K> {
         format!("{}/state", self.prefix)
     }
 
-    /// The keys [`Self::admit`] reads (none when off): the breaker's state.
+    /// The keys [`Self::permit`] reads (none when off): the breaker's state.
     pub fn read_keys(&self) -> Vec<String> {
         match self.config.enabled {
             true => vec![self.state_key()],
@@ -58,9 +58,9 @@ impl<K: Counters> FailureMemory<'_, K> {
     /// Whether a call may start at `now`: one read of the breaker's state.
     /// When an open breaker's wait is over, the first call to claim the
     /// probe (an atomic increment) makes it; the others keep waiting.
-    pub fn admit(&self, now: UnixMillis) -> Admit {
+    pub fn permit(&self, now: UnixMillis) -> Permit {
         if !self.config.enabled {
-            return Admit::Call;
+            return Permit::Call;
         }
         let now_ms = Self::ms(now);
         let window = i64::try_from(self.window_ms()).unwrap_or(i64::MAX);
@@ -74,19 +74,19 @@ impl<K: Counters> FailureMemory<'_, K> {
             .set(state > 0 || (state < 0 && now_ms.saturating_add(state) < window));
         let until = match state {
             until if until > 0 => until,
-            _ => return Admit::Call,
+            _ => return Permit::Call,
         };
         if now_ms < until {
-            return Admit::Refuse(Duration::from_millis(
+            return Permit::Refuse(Duration::from_millis(
                 u64::try_from(until - now_ms).unwrap_or(0),
             ));
         }
         match self.counters.add(&self.probe_key(until), 1) {
             Ok(1) | Err(_) => {
                 self.probe.set(Some(until));
-                Admit::Probe
+                Permit::Probe
             }
-            Ok(_) => Admit::Refuse(self.config.probe_interval),
+            Ok(_) => Permit::Refuse(self.config.probe_interval),
         }
     }
 
@@ -98,7 +98,7 @@ impl<K: Counters> FailureMemory<'_, K> {
             && recent.failures * 100.0 >= attempts * f64::from(self.config.trip_percent)
     }
 
-    /// Records how an attempt that was admitted as `admitted` ended at
+    /// Records how an attempt that was permitted as `permitted` ended at
     /// `now`. A failure is counted and noted in the state, and opens the
     /// breaker (for `probe_interval`) when the window trips it; a probe's
     /// success closes it and clears the window. A success in the closed
@@ -107,11 +107,11 @@ impl<K: Counters> FailureMemory<'_, K> {
     /// A probe's claim is forgotten here, so claims do not pile up in the
     /// store (an invocation that claims after that finds the key new and
     /// probes, and forgets it in turn).
-    pub fn outcome(&self, admitted: Admit, now: UnixMillis, outcome: Outcome) {
+    pub fn outcome(&self, permitted: Permit, now: UnixMillis, outcome: Outcome) {
         if !self.config.enabled {
             return;
         }
-        let probe = admitted == Admit::Probe;
+        let probe = permitted == Permit::Probe;
         if probe {
             if let Some(until) = self.probe.take() {
                 let _ = self.counters.forget(&[self.probe_key(until)]);
@@ -160,19 +160,25 @@ mod tests {
     fn mostly_failing_calls_open_the_breaker_and_a_successful_probe_closes_it() {
         let m = memory(LocalCounters::leaked());
         for i in 0..20 {
-            assert_eq!(call(&m, i, true), Admit::Call, "call {i}");
+            assert_eq!(call(&m, i, true), Permit::Call, "call {i}");
         }
         // Tripped by the twentieth failure, at 19 ms: open until 519 ms.
-        assert_eq!(m.admit(at(30)), Admit::Refuse(Duration::from_millis(489)));
+        assert_eq!(m.permit(at(30)), Permit::Refuse(Duration::from_millis(489)));
         // The wait is over: one probe, the others keep waiting.
-        assert_eq!(m.admit(at(520)), Admit::Probe);
-        assert_eq!(m.admit(at(521)), Admit::Refuse(Duration::from_millis(500)));
+        assert_eq!(m.permit(at(520)), Permit::Probe);
+        assert_eq!(
+            m.permit(at(521)),
+            Permit::Refuse(Duration::from_millis(500))
+        );
         // The probe fails: open again for another interval.
-        m.outcome(Admit::Probe, at(520), Outcome::Failed);
-        assert_eq!(m.admit(at(600)), Admit::Refuse(Duration::from_millis(420)));
+        m.outcome(Permit::Probe, at(520), Outcome::Failed);
+        assert_eq!(
+            m.permit(at(600)),
+            Permit::Refuse(Duration::from_millis(420))
+        );
         // The next probe succeeds: closed for everyone.
-        assert_eq!(call(&m, 1_020, false), Admit::Probe);
-        assert_eq!(m.admit(at(1_030)), Admit::Call);
+        assert_eq!(call(&m, 1_020, false), Permit::Probe);
+        assert_eq!(m.permit(at(1_030)), Permit::Call);
     }
 
     #[test]
@@ -183,8 +189,8 @@ mod tests {
             call(&m, i, true);
         }
         assert_eq!(
-            m.admit(at(20)),
-            Admit::Call,
+            m.permit(at(20)),
+            Permit::Call,
             "19 attempts are below the volume"
         );
         let counters = LocalCounters::default();
@@ -192,7 +198,7 @@ mod tests {
         for i in 10..60 {
             assert_eq!(
                 call(&m, i, i % 10 < 3),
-                Admit::Call,
+                Permit::Call,
                 "30 % failing: call {i}"
             );
         }
@@ -205,7 +211,9 @@ mod tests {
         for i in 0..20 {
             call(&m, i, true);
         }
-        let probes = (0..8).filter(|_| m.admit(at(600)) == Admit::Probe).count();
+        let probes = (0..8)
+            .filter(|_| m.permit(at(600)) == Permit::Probe)
+            .count();
         assert_eq!(probes, 1);
     }
 
@@ -220,10 +228,10 @@ mod tests {
         }
         for opening in 1..=20 {
             let t = opening * 600;
-            assert_eq!(call(&m, t, true), Admit::Probe, "opening {opening}");
+            assert_eq!(call(&m, t, true), Permit::Probe, "opening {opening}");
             assert_eq!(
-                m.admit(at(t + 1)),
-                Admit::Refuse(Duration::from_millis(499))
+                m.permit(at(t + 1)),
+                Permit::Refuse(Duration::from_millis(499))
             );
         }
         let claims: Vec<String> = counters
@@ -242,7 +250,7 @@ mod tests {
         for i in 0..40 {
             // 1 in 2 failing, then 3 in 10.
             let failed = if i < 20 { i % 2 == 0 } else { i % 10 < 3 };
-            assert_eq!(call(&m, i, failed), Admit::Call, "call {i}");
+            assert_eq!(call(&m, i, failed), Permit::Call, "call {i}");
         }
     }
 
@@ -252,7 +260,7 @@ mod tests {
     fn calls_that_ran_out_of_budget_never_open_it() {
         let m = memory(LocalCounters::leaked());
         for i in 0..200 {
-            assert_eq!(call_ending(&m, i, Outcome::Ignored), Admit::Call);
+            assert_eq!(call_ending(&m, i, Outcome::Ignored), Permit::Call);
         }
         assert_eq!(m.recent(at(200)).failures, 0.0);
     }
@@ -264,8 +272,8 @@ mod tests {
         for i in 0..20 {
             call(&m, i, true);
         }
-        assert_eq!(call_ending(&m, 600, Outcome::Ignored), Admit::Probe);
-        assert_eq!(m.admit(at(601)), Admit::Probe);
+        assert_eq!(call_ending(&m, 600, Outcome::Ignored), Permit::Probe);
+        assert_eq!(m.permit(at(601)), Permit::Probe);
     }
 
     /// After a successful probe the window starts clean: the failures of
@@ -277,9 +285,9 @@ mod tests {
         for i in 0..20 {
             call(&m, i, true);
         }
-        assert_eq!(call(&m, 600, false), Admit::Probe);
-        assert_eq!(call(&m, 601, true), Admit::Call);
-        assert_eq!(m.admit(at(602)), Admit::Call, "one failure after closing");
+        assert_eq!(call(&m, 600, false), Permit::Probe);
+        assert_eq!(call(&m, 601, true), Permit::Call);
+        assert_eq!(m.permit(at(602)), Permit::Call, "one failure after closing");
         assert_eq!(m.recent(at(602)).failures, 1.0);
     }
 }

@@ -40,7 +40,7 @@
 //! starved host every call runs out of time, and a caller cannot tell that
 //! from a failing downstream (the metastable loop of Bronson et al., HotOS
 //! 2021: time-outs open the breaker, its probes time out on the same
-//! starved host, it stays open). Overload is the gateway's admission's to
+//! starved host, it stays open). Overload is the gateway's throttle's to
 //! refuse, early and in proportion; the breaker sheds only a downstream
 //! that answers, and answers that it is failing. Its trip point is high
 //! (80 % of at least 20 attempts), so a partial failure that retries can
@@ -66,7 +66,7 @@ mod window;
 use crate::counts::Counters;
 #[cfg(test)]
 use crate::counts::LocalCounters;
-pub use breaker::{Admit, Outcome};
+pub use breaker::{Outcome, Permit};
 pub use config::MemoryConfig;
 pub use window::Recent;
 
@@ -80,7 +80,7 @@ pub struct FailureMemory<'a, K: Counters> {
     config: MemoryConfig,
     prefix: String,
     /// Whether first attempts are counted one by one (a failure was seen
-    /// within the window) or sampled (all healthy), as `admit` read it.
+    /// within the window) or sampled (all healthy), as `permit` read it.
     exact: std::cell::Cell<bool>,
     /// The probe this call claimed, by the opening it probes (its key is
     /// forgotten once the probe's outcome is known).
@@ -118,8 +118,8 @@ mod testkit {
         FailureMemory::new(counters, config, "gateway", "community")
     }
 
-    /// One call at `ms`: admitted or not, and if so counted and ended.
-    pub fn call(m: &FailureMemory<'_, LocalCounters>, ms: u64, failed: bool) -> Admit {
+    /// One call at `ms`: permitted or not, and if so counted and ended.
+    pub fn call(m: &FailureMemory<'_, LocalCounters>, ms: u64, failed: bool) -> Permit {
         let outcome = if failed {
             Outcome::Failed
         } else {
@@ -129,14 +129,14 @@ mod testkit {
     }
 
     /// One call at `ms` that ends as `outcome`.
-    pub fn call_ending(m: &FailureMemory<'_, LocalCounters>, ms: u64, outcome: Outcome) -> Admit {
-        let admitted = m.admit(at(ms));
-        if admitted != Admit::Call && admitted != Admit::Probe {
-            return admitted;
+    pub fn call_ending(m: &FailureMemory<'_, LocalCounters>, ms: u64, outcome: Outcome) -> Permit {
+        let permitted = m.permit(at(ms));
+        if permitted != Permit::Call && permitted != Permit::Probe {
+            return permitted;
         }
         m.first_attempt(at(ms), 0);
-        m.outcome(admitted, at(ms), outcome);
-        admitted
+        m.outcome(permitted, at(ms), outcome);
+        permitted
     }
 }
 
@@ -193,7 +193,7 @@ mod tests {
         for i in 0..50 {
             call(&m, i, true);
         }
-        assert_eq!(m.admit(at(60)), Admit::Call);
+        assert_eq!(m.permit(at(60)), Permit::Call);
         assert!(m.may_retry(at(60)));
         assert!(counters.is_empty());
     }

@@ -99,7 +99,7 @@ impl<K: Counters> FailureMemory<'_, K> {
     /// Counts a call's first attempt, starting at `now`. While all is
     /// healthy, it is written only when `roll` (a random number) picks it,
     /// one in `sample`, and then counts `sample`; after a recent failure (as
-    /// [`Self::admit`] read), every one is. (A retry is counted when
+    /// [`Self::permit`] read), every one is. (A retry is counted when
     /// [`Self::may_retry`] grants it.) The first write to a new window
     /// forgets the windows before the previous one, so the store holds at
     /// most two windows per pair.
@@ -138,21 +138,21 @@ mod tests {
         );
         // Healthy: rolls that are not multiples of 64 write nothing.
         for i in 1..10 {
-            m.admit(at(i));
+            m.permit(at(i));
             m.first_attempt(at(i), i);
         }
         assert_eq!(m.recent(at(10)).calls, 0.0);
-        let admitted = m.admit(at(10));
+        let permitted = m.permit(at(10));
         m.first_attempt(at(10), 10);
-        m.outcome(admitted, at(10), Outcome::Failed);
+        m.outcome(permitted, at(10), Outcome::Failed);
         // From now on, exact.
         for i in 11..21 {
-            m.admit(at(i));
+            m.permit(at(i));
             m.first_attempt(at(i), i);
         }
         assert_eq!(m.recent(at(30)).calls, 10.0);
         // A window later, sampled again.
-        m.admit(at(10_011));
+        m.permit(at(10_011));
         m.first_attempt(at(10_011), 1);
         assert_eq!(m.recent(at(10_011)).calls, 10.0 * (1.0 - 0.0011));
     }
@@ -192,10 +192,10 @@ mod tests {
         for i in 0..50 {
             // 35 s apart: three and a half windows between calls.
             let ms = i * 35_000;
-            let admitted = m.admit(at(ms));
+            let permitted = m.permit(at(ms));
             m.first_attempt(at(ms), 0);
             assert!(m.may_retry(at(ms)));
-            m.outcome(admitted, at(ms), Outcome::Failed);
+            m.outcome(permitted, at(ms), Outcome::Failed);
         }
         let stored = counters.keys();
         let windows: std::collections::BTreeSet<&str> = stored
@@ -237,9 +237,9 @@ mod tests {
         let counters = LocalCounters::default();
         let m = FailureMemory::new(&counters, MemoryConfig::default(), "gateway", "community");
         for i in 0..100 {
-            let admitted = m.admit(at(i));
+            let permitted = m.permit(at(i));
             m.first_attempt(at(i), i);
-            m.outcome(admitted, at(i), Outcome::Succeeded);
+            m.outcome(permitted, at(i), Outcome::Succeeded);
         }
         assert_eq!(counters.len(), 2, "the count and the marker");
         assert_eq!(m.recent(at(100)).calls, 128.0, "2 samples of 64");

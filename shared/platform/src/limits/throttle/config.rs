@@ -1,10 +1,11 @@
-//! Admission's settings, and the Spin variable that chooses them.
+//! Throttle's settings, and the Spin variable that chooses them.
 
 use std::time::Duration;
 
-/// The admission settings (Spin variable `admission`: `on`, `off`).
+/// The overload throttle's settings (Spin variable `admission`: `on`,
+/// `off`, `proxy`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AdmissionConfig {
+pub struct ThrottleConfig {
     /// Off: every request is admitted, nothing is read or written.
     pub enabled: bool,
     /// Whether it refuses in proportion to overload (the throttle and the
@@ -26,7 +27,7 @@ pub struct AdmissionConfig {
     pub k: f64,
     /// The most it ever refuses.
     pub max_reject: f64,
-    /// Admitted requests in the window before it may refuse any.
+    /// ThrottleVerdict requests in the window before it may refuse any.
     pub min_volume: u32,
     /// One request in this many is written to the route's window,
     /// counting for all of them.
@@ -42,7 +43,7 @@ pub struct AdmissionConfig {
     pub in_time_share: f64,
 }
 
-impl Default for AdmissionConfig {
+impl Default for ThrottleConfig {
     fn default() -> Self {
         Self {
             enabled: true,
@@ -58,7 +59,7 @@ impl Default for AdmissionConfig {
     }
 }
 
-impl AdmissionConfig {
+impl ThrottleConfig {
     /// The same, writing one request in `count_sample` to the tenant's
     /// window and one in `sample × count_sample` to the route's, each for
     /// as many as it stands for: for a key-value store with a write quota.

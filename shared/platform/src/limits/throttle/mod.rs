@@ -1,4 +1,4 @@
-//! Admission at the gateway: refuse early and cheaply what cannot finish,
+//! Throttle at the gateway: refuse early and cheaply what cannot finish,
 //! in proportion, never everything.
 //!
 //! Two signals per route, kept in the shared key-value store in short
@@ -47,14 +47,14 @@ use std::time::Duration;
 
 mod config;
 
-pub use config::AdmissionConfig;
+pub use config::ThrottleConfig;
 
 use crate::counts::{opened_window, Counters};
 use crate::time::{duration_ms, UnixMillis};
 
-/// What admission decided.
+/// What the throttle decided.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Admitted {
+pub enum ThrottleVerdict {
     /// Go ahead.
     Yes,
     /// Refused in proportion to the route's recent overload: answer 503
@@ -76,7 +76,7 @@ pub enum Admitted {
 pub struct RouteLoad {
     /// Requests admitted.
     pub admitted: f64,
-    /// Admitted requests answered without running out of budget.
+    /// ThrottleVerdict requests answered without running out of budget.
     pub finished: f64,
     /// Their total time, milliseconds.
     pub finished_ms: f64,
@@ -86,7 +86,7 @@ pub struct RouteLoad {
 
 impl RouteLoad {
     /// The chance a new request is refused (`config`'s formula and cap).
-    pub fn reject_chance(&self, config: &AdmissionConfig) -> f64 {
+    pub fn reject_chance(&self, config: &ThrottleConfig) -> f64 {
         if self.admitted < f64::from(config.min_volume) {
             return 0.0;
         }
@@ -100,7 +100,7 @@ impl RouteLoad {
     /// `X = finished / W`; within `target` each, at most `X · target`
     /// may be in flight, and the excess share `1 − X · target / L` is
     /// refused (`config`'s cap). `W` cancels out.
-    pub fn concurrency_chance(&self, target: Duration, config: &AdmissionConfig) -> f64 {
+    pub fn concurrency_chance(&self, target: Duration, config: &ThrottleConfig) -> f64 {
         if self.admitted < f64::from(config.min_volume) {
             return 0.0;
         }
@@ -114,7 +114,7 @@ impl RouteLoad {
 
     /// The larger of the two refusal chances for a request that has
     /// `remaining` budget.
-    fn refusal_chance(&self, remaining: Duration, config: &AdmissionConfig) -> f64 {
+    fn refusal_chance(&self, remaining: Duration, config: &ThrottleConfig) -> f64 {
         let target = config.in_time(remaining);
         self.reject_chance(config)
             .max(self.concurrency_chance(target, config))
@@ -131,7 +131,7 @@ impl RouteLoad {
 /// among them, each with the milliseconds they took packed into the same
 /// counter ([`pack`]), so that a request in time is one increment per
 /// window. Late requests are counted, not finished ones, so a write the
-/// store loses only ever makes the route look healthier: admission fails
+/// store loses only ever makes the route look healthier: the throttle fails
 /// open.
 const KINDS: [&str; 2] = ["admitted", "late"];
 
@@ -153,11 +153,11 @@ fn unpack(value: i64) -> (i64, i64) {
     (value & ((1 << COUNT_BITS) - 1), value >> COUNT_BITS)
 }
 
-/// Admission of one route (method and template) at the gateway, for one
+/// Throttle of one route (method and template) at the gateway, for one
 /// tenant when the request names one.
-pub struct Admission<'a, K: Counters> {
+pub struct Throttle<'a, K: Counters> {
     counters: &'a K,
-    config: AdmissionConfig,
+    config: ThrottleConfig,
     prefix: String,
     /// The tenant's own window of the route, beside the route's.
     tenant: Option<String>,
@@ -166,9 +166,9 @@ pub struct Admission<'a, K: Counters> {
     vouched: bool,
 }
 
-impl<'a, K: Counters> Admission<'a, K> {
-    /// Admission of requests to `route` (`GET /v1/{tenant}/residents`).
-    pub fn new(counters: &'a K, config: AdmissionConfig, route: &str) -> Self {
+impl<'a, K: Counters> Throttle<'a, K> {
+    /// Throttle of requests to `route` (`GET /v1/{tenant}/residents`).
+    pub fn new(counters: &'a K, config: ThrottleConfig, route: &str) -> Self {
         Self {
             counters,
             config,
@@ -256,24 +256,24 @@ impl<'a, K: Counters> Admission<'a, K> {
 
     /// Whether a request with `remaining` budget may start at `now`;
     /// `roll` is a random number (the throttle's draw).
-    pub fn admit(&self, now: UnixMillis, remaining: Duration, roll: u64) -> Admitted {
+    pub fn judge(&self, now: UnixMillis, remaining: Duration, roll: u64) -> ThrottleVerdict {
         if !self.config.enabled {
-            return Admitted::Yes;
+            return ThrottleVerdict::Yes;
         }
         let (route, tenant) = self.load(now);
         let cost = route.mean_cost();
         if let Some(cost) = cost.filter(|&cost| remaining < cost) {
-            return Admitted::TooLittleBudget(cost);
+            return ThrottleVerdict::TooLittleBudget(cost);
         }
         if !self.config.throttle {
-            return Admitted::Yes;
+            return ThrottleVerdict::Yes;
         }
         let chance = self.chance(&route, &tenant, remaining);
         let draw = (roll % 1_000_000) as f64 / 1_000_000.0;
         if draw < chance {
-            Admitted::Throttled { chance, cost }
+            ThrottleVerdict::Throttled { chance, cost }
         } else {
-            Admitted::Yes
+            ThrottleVerdict::Yes
         }
     }
 
@@ -349,19 +349,19 @@ mod tests {
         UnixMillis::from_millis(1_700_000_000_000 + ms)
     }
 
-    fn exact() -> AdmissionConfig {
-        AdmissionConfig {
+    fn exact() -> ThrottleConfig {
+        ThrottleConfig {
             sample: 1,
-            ..AdmissionConfig::default()
+            ..ThrottleConfig::default()
         }
     }
 
     const MS: Duration = Duration::from_millis(1);
     const BUDGET: Duration = Duration::from_millis(100);
 
-    /// Admission of the residents list, every request written.
-    fn residents(counters: &LocalCounters) -> Admission<'_, LocalCounters> {
-        Admission::new(counters, exact(), "GET /v1/{tenant}/residents")
+    /// Throttle of the residents list, every request written.
+    fn residents(counters: &LocalCounters) -> Throttle<'_, LocalCounters> {
+        Throttle::new(counters, exact(), "GET /v1/{tenant}/residents")
     }
 
     /// Rolls spread evenly over the draw's range.
@@ -371,7 +371,7 @@ mod tests {
 
     /// 300 requests: a third finish, in 20 ms; the rest run out of their
     /// 100 ms.
-    fn a_third_finish(a: &Admission<'_, LocalCounters>) {
+    fn a_third_finish(a: &Throttle<'_, LocalCounters>) {
         for i in 0..300 {
             match i % 3 == 0 {
                 true => a.record(at(i), true, 20 * MS, 0),
@@ -386,7 +386,7 @@ mod tests {
         for i in 0..500 {
             a.record(at(i), true, 5 * MS, 0);
         }
-        assert!(rolls(1_000).all(|roll| a.admit(at(600), BUDGET, roll) == Admitted::Yes));
+        assert!(rolls(1_000).all(|roll| a.judge(at(600), BUDGET, roll) == ThrottleVerdict::Yes));
     }
 
     #[test]
@@ -403,7 +403,12 @@ mod tests {
         assert!((0.57..0.59).contains(&load.reject_chance(&exact())));
         assert!((0.76..0.78).contains(&load.concurrency_chance(50 * MS, &exact())));
         let refused = rolls(1_000)
-            .filter(|&roll| matches!(a.admit(at(300), BUDGET, roll), Admitted::Throttled { .. }))
+            .filter(|&roll| {
+                matches!(
+                    a.judge(at(300), BUDGET, roll),
+                    ThrottleVerdict::Throttled { .. }
+                )
+            })
             .count();
         assert!((750..=790).contains(&refused), "{refused}");
         // None finish at all: still only the cap is refused.
@@ -413,7 +418,7 @@ mod tests {
             a.record(at(i), false, 100 * MS, 0);
         }
         let admitted = rolls(1_000)
-            .filter(|&roll| a.admit(at(300), BUDGET, roll) == Admitted::Yes)
+            .filter(|&roll| a.judge(at(300), BUDGET, roll) == ThrottleVerdict::Yes)
             .count();
         assert_eq!(admitted, 100, "the cap leaves a tenth through");
     }
@@ -425,21 +430,23 @@ mod tests {
     #[test]
     fn behind_a_proxy_only_the_cost_history_refuses() {
         let counters = LocalCounters::default();
-        let proxied = AdmissionConfig {
+        let proxied = ThrottleConfig {
             sample: 1,
-            ..AdmissionConfig::parse(Some("proxy")).unwrap()
+            ..ThrottleConfig::parse(Some("proxy")).unwrap()
         };
-        let a = Admission::new(&counters, proxied, "GET /v1/{tenant}/residents");
+        let a = Throttle::new(&counters, proxied, "GET /v1/{tenant}/residents");
         a_third_finish(&a);
-        assert!(rolls(1_000).all(|roll| a.admit(at(300), BUDGET, roll) == Admitted::Yes));
+        assert!(rolls(1_000).all(|roll| a.judge(at(300), BUDGET, roll) == ThrottleVerdict::Yes));
         assert!(matches!(
-            a.admit(at(300), 10 * MS, 0),
-            Admitted::TooLittleBudget(_)
+            a.judge(at(300), 10 * MS, 0),
+            ThrottleVerdict::TooLittleBudget(_)
         ));
         // The same window with the throttle on refuses most of it.
-        let throttled = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
-        assert!(rolls(1_000).any(|roll| throttled.admit(at(300), BUDGET, roll) != Admitted::Yes));
-        assert!(AdmissionConfig::parse(Some("maybe"))
+        let throttled = Throttle::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        assert!(
+            rolls(1_000).any(|roll| throttled.judge(at(300), BUDGET, roll) != ThrottleVerdict::Yes)
+        );
+        assert!(ThrottleConfig::parse(Some("maybe"))
             .unwrap_err()
             .contains("on, off or proxy"));
     }
@@ -458,8 +465,8 @@ mod tests {
             rolls(1_000)
                 .filter(|&roll| {
                     matches!(
-                        a.admit(at(200), remaining, roll),
-                        Admitted::Throttled { .. }
+                        a.judge(at(200), remaining, roll),
+                        ThrottleVerdict::Throttled { .. }
                     )
                 })
                 .count()
@@ -474,7 +481,7 @@ mod tests {
 
     #[test]
     fn the_cap_fails_open_when_the_times_are_lost() {
-        // Admitted and late counted, no time: nothing is in flight that
+        // ThrottleVerdict and late counted, no time: nothing is in flight that
         // the cap could see, so only the throttle speaks.
         let load = RouteLoad {
             admitted: 100.0,
@@ -502,7 +509,7 @@ mod tests {
         for i in 0..19 {
             a.record(at(i), false, 100 * MS, 0);
         }
-        assert_eq!(a.admit(at(20), BUDGET, 0), Admitted::Yes);
+        assert_eq!(a.judge(at(20), BUDGET, 0), ThrottleVerdict::Yes);
     }
 
     #[test]
@@ -513,7 +520,7 @@ mod tests {
         }
         // Nothing recorded since (every request refused, say): the window
         // slides on its own, so nothing stays refused.
-        assert!(rolls(100).all(|roll| a.admit(at(2_000), BUDGET, roll) == Admitted::Yes));
+        assert!(rolls(100).all(|roll| a.judge(at(2_000), BUDGET, roll) == ThrottleVerdict::Yes));
     }
 
     #[test]
@@ -523,18 +530,18 @@ mod tests {
             a.record(at(i), false, 100 * MS, 0);
         }
         assert!(
-            rolls(100).any(|roll| a.admit(at(1_000), BUDGET, roll) != Admitted::Yes),
+            rolls(100).any(|roll| a.judge(at(1_000), BUDGET, roll) != ThrottleVerdict::Yes),
             "refusing while it lasts"
         );
-        assert!(rolls(100).all(|roll| a.admit(at(1_500), BUDGET, roll) == Admitted::Yes));
+        assert!(rolls(100).all(|roll| a.judge(at(1_500), BUDGET, roll) == ThrottleVerdict::Yes));
     }
 
     #[test]
     fn one_tenants_flood_does_not_refuse_a_quiet_tenants_requests() {
         let counters = LocalCounters::default();
         let route = "GET /v1/{tenant}/residents";
-        let flood = || Admission::new(&counters, exact(), route).for_tenant("flood");
-        let quiet = || Admission::new(&counters, exact(), route).for_tenant("quiet");
+        let flood = || Throttle::new(&counters, exact(), route).for_tenant("flood");
+        let quiet = || Throttle::new(&counters, exact(), route).for_tenant("quiet");
         // The flood: 200 requests in the window, none in time; the quiet
         // tenant: 5, in time (they too would be late on a starved host).
         for i in 0..200 {
@@ -543,10 +550,13 @@ mod tests {
         for i in 0..5 {
             quiet().record(at(i * 40), i % 2 == 0, 60 * MS, 0);
         }
-        let refused = |a: Admission<'_, LocalCounters>| {
+        let refused = |a: Throttle<'_, LocalCounters>| {
             rolls(1_000)
                 .filter(|&roll| {
-                    matches!(a.admit(at(220), BUDGET, roll), Admitted::Throttled { .. })
+                    matches!(
+                        a.judge(at(220), BUDGET, roll),
+                        ThrottleVerdict::Throttled { .. }
+                    )
                 })
                 .count()
         };
@@ -560,7 +570,7 @@ mod tests {
             "the flood is shed up to the cap"
         );
         // A slug with nothing in the window meets the route's throttle...
-        let stranger = || Admission::new(&counters, exact(), route).for_tenant("stranger");
+        let stranger = || Throttle::new(&counters, exact(), route).for_tenant("stranger");
         assert!(refused(stranger()) >= 850);
         // ...unless identity vouched for its caller: a tenant's first
         // request in a while is not shed for another tenant's flood.
@@ -568,27 +578,32 @@ mod tests {
         // A caller nobody vouched for is judged by the route alone, whatever
         // slug it names: the quiet tenant's exemption is its callers', and
         // a stranger's answers tell nothing of a tenant's window.
-        let route_alone = refused(Admission::new(&counters, exact(), route));
+        let route_alone = refused(Throttle::new(&counters, exact(), route));
         assert_eq!(refused(quiet()), route_alone);
         assert_eq!(refused(flood()), route_alone);
         assert_eq!(refused(stranger()), route_alone);
         // And the route alone (a request that names no tenant) as before.
-        assert!(refused(Admission::new(&counters, exact(), route)) >= 850);
+        assert!(refused(Throttle::new(&counters, exact(), route)) >= 850);
     }
 
     #[test]
     fn a_tenant_with_volume_is_shed_for_the_routes_lateness_too() {
         let counters = LocalCounters::default();
         let route = "GET /v1/{tenant}/residents";
-        let a = || Admission::new(&counters, exact(), route).for_tenant("a");
-        let b = || Admission::new(&counters, exact(), route).for_tenant("b");
+        let a = || Throttle::new(&counters, exact(), route).for_tenant("a");
+        let b = || Throttle::new(&counters, exact(), route).for_tenant("b");
         // Both send 100; a's are late, b's finish: the route is half late.
         for i in 0..100 {
             a().record(at(i), false, 100 * MS, 0);
             b().record(at(i), true, 40 * MS, 0);
         }
         let refused = rolls(1_000)
-            .filter(|&roll| matches!(b().admit(at(120), BUDGET, roll), Admitted::Throttled { .. }))
+            .filter(|&roll| {
+                matches!(
+                    b().judge(at(120), BUDGET, roll),
+                    ThrottleVerdict::Throttled { .. }
+                )
+            })
             .count();
         // The route's throttle: (200 − 1.25·100) / 201 ≈ 37 %; its cap,
         // in flight 100·100 + 100·40 ms, allowed 100 × 50 ms: 64 %.
@@ -597,7 +612,7 @@ mod tests {
 
     #[test]
     fn a_budget_below_the_routes_recent_cost_is_refused_at_once() {
-        let a = Admission::new(
+        let a = Throttle::new(
             LocalCounters::leaked(),
             exact(),
             "POST /v1/{tenant}/invoices",
@@ -606,18 +621,18 @@ mod tests {
             a.record(at(i), true, 40 * MS, 0);
         }
         assert_eq!(
-            a.admit(at(20), 30 * MS, 0),
-            Admitted::TooLittleBudget(40 * MS)
+            a.judge(at(20), 30 * MS, 0),
+            ThrottleVerdict::TooLittleBudget(40 * MS)
         );
-        assert_eq!(a.admit(at(20), 45 * MS, 0), Admitted::Yes);
+        assert_eq!(a.judge(at(20), 45 * MS, 0), ThrottleVerdict::Yes);
     }
 
     #[test]
     fn sampled_records_count_for_the_ones_not_written() {
         let counters = LocalCounters::default();
-        let a = Admission::new(
+        let a = Throttle::new(
             &counters,
-            AdmissionConfig::default(),
+            ThrottleConfig::default(),
             "GET /v1/{tenant}/residents",
         );
         for roll in 0..400 {
@@ -640,9 +655,9 @@ mod tests {
     #[test]
     fn a_count_sample_bounds_the_writes_and_keeps_the_counts() {
         let counters = LocalCounters::default();
-        let config = AdmissionConfig::default().sampled(16);
+        let config = ThrottleConfig::default().sampled(16);
         assert_eq!((config.sample, config.tenant_sample), (64, 16));
-        let a = Admission::new(&counters, config, "GET /v1/{tenant}/residents").for_tenant("acme");
+        let a = Throttle::new(&counters, config, "GET /v1/{tenant}/residents").for_tenant("acme");
         let mut roll = 0x2545_F491_4F6C_DD1D_u64;
         for _ in 0..1_600 {
             roll = roll
@@ -674,7 +689,7 @@ mod tests {
     #[test]
     fn requests_far_apart_leave_at_most_two_windows_in_the_store() {
         let counters = LocalCounters::default();
-        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents").for_tenant("acme");
+        let a = Throttle::new(&counters, exact(), "GET /v1/{tenant}/residents").for_tenant("acme");
         for i in 0..40 {
             a.record(at(i * 1_000), i % 2 == 0, 10 * MS, 0);
         }
@@ -698,11 +713,11 @@ mod tests {
     #[test]
     fn a_request_in_time_is_one_write_a_late_one_two() {
         let counters = LocalCounters::default();
-        let config = AdmissionConfig {
+        let config = ThrottleConfig {
             sample: 1,
-            ..AdmissionConfig::default()
+            ..ThrottleConfig::default()
         };
-        let a = Admission::new(&counters, config, "GET /v1/{tenant}/residents");
+        let a = Throttle::new(&counters, config, "GET /v1/{tenant}/residents");
         // The route's count and the marker of the window it opened.
         a.record(at(0), true, 10 * MS, 0);
         assert_eq!(counters.len(), 2);
@@ -727,12 +742,12 @@ mod tests {
     #[test]
     fn off_it_admits_everything_and_writes_nothing() {
         let counters = LocalCounters::default();
-        let config = AdmissionConfig::parse(Some("off")).unwrap();
-        let a = Admission::new(&counters, config, "GET /v1/{tenant}/residents");
+        let config = ThrottleConfig::parse(Some("off")).unwrap();
+        let a = Throttle::new(&counters, config, "GET /v1/{tenant}/residents");
         a.record(at(0), false, 100 * MS, 0);
-        assert_eq!(a.admit(at(1), MS, 0), Admitted::Yes);
+        assert_eq!(a.judge(at(1), MS, 0), ThrottleVerdict::Yes);
         assert!(counters.is_empty());
-        assert!(AdmissionConfig::parse(Some("maybe")).is_err());
+        assert!(ThrottleConfig::parse(Some("maybe")).is_err());
     }
 
     /// A store that loses writes (a file-backed store under contention)
@@ -760,10 +775,10 @@ mod tests {
             }
         }
         let counters = Losing(LocalCounters::default());
-        let a = Admission::new(&counters, exact(), "GET /v1/{tenant}/residents");
+        let a = Throttle::new(&counters, exact(), "GET /v1/{tenant}/residents");
         for i in 0..300 {
             a.record(at(i), true, 5 * MS, 0);
         }
-        assert!(rolls(1_000).all(|roll| a.admit(at(300), BUDGET, roll) == Admitted::Yes));
+        assert!(rolls(1_000).all(|roll| a.judge(at(300), BUDGET, roll) == ThrottleVerdict::Yes));
     }
 }

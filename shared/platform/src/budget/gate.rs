@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::budget::context::{BudgetSpent, RequestContext};
-use crate::budget::propagation::{Arrival, PropagationError};
+use crate::budget::propagation::{PropagationError, ReceivedBudget};
 use crate::tenancy::{ActorId, Role, TenantId, TenantScope};
 use crate::time::{duration_ms, UnixMillis};
 use crate::wire::headers;
@@ -33,7 +33,7 @@ pub struct InternalGate<'a> {
 
 /// A request the gate let through.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Admitted {
+pub struct Passed {
     /// The request's context, tenant-scoped when the gateway resolved one.
     pub ctx: RequestContext,
     /// Clock disagreement with the sender, when above the threshold.
@@ -50,14 +50,14 @@ impl InternalGate<'_> {
     /// A caller whose signature does not verify is answered as an unknown
     /// route is ([`Problem::no_route`]): where the services' routes are
     /// public, a stranger learns nothing of what lies behind them.
-    pub fn admit<'h>(
+    pub fn pass<'h>(
         &self,
         request_id: RequestId,
         method: &'h str,
         target: &'h str,
         header: impl Fn(&str) -> Option<&'h str> + Copy,
         now: UnixMillis,
-    ) -> Result<Admitted, Problem> {
+    ) -> Result<Passed, Problem> {
         let refuse = |p: Problem| p.with_request_id(request_id.as_str());
 
         let call = SignedCall {
@@ -74,7 +74,7 @@ impl InternalGate<'_> {
             return Err(refuse(Problem::no_route()));
         }
 
-        let arrival = Arrival::decode(
+        let arrival = ReceivedBudget::decode(
             header(headers::DEADLINE),
             header(headers::BUDGET_MS),
             now,
@@ -102,7 +102,7 @@ impl InternalGate<'_> {
             Some(scope) => ctx.with_tenant(scope),
             None => ctx,
         };
-        Ok(Admitted {
+        Ok(Passed {
             ctx,
             skew_ms: arrival.skew_ms,
         })
@@ -184,16 +184,16 @@ mod tests {
         h
     }
 
-    fn admit(h: &HashMap<&'static str, String>, now: u64) -> Result<Admitted, Problem> {
-        admit_as(gate(), h, now)
+    fn pass(h: &HashMap<&'static str, String>, now: u64) -> Result<Passed, Problem> {
+        pass_as(gate(), h, now)
     }
 
-    fn admit_as(
+    fn pass_as(
         gate: InternalGate<'_>,
         h: &HashMap<&'static str, String>,
         now: u64,
-    ) -> Result<Admitted, Problem> {
-        gate.admit(
+    ) -> Result<Passed, Problem> {
+        gate.pass(
             RequestId::from_header_or_new(h.get(headers::REQUEST_ID).map(String::as_str)),
             "GET",
             TARGET,
@@ -203,8 +203,8 @@ mod tests {
     }
 
     #[test]
-    fn a_well_formed_internal_request_is_admitted_with_its_budget() {
-        let a = admit(&signed(valid()), NOW).unwrap();
+    fn a_well_formed_internal_request_passes_with_its_budget() {
+        let a = pass(&signed(valid()), NOW).unwrap();
         assert_eq!(
             a.ctx.remaining(UnixMillis::from_millis(NOW)),
             Duration::from_millis(500)
@@ -224,9 +224,9 @@ mod tests {
     fn a_missing_wrong_or_replayed_signature_is_answered_as_an_unknown_route() {
         let mut h = signed(valid());
         h.insert(headers::SIGNATURE, "00".repeat(32));
-        assert!(is_no_route(&admit(&h, NOW).unwrap_err()));
+        assert!(is_no_route(&pass(&h, NOW).unwrap_err()));
         h.remove(headers::SIGNATURE);
-        assert!(is_no_route(&admit(&h, NOW).unwrap_err()));
+        assert!(is_no_route(&pass(&h, NOW).unwrap_err()));
         // Another secret's signature.
         let other = CallKey::derive("another-internal-secret-0123456789ab");
         let other_gate = InternalGate {
@@ -234,7 +234,7 @@ mod tests {
             ..gate()
         };
         assert!(is_no_route(
-            &admit_as(other_gate, &signed(valid()), NOW).unwrap_err()
+            &pass_as(other_gate, &signed(valid()), NOW).unwrap_err()
         ));
         // A signature replayed with another tenant, actor or role.
         let mut scoped = valid();
@@ -242,9 +242,9 @@ mod tests {
         scoped.insert(headers::ACTOR_ID, ACTOR.into());
         scoped.insert(headers::ACTOR_ROLE, "resident".into());
         let mut promoted = signed(scoped);
-        assert!(admit(&promoted, NOW).is_ok());
+        assert!(pass(&promoted, NOW).is_ok());
         promoted.insert(headers::ACTOR_ROLE, "admin".into());
-        assert!(is_no_route(&admit(&promoted, NOW).unwrap_err()));
+        assert!(is_no_route(&pass(&promoted, NOW).unwrap_err()));
     }
 
     #[test]
@@ -252,7 +252,7 @@ mod tests {
         let h = signed(valid());
         for (method, target) in [("GET", "/internal/payments"), ("POST", TARGET)] {
             let p = gate()
-                .admit(
+                .pass(
                     RequestId::parse("req-42").unwrap(),
                     method,
                     target,
@@ -268,17 +268,17 @@ mod tests {
     fn a_signature_past_its_lifetime_is_answered_as_an_unknown_route_and_a_late_one_as_spent() {
         let h = signed(valid());
         let late = NOW + 500 + 1_000;
-        assert_eq!(admit(&h, late).unwrap_err().status().as_u16(), 504);
+        assert_eq!(pass(&h, late).unwrap_err().status().as_u16(), 504);
         let lifetime = u64::try_from(SIGNATURE_LIFETIME_PAST_DEADLINE.as_millis()).unwrap();
         assert_eq!(
-            admit(&h, NOW + 500 + lifetime)
+            pass(&h, NOW + 500 + lifetime)
                 .unwrap_err()
                 .status()
                 .as_u16(),
             504
         );
         assert!(is_no_route(
-            &admit(&h, NOW + 500 + lifetime + 1).unwrap_err()
+            &pass(&h, NOW + 500 + lifetime + 1).unwrap_err()
         ));
     }
 
@@ -286,7 +286,7 @@ mod tests {
     fn the_signature_is_checked_before_the_deadline() {
         let mut h = valid();
         h.remove(headers::DEADLINE);
-        assert!(is_no_route(&admit(&h, NOW).unwrap_err()));
+        assert!(is_no_route(&pass(&h, NOW).unwrap_err()));
     }
 
     #[test]
@@ -301,7 +301,7 @@ mod tests {
                 Some(v) => h.insert(name, v.to_owned()),
                 None => h.remove(name),
             };
-            let p = admit(&signed(h), NOW).unwrap_err();
+            let p = pass(&signed(h), NOW).unwrap_err();
             assert_eq!(
                 (p.status().as_u16(), p.code()),
                 (400, ErrorCode::InvalidRequest),
@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn an_expired_request_is_refused_with_504_before_any_work() {
-        let p = admit(&signed(valid()), NOW + 500).unwrap_err();
+        let p = pass(&signed(valid()), NOW + 500).unwrap_err();
         assert_eq!(p.status().as_u16(), 504);
         let v: serde_json::Value = serde_json::from_slice(&p.to_json()).unwrap();
         assert_eq!(v["hop"], "billing");
@@ -329,7 +329,7 @@ mod tests {
         h.insert(headers::TENANT_ID, TENANT.into());
         h.insert(headers::ACTOR_ID, ACTOR.into());
         h.insert(headers::ACTOR_ROLE, "manager".into());
-        let scope = *admit(&signed(h), NOW).unwrap().ctx.tenant().unwrap();
+        let scope = *pass(&signed(h), NOW).unwrap().ctx.tenant().unwrap();
         assert_eq!(scope.tenant_id.to_string(), TENANT);
         assert_eq!(scope.role, Role::Manager);
     }
@@ -338,20 +338,20 @@ mod tests {
     fn partial_or_malformed_tenant_headers_are_refused() {
         let mut h = valid();
         h.insert(headers::TENANT_ID, TENANT.into());
-        assert_eq!(admit(&signed(h.clone()), NOW).unwrap_err().status(), 400);
+        assert_eq!(pass(&signed(h.clone()), NOW).unwrap_err().status(), 400);
         h.insert(headers::ACTOR_ID, ACTOR.into());
         h.insert(headers::ACTOR_ROLE, "owner".into());
-        assert_eq!(admit(&signed(h.clone()), NOW).unwrap_err().status(), 400);
+        assert_eq!(pass(&signed(h.clone()), NOW).unwrap_err().status(), 400);
         h.insert(headers::ACTOR_ROLE, "admin".into());
         h.insert(headers::TENANT_ID, "not-a-uuid".into());
-        assert_eq!(admit(&signed(h), NOW).unwrap_err().status(), 400);
+        assert_eq!(pass(&signed(h), NOW).unwrap_err().status(), 400);
     }
 
     #[test]
     fn skew_between_the_headers_is_reported() {
         let mut h = valid();
         h.insert(headers::DEADLINE, (NOW + 5_500).to_string());
-        let a = admit(&signed(h), NOW).unwrap();
+        let a = pass(&signed(h), NOW).unwrap();
         assert_eq!(a.skew_ms, Some(5_000));
         assert_eq!(
             a.ctx.remaining(UnixMillis::from_millis(NOW)),
@@ -366,8 +366,6 @@ mod tests {
             key: &none,
             ..gate()
         };
-        assert!(is_no_route(
-            &admit_as(g, &signed(valid()), NOW).unwrap_err()
-        ));
+        assert!(is_no_route(&pass_as(g, &signed(valid()), NOW).unwrap_err()));
     }
 }
