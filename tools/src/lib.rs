@@ -1,19 +1,103 @@
-//! What the tools share beyond the end-to-end harness: reading their
-//! positional arguments.
+//! What the tools share beyond the end-to-end harness: their arguments,
+//! read by `lexopt`, and percentiles, computed one way.
 #![forbid(unsafe_code)]
 
 use std::str::FromStr;
 
 use anyhow::{Context, Result};
 
-/// The tool's `n`-th positional argument (from 0) as a `T`, or `default`
-/// when it was not given; one that does not parse is an error naming it.
-pub fn arg<T: FromStr>(n: usize, name: &str, default: T) -> Result<T>
-where
-    T::Err: std::error::Error + Send + Sync + 'static,
-{
-    std::env::args()
-        .nth(n + 1)
-        .map_or(Ok(default), |a| a.parse())
-        .with_context(|| format!("argument {} ({name})", n + 1))
+/// A tool's positional arguments, read once by `lexopt` (an option the
+/// tool does not take is an error naming it).
+#[derive(Debug, Clone, Default)]
+pub struct Positionals(Vec<String>);
+
+impl Positionals {
+    /// The process's arguments.
+    pub fn from_env() -> Result<Self> {
+        let mut parser = lexopt::Parser::from_env();
+        let mut values = Vec::new();
+        while let Some(arg) = parser.next()? {
+            match arg {
+                lexopt::Arg::Value(value) => {
+                    values.push(value.into_string().map_err(lexopt::Error::from)?)
+                }
+                _ => return Err(arg.unexpected().into()),
+            }
+        }
+        Ok(Self(values))
+    }
+
+    /// The `n`-th (from 0) as a `T`, or `default` when it was not given;
+    /// one that does not parse is an error naming it.
+    pub fn get<T: FromStr>(&self, n: usize, name: &str, default: T) -> Result<T>
+    where
+        T::Err: std::error::Error + Send + Sync + 'static,
+    {
+        self.0
+            .get(n)
+            .map_or(Ok(default), |a| a.parse())
+            .with_context(|| format!("argument {} ({name})", n + 1))
+    }
+
+    /// The `n`-th (from 0) as written, if given.
+    pub fn raw(&self, n: usize) -> Option<&str> {
+        self.0.get(n).map(String::as_str)
+    }
+
+    /// All of them, in order.
+    pub fn all(&self) -> &[String] {
+        &self.0
+    }
+}
+
+/// Values sorted once, for their percentiles.
+#[derive(Debug, Clone, Default)]
+pub struct Sorted(Vec<f64>);
+
+impl Sorted {
+    /// `values`, sorted (NaN last).
+    pub fn new(values: impl IntoIterator<Item = f64>) -> Self {
+        let mut values: Vec<f64> = values.into_iter().collect();
+        values.sort_by(f64::total_cmp);
+        Self(values)
+    }
+
+    /// The `p`-quantile (0–1): the value at rank `(n − 1) · p`, rounded to
+    /// the nearest (0.5 of an odd count is the middle one; 0 the least, 1
+    /// the greatest); NaN when there are none.
+    pub fn at(&self, p: f64) -> f64 {
+        let last = self.0.len().saturating_sub(1);
+        let rank = (last as f64 * p.clamp(0.0, 1.0)).round() as usize;
+        self.0.get(rank.min(last)).copied().unwrap_or(f64::NAN)
+    }
+
+    /// How many values there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The values, least first.
+    pub fn values(&self) -> &[f64] {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sorted;
+
+    #[test]
+    fn percentiles_are_nearest_ranks_of_the_sorted_values() {
+        let s = Sorted::new([5.0, 1.0, 4.0, 2.0, 3.0]);
+        assert_eq!((s.at(0.0), s.at(0.5), s.at(1.0)), (1.0, 3.0, 5.0));
+        assert_eq!(s.at(0.99), 5.0);
+        assert_eq!(s.at(0.2), 2.0);
+        assert!(Sorted::new([]).at(0.5).is_nan());
+        assert_eq!(Sorted::new([7.0]).at(0.99), 7.0);
+    }
 }

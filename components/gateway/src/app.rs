@@ -22,7 +22,7 @@ use crate::contract;
 use crate::edge::declares_json;
 use crate::exchange::{Exchange, Refusal, Trace};
 use crate::proxy::forwarding_policy;
-use crate::routes::{self, route, Route};
+use crate::routes::{self, route, Route, Work};
 
 use meridian_platform::http::body::MAX_REQUEST_BODY_BYTES;
 
@@ -110,7 +110,7 @@ enum Prepared {
     Answered(Response),
     /// To be served under `ctx`, forwarded (if it is) with `policy`.
     Serve {
-        route: Route,
+        route: Work,
         ctx: RequestContext,
         policy: RetryPolicy,
     },
@@ -287,8 +287,7 @@ impl<E: Calls> Gateway<E> {
         arrival: Arrival,
         body: Option<BodyError>,
     ) -> Result<Prepared, Refusal> {
-        let route = route(request.method(), request.path());
-        match route {
+        let route = match route(request.method(), request.path()) {
             Route::Health => {
                 let ok = message::json(StatusCode::OK, &serde_json::json!({"status": "ok"}));
                 return Ok(Prepared::Answered(ok));
@@ -301,14 +300,8 @@ impl<E: Calls> Gateway<E> {
             Route::MethodNotAllowed { allow } => {
                 return Err(Problem::method_not_allowed(request.method().as_str(), allow).into());
             }
-            Route::Ready
-            | Route::CreateTenant
-            | Route::Relay
-            | Route::Migrate
-            | Route::Keys
-            | Route::TenantLimits
-            | Route::Tenant(_) => {}
-        }
+            Route::Work(served) => served,
+        };
 
         // The budget made on arrival, before any routing work that costs time.
         let ctx = RequestContext::of(request_id.clone(), arrival.budget?);

@@ -16,7 +16,7 @@ use meridian_platform::{Problem, RequestContext};
 
 use crate::config::GatewayConfig;
 use crate::edge::{Caller, Credentials};
-use crate::routes::{Route, Service};
+use crate::routes::{Route, Service, Work};
 use crate::timing::ServerTiming;
 
 /// What one request learned on the way, reported in headers.
@@ -117,7 +117,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
     /// Serves `route`; `policy` says whether forwarding it may be repeated.
     pub async fn serve(
         &mut self,
-        route: Route,
+        route: Work,
         request: &Request,
         policy: &RetryPolicy,
     ) -> Result<Response, Refusal> {
@@ -125,13 +125,13 @@ impl<'g, E: Calls> Exchange<'g, E> {
             // The anonymous routes: a cheap deployment-wide limit and
             // the throttle before any call; the admin's routes check the
             // admin token first, so a stranger's flood reaches no service.
-            Route::Ready => {
-                self.throttle_open(own_key(Route::Ready))?;
+            Work::Ready => {
+                self.throttle_open(own_key(Work::Ready))?;
                 self.ready().await
             }
-            Route::CreateTenant => {
+            Work::CreateTenant => {
                 self.require_admin(request)?;
-                self.throttle_open(own_key(Route::CreateTenant))?;
+                self.throttle_open(own_key(Work::CreateTenant))?;
                 self.forward(
                     Service::Identity,
                     "/v1/tenants",
@@ -141,23 +141,23 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 )
                 .await
             }
-            Route::Relay => {
+            Work::Relay => {
                 self.require_admin(request)?;
-                self.throttle_open(own_key(Route::Relay))?;
+                self.throttle_open(own_key(Work::Relay))?;
                 // Delivery is keyed by event id, so a relay run is safe to repeat.
                 let policy = RetryPolicy::standard();
                 let path = "/internal/outbox/relay";
                 self.forward(Service::Billing, path, request, &policy, Credentials::Keep)
                     .await
             }
-            Route::Migrate => {
+            Work::Migrate => {
                 self.require_admin(request)?;
-                self.throttle_open(own_key(Route::Migrate))?;
+                self.throttle_open(own_key(Work::Migrate))?;
                 self.migrate().await
             }
-            Route::TenantLimits => self.tenant_limits(request),
-            Route::Keys => self.store_keys(request),
-            Route::Tenant(tenant) => {
+            Work::TenantLimits => self.tenant_limits(request),
+            Work::Keys => self.store_keys(request),
+            Work::Tenant(tenant) => {
                 // The tenant's path, step by step; the first refusal is
                 // the answer. The tenant's rate is judged once identity
                 // vouched for the caller (naming a slug spends nobody's
@@ -189,17 +189,14 @@ impl<'g, E: Calls> Exchange<'g, E> {
                 self.forward(service, &path, request, policy, Credentials::Strip)
                     .await
             }
-            // Answered by `Gateway::prepare`, before any budget was made.
-            Route::Health | Route::Contract | Route::NotFound | Route::MethodNotAllowed { .. } => {
-                Err(Problem::no_route().into())
-            }
         }
     }
 }
 
 /// The key of one of the gateway's own routes
 /// ([`crate::routes::route_key`] of its row in [`crate::routes::OWN`]).
-fn own_key(route: Route) -> String {
+fn own_key(work: Work) -> String {
+    let route = Route::Work(work);
     crate::routes::OWN
         .iter()
         .find(|e| e.op == route)

@@ -32,15 +32,30 @@ impl Service {
     }
 }
 
-/// What a public request is.
+/// What a public request is: answered from its head alone, or served
+/// under a budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
     /// `GET /healthz`: gateway liveness.
     Health,
-    /// `GET /readyz`: every downstream within the budget.
-    Ready,
     /// `GET /openapi.json`: the API contract.
     Contract,
+    /// A known path with a method it does not take.
+    MethodNotAllowed {
+        /// Methods the path takes.
+        allow: String,
+    },
+    /// Nothing lives here.
+    NotFound,
+    /// Worked on under a budget.
+    Work(Work),
+}
+
+/// A route the gateway works on under a budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Work {
+    /// `GET /readyz`: every downstream within the budget.
+    Ready,
     /// `POST /v1/tenants`: platform admin creates a tenant.
     CreateTenant,
     /// `POST /ops/outbox/relay`: a scheduler asks billing to deliver pending events.
@@ -55,13 +70,6 @@ pub enum Route {
     TenantLimits,
     /// `/v1/{slug}/...`: a forwarded row of a service's table ([`forwarded`]).
     Tenant(TenantRoute),
-    /// A known path with a method it does not take.
-    MethodNotAllowed {
-        /// Methods the path takes.
-        allow: String,
-    },
-    /// Nothing lives here.
-    NotFound,
 }
 
 /// A tenant request matched against a service's forwarded rows: its row, the slug as
@@ -123,26 +131,26 @@ impl TenantRoute {
 /// gateway checks the credentials of its own routes itself.
 pub const OWN: &[Endpoint<Route>] = &[
     own(Method::GET, "/healthz", Route::Health),
-    own(Method::GET, "/readyz", Route::Ready),
+    own(Method::GET, "/readyz", Route::Work(Work::Ready)),
     own(Method::GET, "/openapi.json", Route::Contract),
-    own(Method::POST, "/v1/tenants", Route::CreateTenant),
-    own(Method::POST, "/ops/outbox/relay", Route::Relay),
-    own(Method::POST, "/ops/migrate", Route::Migrate),
-    own(Method::GET, "/ops/keys", Route::Keys),
+    own(Method::POST, "/v1/tenants", Route::Work(Work::CreateTenant)),
+    own(Method::POST, "/ops/outbox/relay", Route::Work(Work::Relay)),
+    own(Method::POST, "/ops/migrate", Route::Work(Work::Migrate)),
+    own(Method::GET, "/ops/keys", Route::Work(Work::Keys)),
     own(
         Method::GET,
         "/ops/tenants/{tenant}/limits",
-        Route::TenantLimits,
+        Route::Work(Work::TenantLimits),
     ),
     own(
         Method::PUT,
         "/ops/tenants/{tenant}/limits",
-        Route::TenantLimits,
+        Route::Work(Work::TenantLimits),
     ),
     own(
         Method::DELETE,
         "/ops/tenants/{tenant}/limits",
-        Route::TenantLimits,
+        Route::Work(Work::TenantLimits),
     ),
 ];
 
@@ -251,13 +259,13 @@ fn tenant_route(
             _ => {}
         }
     }
-    Some(Route::Tenant(TenantRoute {
+    Some(Route::Work(Work::Tenant(TenantRoute {
         slug: slug?,
         service,
         method,
         template,
         ids,
-    }))
+    })))
 }
 
 /// The route template a public path is logged as: a row's template of the
@@ -282,7 +290,7 @@ mod tests {
 
     fn tenant(method: Method, path: &str) -> TenantRoute {
         match route(&method, path) {
-            Route::Tenant(tenant) => tenant,
+            Route::Work(Work::Tenant(tenant)) => tenant,
             other => panic!("{method} {path}: {other:?}"),
         }
     }
@@ -290,11 +298,20 @@ mod tests {
     #[test]
     fn probes_and_tenant_creation_are_gateway_routes() {
         assert_eq!(route(&Method::GET, "/healthz"), Route::Health);
-        assert_eq!(route(&Method::GET, "/readyz"), Route::Ready);
-        assert_eq!(route(&Method::POST, "/v1/tenants"), Route::CreateTenant);
-        assert_eq!(route(&Method::POST, "/ops/outbox/relay"), Route::Relay);
-        assert_eq!(route(&Method::POST, "/ops/migrate"), Route::Migrate);
-        assert_eq!(route(&Method::GET, "/ops/keys"), Route::Keys);
+        assert_eq!(route(&Method::GET, "/readyz"), Route::Work(Work::Ready));
+        assert_eq!(
+            route(&Method::POST, "/v1/tenants"),
+            Route::Work(Work::CreateTenant)
+        );
+        assert_eq!(
+            route(&Method::POST, "/ops/outbox/relay"),
+            Route::Work(Work::Relay)
+        );
+        assert_eq!(
+            route(&Method::POST, "/ops/migrate"),
+            Route::Work(Work::Migrate)
+        );
+        assert_eq!(route(&Method::GET, "/ops/keys"), Route::Work(Work::Keys));
         assert_eq!(route(&Method::GET, "/openapi.json"), Route::Contract);
         assert_eq!(route(&Method::HEAD, "/openapi.json"), Route::Contract);
         assert_eq!(

@@ -16,7 +16,7 @@ use billing::app::{Billing, Env};
 use community::app::Community;
 use futures::executor::block_on;
 use gateway::contract::DOCUMENT;
-use gateway::routes::{self, Route, Service, OWN};
+use gateway::routes::{self, Route, Service, Work, OWN};
 use identity::app::Identity;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::routes::{templates, Endpoint};
@@ -157,7 +157,7 @@ fn the_gateway_sends_each_route_to_the_service_that_declares_it() {
             for method in METHODS {
                 let routed = routes::route(&method.parse().unwrap(), &path);
                 match routed {
-                    Route::Tenant(tenant) => {
+                    Route::Work(Work::Tenant(tenant)) => {
                         assert!(methods(allow).contains(method), "{method} {path}");
                         assert_eq!(
                             (tenant.service(), tenant.template(), tenant.slug.as_str()),

@@ -13,10 +13,13 @@ use anyhow::Context;
 use meridian_e2e::{SpinApp, ADMIN_TOKEN};
 
 fn main() -> anyhow::Result<ExitCode> {
-    let mut args = std::env::args().skip(1);
+    // The program and its arguments, passed on as they are.
+    let mut parser = lexopt::Parser::from_env();
+    let mut args = parser.raw_args()?;
     let program = args
         .next()
         .context("usage: against PROGRAM [ARGS...] (run with the app's URL in MERIDIAN_URL)")?;
+    let program = program.to_string_lossy().into_owned();
     let app = SpinApp::start();
     let status = Command::new(&program)
         .args(args)

@@ -2,21 +2,16 @@
 //! keep-alive connection per route, recorded as percentiles in
 //! `target/bench/latency.json`. Run: `cargo run -p meridian-tools --release --bin bench [requests]`.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use meridian_e2e::{SpinApp, SpinOptions};
+use meridian_tools::{Positionals, Sorted};
 use serde_json::json;
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx].as_secs_f64() * 1_000.0
-}
-
 fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(300);
+    let n: usize = Positionals::from_env()
+        .and_then(|args| args.get(0, "REQUESTS", 300))
+        .unwrap_or_else(|e| panic!("{e:#}"));
     // One tenant as fast as it goes: its rate limit would be the measure.
     let app = SpinApp::start_with(SpinOptions::default().variable("tenant_rate_limit", "off"));
     let client = app.client();
@@ -62,11 +57,11 @@ fn main() {
             times.push(t.elapsed());
         }
         let wall = started.elapsed();
-        times.sort();
+        let times = Sorted::new(times.iter().map(|t| t.as_secs_f64() * 1_000.0));
         let row = json!({
             "route": name, "path": path, "requests": n,
-            "p50_ms": percentile(&times, 0.50), "p90_ms": percentile(&times, 0.90),
-            "p99_ms": percentile(&times, 0.99), "max_ms": percentile(&times, 1.0),
+            "p50_ms": times.at(0.50), "p90_ms": times.at(0.90),
+            "p99_ms": times.at(0.99), "max_ms": times.at(1.0),
             "req_per_s": n as f64 / wall.as_secs_f64(),
         });
         println!("{row}");

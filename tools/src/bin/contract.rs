@@ -24,7 +24,8 @@ fn main() -> anyhow::Result<ExitCode> {
     } else {
         st
     };
-    let extra: Vec<String> = std::env::args().skip(1).collect();
+    // Passed on to Schemathesis as they are.
+    let extra: Vec<std::ffi::OsString> = lexopt::Parser::from_env().raw_args()?.collect();
     let root = repo_root();
     let config = root.join("tests/contract");
     let out = root.join("target/contract");

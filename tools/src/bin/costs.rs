@@ -19,7 +19,7 @@ use anyhow::{ensure, Context, Result};
 use meridian_e2e::api::TenantClient;
 use meridian_e2e::load::{self, Target};
 use meridian_e2e::{SpinApp, SpinOptions, ADMIN_TOKEN};
-use meridian_tools::arg;
+use meridian_tools::Positionals;
 use serde_json::json;
 
 /// One kind of answer and how it is asked for.
@@ -59,7 +59,7 @@ fn measure(kind: &Kind<'_>, run: Duration) -> Result<(Duration, usize)> {
 }
 
 fn main() -> Result<()> {
-    let run = Duration::from_secs(arg(0, "SECONDS", 5)?);
+    let run = Duration::from_secs(Positionals::from_env()?.get(0, "SECONDS", 5)?);
     let floor = SpinApp::start_floor();
     // A tenant's rate is one request a minute, but for the `open`
     // tenant's (its override): the `limited` tenant's requests are refused

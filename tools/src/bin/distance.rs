@@ -16,11 +16,12 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use meridian_e2e::api::TenantClient;
 use meridian_e2e::distance::Distance;
 use meridian_e2e::postgres::{server_at, PgDatabases};
 use meridian_e2e::{settled, SpinApp, SpinOptions};
+use meridian_tools::{Positionals, Sorted};
 use serde_json::json;
 
 /// Requests of each kind measured at each distance.
@@ -43,8 +44,8 @@ struct Measured {
 }
 
 fn main() -> Result<()> {
-    let rtts: Vec<u64> = match std::env::args().skip(1).collect::<Vec<_>>() {
-        args if args.is_empty() => vec![0, 2, 10],
+    let rtts: Vec<u64> = match Positionals::from_env()?.all() {
+        [] => vec![0, 2, 10],
         args => args
             .iter()
             .map(|a| a.parse().context("a round-trip time in milliseconds"))
@@ -240,8 +241,8 @@ fn round_trip(rtt: Duration) -> Result<Duration> {
         stream.read_exact(&mut byte).context("the echo")?;
         took.push(started.elapsed());
     }
-    took.sort();
-    took.get(took.len() / 2).copied().context("no round trip")
+    ensure!(!took.is_empty(), "no round trip");
+    Ok(median(&took))
 }
 
 /// Keyed invoices written a second for `WRITING`, one writer a tenant,
@@ -294,10 +295,15 @@ fn measure(proxy: &Distance, what: &str, mut send: impl FnMut() -> u16) -> Resul
         }
         in_all = in_all.max(settled(what, before, || proxy.round_trips()) - before);
     }
-    took.sort();
     Ok(Measured {
-        p50: took.get(took.len() / 2).copied().unwrap_or_default(),
+        p50: median(&took),
         answered,
         in_all,
     })
+}
+
+/// The median of `times` (zero for none).
+fn median(times: &[Duration]) -> Duration {
+    let sorted = Sorted::new(times.iter().map(Duration::as_secs_f64));
+    Duration::try_from_secs_f64(sorted.at(0.5)).unwrap_or_default()
 }

@@ -53,6 +53,7 @@ use meridian_e2e::api::{add_resident, create_tenant, TenantClient};
 use meridian_e2e::load::{self, Connection, Target};
 use meridian_e2e::proxy::{Proxy, ProxySettings};
 use meridian_e2e::{repo_root, SpinApp, SpinOptions};
+use meridian_tools::Sorted;
 use serde_json::json;
 
 /// The read every load sends: `tenant`'s first page of residents, at
@@ -174,11 +175,11 @@ fn percentile_ok(samples: &[Sample], p: f64) -> f64 {
 
 /// A percentile (0–1) of `samples`' latency, ms (0 when there are none).
 fn percentile<'s>(samples: impl Iterator<Item = &'s Sample>, p: f64) -> f64 {
-    let mut ms: Vec<f64> = samples.map(|s| s.latency.as_secs_f64() * 1e3).collect();
-    ms.sort_by(f64::total_cmp);
-    ms.get(((ms.len() as f64 * p) as usize).min(ms.len().saturating_sub(1)))
-        .copied()
-        .unwrap_or(0.0)
+    let ms = Sorted::new(samples.map(|s| s.latency.as_secs_f64() * 1e3));
+    if ms.is_empty() {
+        return 0.0;
+    }
+    ms.at(p)
 }
 
 /// Behind a proxy: the cap and the queue's timeout for `budget`, derived
@@ -284,6 +285,7 @@ impl Args {
 }
 
 fn args() -> Result<Args> {
+    use lexopt::prelude::*;
     let mut args = Args {
         seconds: 5.0,
         slice: false,
@@ -293,26 +295,26 @@ fn args() -> Result<Args> {
         proxy: false,
         only: Vec::new(),
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--seconds" => args.seconds = it.next().context("--seconds S")?.parse()?,
-            "--slice" => args.slice = true,
-            "--stamp" => args.stamp = true,
-            "--concurrency" => args.concurrency = true,
-            "--pinned-variables" => args.pinned_variables = true,
-            "--proxy" => args.proxy = true,
-            "--only" => {
-                let parts = it.next().context("--only closed,open,recovery,quiet")?;
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("seconds") => args.seconds = parser.value()?.parse()?,
+            Long("slice") => args.slice = true,
+            Long("stamp") => args.stamp = true,
+            Long("concurrency") => args.concurrency = true,
+            Long("pinned-variables") => args.pinned_variables = true,
+            Long("proxy") => args.proxy = true,
+            Long("only") => {
+                let parts: String = parser.value()?.parse()?;
                 args.only = parts.split(',').map(str::to_owned).collect();
                 for p in &args.only {
                     ensure!(
                         ["closed", "open", "recovery", "quiet"].contains(&p.as_str()),
-                        "unknown part {p}"
+                        "unknown part {p} (closed, open, recovery, quiet)"
                     );
                 }
             }
-            other => anyhow::bail!("unknown argument {other}"),
+            _ => return Err(arg.unexpected().into()),
         }
     }
     Ok(args)

@@ -11,7 +11,7 @@ use meridian_e2e::hosted::{manifest, manifest_path, PROFILES};
 use meridian_e2e::repo_root;
 
 fn main() -> anyhow::Result<()> {
-    match std::env::args().nth(1).as_deref() {
+    match meridian_tools::Positionals::from_env()?.raw(0) {
         Some("generate") => {}
         _ => bail!("usage: hosted generate"),
     }

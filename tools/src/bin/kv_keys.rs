@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use meridian_e2e::api::TenantClient;
 use meridian_e2e::{SpinApp, SpinOptions};
-use meridian_tools::arg;
+use meridian_tools::Positionals;
 
 /// Fermyon Cloud's published key quota for the default store.
 const MAX_KEYS: usize = 1_024;
@@ -54,8 +54,10 @@ fn each<T: Sync>(items: &[T], work: impl Fn(&T) + Sync) {
 }
 
 fn main() -> Result<()> {
-    let (tenants, tokens): (usize, usize) = (arg(0, "TENANTS", 75)?, arg(1, "TOKENS", 1_000)?);
-    let cache: String = arg(2, "CACHE", "off".to_owned())?;
+    let args = Positionals::from_env()?;
+    let (tenants, tokens): (usize, usize) =
+        (args.get(0, "TENANTS", 75)?, args.get(1, "TOKENS", 1_000)?);
+    let cache: String = args.get(2, "CACHE", "off".to_owned())?;
     let cache = cache.as_str();
     if tokens < tenants {
         bail!("each tenant has its admin's token: {tokens} tokens for {tenants} tenants");

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use meridian_e2e::api::TenantClient;
 use meridian_e2e::{SpinApp, SpinOptions};
-use meridian_tools::arg;
+use meridian_tools::{Positionals, Sorted};
 
 /// Akamai Functions' published key-value write quota, per app.
 const MAX_WRITES_PER_SECOND: i64 = 50;
@@ -35,17 +35,8 @@ struct Run {
     limited: u64,
     /// Writes in each whole second of the load.
     writes: Vec<i64>,
-    /// Each answer's latency, in microseconds, sorted.
-    latencies_us: Vec<u64>,
-}
-
-impl Run {
-    fn percentile_ms(&self, p: f64) -> f64 {
-        let at = ((self.latencies_us.len() as f64 - 1.0) * p).round() as usize;
-        self.latencies_us
-            .get(at)
-            .map_or(0.0, |&us| us as f64 / 1000.0)
-    }
+    /// Each answer's latency, ms.
+    latencies_ms: Sorted,
 }
 
 /// Where the counts are kept, and how many requests one write stands for.
@@ -125,20 +116,21 @@ fn run(rate: u64, seconds: u64, mode: &Mode) -> Result<Run> {
                 .map_or(0, |(_, n)| *n)
         })
         .collect();
-    let mut latencies_us = latencies.into_inner().unwrap_or_default();
-    latencies_us.sort_unstable();
+    let latencies_us = latencies.into_inner().unwrap_or_default();
+    let latencies_ms = Sorted::new(latencies_us.iter().map(|&us| us as f64 / 1000.0));
     Ok(Run {
         sent: sent.into_inner(),
         ok: ok.into_inner(),
         limited: limited.into_inner(),
         writes,
-        latencies_us,
+        latencies_ms,
     })
 }
 
 fn main() -> Result<()> {
-    let (rate, seconds): (u64, u64) = (arg(0, "RATE", 500)?, arg(1, "SECONDS", 10)?);
-    let sample: u32 = arg(2, "SAMPLE", 64)?;
+    let args = Positionals::from_env()?;
+    let (rate, seconds): (u64, u64) = (args.get(0, "RATE", 500)?, args.get(1, "SECONDS", 10)?);
+    let sample: u32 = args.get(2, "SAMPLE", 64)?;
     let modes = [
         Mode {
             name: "key-value, every request counted",
@@ -168,8 +160,8 @@ fn main() -> Result<()> {
             r.sent,
             r.ok,
             r.limited,
-            r.percentile_ms(0.5),
-            r.percentile_ms(0.99),
+            r.latencies_ms.at(0.5),
+            r.latencies_ms.at(0.99),
             r.writes
         );
         if mode.in_postgres {

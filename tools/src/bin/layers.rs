@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use meridian_e2e::repo_root;
+use meridian_tools::Positionals;
 
 /// The platform's top-level modules, lowest layer first. Each line is one
 /// layer; the modules of a layer may use each other (the circle check
@@ -301,8 +302,8 @@ fn other_crates() -> Result<Vec<PathBuf>> {
 }
 
 fn main() -> Result<()> {
-    let platform = std::env::args()
-        .nth(1)
+    let platform = Positionals::from_env()?
+        .raw(0)
         .map_or_else(|| repo_root().join("shared/platform/src"), PathBuf::from);
     let edges = imports(&platform)?;
     let mut problems = layering(&edges);

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::ensure;
 use meridian_e2e::api::TenantClient;
 use meridian_e2e::{SpinApp, SpinOptions, StandIn, StandInReply};
-use meridian_tools::arg;
+use meridian_tools::{Positionals, Sorted};
 use serde_json::json;
 
 /// A community stand-in failing `percent` of calls (spread evenly), or all
@@ -74,12 +74,9 @@ fn load(acme: &TenantClient, clients: usize, seconds: u64) -> (Vec<Answer>, Dura
     (answers.into_inner().unwrap(), wall)
 }
 
-fn median(mut times: Vec<Duration>) -> f64 {
-    if times.is_empty() {
-        return f64::NAN;
-    }
-    times.sort();
-    times[times.len() / 2].as_secs_f64() * 1_000.0
+/// The median of `times`, ms (NaN for none).
+fn median(times: Vec<Duration>) -> f64 {
+    Sorted::new(times.iter().map(|t| t.as_secs_f64() * 1_000.0)).at(0.5)
 }
 
 struct Run {
@@ -212,12 +209,13 @@ fn on_off(row: &serde_json::Value) -> &'static str {
 }
 
 fn main() -> anyhow::Result<()> {
-    let seconds: u64 = arg(0, "SECONDS", 20)?;
-    let clients: usize = arg(1, "CLIENTS", 8)?;
+    let args = Positionals::from_env()?;
+    let seconds: u64 = args.get(0, "SECONDS", 20)?;
+    let clients: usize = args.get(1, "CLIENTS", 8)?;
     ensure!(seconds >= 2 && clients >= 1, "SECONDS >= 2, CLIENTS >= 1");
-    if let Some(scenario) = std::env::args().nth(3) {
-        let rounds: usize = arg(3, "ROUNDS", 4)?;
-        return match scenario.as_str() {
+    if let Some(scenario) = args.raw(2) {
+        let rounds: usize = args.get(3, "ROUNDS", 4)?;
+        return match scenario {
             "healthy" => healthy_rounds(rounds, clients, seconds),
             "recovery" => {
                 for _ in 0..rounds {

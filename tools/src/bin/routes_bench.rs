@@ -21,7 +21,7 @@ use gateway::routes::{forwarded, route, Route, Service, OWN};
 use meridian_endpoints as endpoints;
 use meridian_platform::http::prelude::Method;
 use meridian_platform::http::routes::{lookup, segments, Endpoint, RouteMatch};
-use meridian_tools::arg;
+use meridian_tools::Positionals;
 
 /// A path of `template` with its placeholders filled in.
 fn instance(template: &str) -> String {
@@ -115,7 +115,7 @@ fn time(
 }
 
 fn main() -> Result<()> {
-    let rounds: usize = arg(0, "ROUNDS", 200_000)?;
+    let rounds: usize = Positionals::from_env()?.get(0, "ROUNDS", 200_000)?;
     let templates = templates();
     // One request per row of both tables, and one that is no route.
     let mut requests: Vec<(Method, String)> = OWN

@@ -35,14 +35,15 @@ fn main() -> Result<()> {
     let mut url = std::env::var("MERIDIAN_URL").ok();
     let mut admin = std::env::var("MERIDIAN_ADMIN_TOKEN").ok();
     let mut hung = false;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--url" => url = Some(args.next().context("--url URL")?),
-            "--admin-token" => admin = Some(args.next().context("--admin-token TOKEN")?),
-            "--hung" => hung = true,
-            "--hang-on" => return hang_on(&args.next().context("--hang-on ADDR")?),
-            other => anyhow::bail!("unknown argument {other}"),
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        use lexopt::prelude::*;
+        match arg {
+            Long("url") => url = Some(parser.value()?.parse()?),
+            Long("admin-token") => admin = Some(parser.value()?.parse()?),
+            Long("hung") => hung = true,
+            Long("hang-on") => return hang_on(&parser.value()?.parse::<String>()?),
+            _ => return Err(arg.unexpected().into()),
         }
     }
     let url = url.context("the app's URL: --url or MERIDIAN_URL")?;

@@ -16,16 +16,10 @@ use meridian_e2e::split::{manifest_path, service_manifest, SERVICES};
 use meridian_e2e::{repo_root, spin_binary, write_split_runtime_config};
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
+    let args = meridian_tools::Positionals::from_env()?;
+    match args.raw(0) {
         Some("generate") => generate(),
-        Some("up") => {
-            let port = args
-                .get(1)
-                .map_or(Ok(3000), |p| p.parse())
-                .context("PORT")?;
-            up(port)
-        }
+        Some("up") => up(args.get(1, "PORT", 3000)?),
         _ => bail!("usage: split generate | split up [PORT]"),
     }
 }

@@ -21,7 +21,14 @@ use meridian_e2e::{SpinApp, SpinOptions};
 const TRACE: &str = "5b8efff798038103d269b633813fc60c";
 
 fn main() -> anyhow::Result<()> {
-    let healthy = std::env::args().nth(1).as_deref() == Some("--ok");
+    let mut healthy = false;
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            lexopt::Arg::Long("ok") => healthy = true,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
     let receiver = OtlpReceiver::start();
     let mut options = SpinOptions::default()
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
