@@ -2,7 +2,7 @@
 # Meridian against the floor of a bare Spin app (docs/testing.md, "Benchmarks"):
 # builds the release components and the floor apps (bench/), installs the
 # load generator (wrk, from Debian) when missing, starts `spin up` on
-# loopback and runs the perf driver (tools/src/bin/perf.rs), which writes
+# loopback and runs the perf driver (tools/src/bin/perf/), which writes
 # docs/benchmarks.md's "Against the floor" section and docs/benchmarks.svg.
 #
 #   scripts/bench.sh                 the full run (~8 min: 10 s x 3 rounds per

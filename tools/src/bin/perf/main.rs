@@ -23,6 +23,11 @@
 //!
 //! Writes `target/bench/perf.json`; with `--write`, also `docs/benchmarks.md`'s
 //! floor section and `docs/benchmarks.svg` (the latency CDFs and the 504 times).
+//!
+//! One module a part: `wrk` (P1), `expiry` (P2), `overload` (P3), `sizes`
+//! (P5), `postgres` (`--postgres`); `report` writes the figures and
+//! `picture` draws them; this file reads the arguments and runs the parts
+//! in order.
 
 mod expiry;
 mod overload;

@@ -293,8 +293,6 @@ pub(crate) const BEGIN: &str = "<!-- perf:begin (written by scripts/bench.sh) --
 
 pub(crate) const END: &str = "<!-- perf:end -->";
 
-/// Replaces the floor section of `path` (between the markers) with
-/// `section`; adds it after the title the first time.
 /// Writes `markdown` as the section between `markers` of
 /// docs/benchmarks.md, titled `title`, and its picture as `docs/<svg_file>`.
 pub(crate) fn publish(
