@@ -21,7 +21,7 @@ use crate::config::GatewayConfig;
 use crate::contract;
 use crate::edge::declares_json;
 use crate::exchange::{Exchange, Refusal, Trace};
-use crate::proxy::forwarding_policy;
+use crate::forward::forwarding_policy;
 use crate::routes::{self, route, Route, Work};
 
 use meridian_platform::http::body::MAX_REQUEST_BODY_BYTES;
@@ -187,7 +187,7 @@ impl<E: Calls> Gateway<E> {
                 // Its work is done: a client that sends again as soon as
                 // it is answered finds the slot free.
                 exchange.leave();
-                if matches!(&outcome, Err(Refusal::Problem(p)) if crate::limits::is_shed(p)) {
+                if matches!(&outcome, Err(Refusal::Problem(p)) if crate::throttle::is_shed(p)) {
                     exchange.hold().await;
                 }
                 trace = exchange.trace;
@@ -212,7 +212,7 @@ impl<E: Calls> Gateway<E> {
         // A tenant's rate figures are told only to a caller identity
         // vouched for: a stranger naming a slug learns nothing of its load.
         if let Some(rate) = trace.rate.as_ref().filter(|_| trace.vouched) {
-            crate::limits::set_rate_headers(&mut response, rate);
+            crate::rate::set_headers(&mut response, rate);
         }
         let now = self.upstream.clock.now();
         let budget = served_ctx
@@ -270,7 +270,7 @@ impl<E: Calls> Gateway<E> {
 
     /// Records in the throttle's windows how a request it let through ended.
     pub fn learn(&self, ended: Ended) {
-        let throttle = crate::limits::throttle(&self.upstream, &self.config, &ended.route);
+        let throttle = crate::throttle::throttle(&self.upstream, &self.config, &ended.route);
         match &ended.tenant {
             Some(slug) => throttle.for_tenant(slug),
             None => throttle,

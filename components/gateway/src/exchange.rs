@@ -1,25 +1,30 @@
-//! One public request on its way through the gateway, once admitted: the
+//! One public request on its way through the gateway, once prepared: the
 //! context it is served in (request id, the edge budget as a deadline, the
-//! tenant once resolved), what its calls run on, and what it learned for
-//! the answer's headers. The steps it takes are its methods: resolving the
-//! tenant (`resolve.rs`), forwarding (`proxy.rs`), probing (`ready.rs`).
+//! tenant once resolved), what its calls run on, and what its steps
+//! decided, which the answer's headers report ([`Trace`]). Each route's
+//! work is composed here from the steps, each a function of its own module
+//! that returns what it decided: the tenant path in `tenant.rs`, the
+//! throttle in `throttle.rs`, forwarding in `forward.rs`, probing in
+//! `ready.rs`.
 
 use std::time::Duration;
 
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
-use meridian_platform::http::upstream::CallOutcome;
-use meridian_platform::http::upstream::{Calls, Upstream};
-use meridian_platform::limits::{RateVerdict, Seen, Slot};
-use meridian_platform::tenancy::cache::Lookup;
-use meridian_platform::{Problem, RequestContext};
+use meridian_platform::http::upstream::{CallOutcome, Calls, Upstream};
+use meridian_platform::limits::{RateVerdict, Slot};
+use meridian_platform::secrets::constant_time_eq;
+use meridian_platform::wire::headers;
+use meridian_platform::{ErrorCode, Problem, RequestContext};
 
 use crate::config::GatewayConfig;
-use crate::edge::{Caller, Credentials};
+use crate::edge::Credentials;
 use crate::routes::{Route, Service, Work};
+use crate::throttle::{self, LetThrough, Throttled};
 use crate::timing::ServerTiming;
 
-/// What one request learned on the way, reported in headers.
+/// What one request's steps decided, as the answer's headers report it
+/// and the throttle learns from it.
 #[derive(Debug, Default)]
 pub struct Trace {
     /// Per-hop timings.
@@ -33,24 +38,13 @@ pub struct Trace {
     pub rate: Option<RateVerdict>,
     /// The route the throttle let this request through under, and the
     /// tenant slug it named (if it named one), to learn how it ended.
-    pub let_through: Option<(String, Option<String>)>,
+    pub let_through: Option<LetThrough>,
     /// Whether identity vouched for the caller (it resolved, or its
     /// resolution or a refusal of its credential is remembered): only
     /// then does the answer carry the tenant's rate figures.
     pub vouched: bool,
     /// Whether the caller showed the platform admin token.
     pub admin: bool,
-    /// The longest the throttle's refusal is held: what a served request of
-    /// the route recently took.
-    pub hold: Option<Duration>,
-    /// The slot the request holds among its tenant's (the slug's)
-    /// requests in progress, left before it is answered.
-    pub slot: Option<(String, Slot)>,
-    /// The tenant's limit of requests in progress, once decided.
-    pub concurrency_limit: Option<u32>,
-    /// What the tenant had in progress when the request looked, before
-    /// the throttle.
-    pub seen: Option<Seen>,
 }
 
 impl Trace {
@@ -62,13 +56,36 @@ impl Trace {
         self.vouched || self.admin
     }
 
-    /// Adds one call's attempts (none when its breaker refused it) and
-    /// refused retry to the request's totals.
-    pub fn count(&mut self, call: &CallOutcome) {
-        if call.attempts > 0 {
-            self.attempts = Some(self.attempts.unwrap_or(0) + call.attempts);
+    /// Adds what the call to `to` spent: its time, its attempts (none when
+    /// its breaker refused it) and a refused retry.
+    pub fn record(&mut self, to: &'static str, spent: CallSpent) {
+        self.timing.record(to, spent.took);
+        if spent.attempts > 0 {
+            self.attempts = Some(self.attempts.unwrap_or(0) + spent.attempts);
         }
-        self.retries_refused += u32::from(call.retry_refused);
+        self.retries_refused += u32::from(spent.retry_refused);
+    }
+}
+
+/// What one call spent, as the answer's headers report it.
+#[derive(Debug, Clone, Copy)]
+pub struct CallSpent {
+    /// Wall time, backoff included.
+    pub took: Duration,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Whether the shared retry budget refused a retry.
+    pub retry_refused: bool,
+}
+
+impl CallSpent {
+    /// What `call` spent.
+    pub fn of(call: &CallOutcome) -> Self {
+        Self {
+            took: call.took,
+            attempts: call.attempts,
+            retry_refused: call.retry_refused,
+        }
     }
 }
 
@@ -87,7 +104,7 @@ impl From<Problem> for Refusal {
     }
 }
 
-/// An admitted public request being served.
+/// A prepared public request being served.
 pub struct Exchange<'g, E: Calls> {
     /// Calls to the services.
     pub upstream: &'g Upstream<E>,
@@ -96,42 +113,47 @@ pub struct Exchange<'g, E: Calls> {
     /// The request's context: the whole edge budget is the gateway's (its
     /// calls work to it less the answer reserve, see `Upstream::call`).
     pub ctx: RequestContext,
-    /// Timings and attempts, for the answer's headers.
+    /// What the steps decided, for the answer's headers.
     pub trace: Trace,
-    /// What the resolution cache said about the caller, once looked up.
-    pub lookup: Option<Lookup>,
+    /// The slot the request holds among its tenant's (the slug's)
+    /// requests in progress, left before it is answered ([`Self::leave`]).
+    pub slot: Option<(String, Slot)>,
+    /// How long a shed answer is held at most: what a served request of
+    /// the route recently took, when the throttle refused it.
+    pub hold: Option<Duration>,
 }
 
 impl<'g, E: Calls> Exchange<'g, E> {
-    /// Starts serving a request admitted with `ctx`.
+    /// Starts serving a request prepared with `ctx`.
     pub fn new(upstream: &'g Upstream<E>, config: &'g GatewayConfig, ctx: RequestContext) -> Self {
         Self {
             upstream,
             config,
             ctx,
             trace: Trace::default(),
-            lookup: None,
+            slot: None,
+            hold: None,
         }
     }
 
-    /// Serves `route`; `policy` says whether forwarding it may be repeated.
+    /// Serves `work`; `policy` says whether forwarding it may be repeated.
     pub async fn serve(
         &mut self,
-        route: Work,
+        work: Work,
         request: &Request,
         policy: &RetryPolicy,
     ) -> Result<Response, Refusal> {
-        match route {
+        match work {
             // The anonymous routes: a cheap deployment-wide limit and
             // the throttle before any call; the admin's routes check the
             // admin token first, so a stranger's flood reaches no service.
             Work::Ready => {
-                self.throttle_open(own_key(Work::Ready))?;
+                self.throttle_open(Work::Ready)?;
                 self.ready().await
             }
             Work::CreateTenant => {
                 self.require_admin(request)?;
-                self.throttle_open(own_key(Work::CreateTenant))?;
+                self.throttle_open(Work::CreateTenant)?;
                 self.forward(
                     Service::Identity,
                     "/v1/tenants",
@@ -143,7 +165,7 @@ impl<'g, E: Calls> Exchange<'g, E> {
             }
             Work::Relay => {
                 self.require_admin(request)?;
-                self.throttle_open(own_key(Work::Relay))?;
+                self.throttle_open(Work::Relay)?;
                 // Delivery is keyed by event id, so a relay run is safe to repeat.
                 let policy = RetryPolicy::standard();
                 let path = "/internal/outbox/relay";
@@ -152,44 +174,100 @@ impl<'g, E: Calls> Exchange<'g, E> {
             }
             Work::Migrate => {
                 self.require_admin(request)?;
-                self.throttle_open(own_key(Work::Migrate))?;
+                self.throttle_open(Work::Migrate)?;
                 self.migrate().await
             }
             Work::TenantLimits => self.tenant_limits(request),
             Work::Keys => self.store_keys(request),
-            Work::Tenant(tenant) => {
-                // The tenant's path, step by step; the first refusal is
-                // the answer. The tenant's rate is judged once identity
-                // vouched for the caller (naming a slug spends nobody's
-                // quota and learns nothing); a credential already refused
-                // in this window is refused again before any call.
-                let (key, service) = (tenant.key(), tenant.service());
-                let caller = Caller::of(&tenant.slug, request);
-                // 1. Every count the steps below read, in one batch read.
-                self.read_ahead(&caller, &key, service);
-                // 2. A credential refused for its rate this window: 429.
-                self.check_rate(&caller)?;
-                // 3. Whether identity's answer for the caller is remembered.
-                let vouched = self.look_up_cached(&caller);
-                self.trace.vouched |= vouched;
-                // 4. A vouched caller's tenant with no slot free: 429.
-                self.check_concurrency(caller.slug, vouched)?;
-                // 5. The overload throttle: 503, or 504 for too little budget.
-                self.throttle_route(key, Some(caller.slug), vouched)?;
-                // 6. Resolution: tenant, actor, role (remembered, or identity's).
-                let (resolved, scope) = self.resolve(&caller, request).await?;
-                self.trace.vouched = true;
-                // 7. The tenant's rate, judged and counted: 429.
-                self.enforce_rate(&caller)?;
-                // 8. A slot among the tenant's requests in progress: 429.
-                self.enter(caller.slug)?;
-                // 9. Forwarded under the tenant's scope, on the rebuilt path.
-                self.ctx = self.ctx.clone().with_tenant(scope);
-                let path = tenant.path(&resolved);
-                self.forward(service, &path, request, policy, Credentials::Strip)
-                    .await
+            Work::Tenant(tenant) => self.tenant(tenant, request, policy).await,
+        }
+    }
+
+    /// Forwards `request` ([`crate::forward::forward`]), its call recorded.
+    pub async fn forward(
+        &mut self,
+        service: Service,
+        path: &str,
+        request: &Request,
+        policy: &RetryPolicy,
+        credentials: Credentials,
+    ) -> Result<Response, Refusal> {
+        let (upstream, config, ctx) = (self.upstream, self.config, &self.ctx);
+        let forwarded = crate::forward::forward(
+            upstream,
+            config,
+            ctx,
+            service,
+            path,
+            request,
+            policy,
+            credentials,
+        )
+        .await;
+        if let Some(spent) = forwarded.call {
+            self.trace.record(service.name(), spent);
+        }
+        forwarded.result
+    }
+
+    /// Refuses (401, no call) a request to a platform admin's route
+    /// without the admin token.
+    pub fn require_admin(&mut self, request: &Request) -> Result<(), Refusal> {
+        self.trace.admin = request
+            .header("authorization")
+            .and_then(headers::bearer_token)
+            .zip(self.config.admin_token.as_deref())
+            .is_some_and(|(sent, expected)| {
+                !expected.is_empty() && constant_time_eq(sent, expected)
+            });
+        match self.trace.admin {
+            true => Ok(()),
+            false => Err(Problem::new(
+                ErrorCode::Unauthorized,
+                "this route takes the platform admin token",
+            )
+            .into()),
+        }
+    }
+
+    /// An anonymous route's cap and throttle ([`throttle::open`]), what it
+    /// decided recorded.
+    fn throttle_open(&mut self, work: Work) -> Result<(), Refusal> {
+        let (upstream, config, ctx) = (self.upstream, self.config, &self.ctx);
+        let judged = throttle::open(upstream, config, ctx, own_key(work));
+        self.throttled(judged)
+    }
+
+    /// Records what the throttle decided: a request let through is learned
+    /// from once it ends; a refused one is held.
+    pub(crate) fn throttled(
+        &mut self,
+        judged: Result<Option<LetThrough>, Throttled>,
+    ) -> Result<(), Refusal> {
+        match judged {
+            Ok(let_through) => {
+                self.trace.let_through = let_through;
+                Ok(())
+            }
+            Err(Throttled { problem, hold }) => {
+                self.hold = hold;
+                Err((*problem).into())
             }
         }
+    }
+
+    /// Leaves the request's slot among its tenant's requests in progress,
+    /// if it took one: its work is done, so a client that sends again as
+    /// soon as it is answered finds the slot free.
+    pub fn leave(&mut self) {
+        if let Some((slug, slot)) = self.slot.take() {
+            crate::concurrency::leave(self.upstream, self.config, &slug, slot);
+        }
+    }
+
+    /// Holds a shed answer ([`throttle::hold`]).
+    pub async fn hold(&self) {
+        throttle::hold(self.upstream, &self.ctx, self.hold).await;
     }
 }
 

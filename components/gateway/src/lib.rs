@@ -3,18 +3,21 @@
 //! Spin entry point; the route table is [`routes`], the flow [`app`].
 
 pub mod app;
+pub mod concurrency;
 pub mod config;
 pub mod contract;
 pub mod edge;
 pub mod exchange;
-pub mod limits;
+pub mod forward;
 pub mod migrate;
-pub mod proxy;
+pub mod rate;
 pub mod ready;
 pub mod resolve;
 pub mod routes;
 pub mod store_keys;
+pub mod tenant;
 pub mod tenant_limits;
+pub mod throttle;
 pub mod timing;
 
 // The SDK's export macro expands to `unsafe` glue; it is allowed here only.

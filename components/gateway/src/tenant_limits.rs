@@ -22,7 +22,7 @@ impl<E: Calls> Exchange<'_, E> {
             .nth(2)
             .and_then(|s| TenantSlug::parse(s).ok())
             .ok_or_else(|| Problem::new(ErrorCode::TenantNotFound, "no such tenant"))?;
-        let limiter = self.limiter(slug.as_str(), None);
+        let limiter = crate::rate::limiter(self.upstream, self.config, slug.as_str(), None);
         let unavailable = |cause: String| {
             Problem::new(
                 ErrorCode::UpstreamUnavailable,

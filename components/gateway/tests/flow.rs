@@ -1035,7 +1035,7 @@ fn a_tenant_at_its_limit_of_requests_in_progress_gets_a_429_before_any_forward()
     let mut h = limited(1_000, vec![ok("{}")]);
     h.gateway.config.concurrency = ConcurrencySettings::parse(Some("2")).unwrap();
     let in_progress =
-        || gateway::limits::concurrency(&h.gateway.upstream, &h.gateway.config, "acme");
+        || gateway::concurrency::limiter(&h.gateway.upstream, &h.gateway.config, "acme");
     let now = || h.gateway.upstream.clock.now();
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     // Its slot was left after the answer: two more fit, and no third.
@@ -1073,7 +1073,7 @@ fn a_vouched_caller_whose_tenant_has_no_slot_free_is_refused_with_nothing_writte
     h.gateway.config.concurrency = ConcurrencySettings::parse(Some("1")).unwrap();
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     let (upstream, now) = (&h.gateway.upstream, h.gateway.upstream.clock.now());
-    let elsewhere = gateway::limits::concurrency(upstream, &h.gateway.config, "acme")
+    let elsewhere = gateway::concurrency::limiter(upstream, &h.gateway.config, "acme")
         .enter(now, 1, None)
         .unwrap()
         .unwrap();
@@ -1100,7 +1100,7 @@ fn a_vouched_caller_whose_tenant_has_no_slot_free_is_refused_with_nothing_writte
     assert_rate_limited(&r);
     assert_eq!(h.received_by(RESOLVE), resolutions + 1);
     let (upstream, now) = (&h.gateway.upstream, h.gateway.upstream.clock.now());
-    gateway::limits::concurrency(upstream, &h.gateway.config, "acme").leave(elsewhere, now);
+    gateway::concurrency::limiter(upstream, &h.gateway.config, "acme").leave(elsewhere, now);
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
 }
 
@@ -1137,7 +1137,7 @@ fn an_overrides_concurrency_applies_and_is_read_ahead_with_the_rate_limiter_off(
     // Warm: the resolution remembered, the windows open.
     assert_eq!(h.send("GET", "/v1/acme/residents", &[AUTH]).status(), 200);
     let in_progress =
-        || gateway::limits::concurrency(&h.gateway.upstream, &h.gateway.config, "acme");
+        || gateway::concurrency::limiter(&h.gateway.upstream, &h.gateway.config, "acme");
     let now = || h.gateway.upstream.clock.now();
     let elsewhere = in_progress().enter(now(), 5, None).unwrap().unwrap();
     let reads = h.gateway.upstream.counters.reads();

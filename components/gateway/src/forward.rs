@@ -1,15 +1,18 @@
-//! Forwarding a public request to the service that owns it.
+//! Forwarding a public request to the service that owns it: the last step
+//! of the tenant path (`tenant.rs`), and how a service's answer reaches
+//! the client.
 
 use meridian_platform::http::idempotency::IdempotencyKey;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
-use meridian_platform::http::upstream::Calls;
+use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::http::SendError;
 use meridian_platform::log::journal::{self, Event};
-use meridian_platform::{ErrorCode, Problem};
+use meridian_platform::{ErrorCode, Problem, RequestContext};
 
+use crate::config::GatewayConfig;
 use crate::edge::{declares_json, forwardable_headers, is_returnable, Credentials};
-use crate::exchange::{Exchange, Refusal};
+use crate::exchange::{CallSpent, Refusal};
 use crate::routes::Service;
 
 /// The retry policy for a forwarded request: reads, and writes the owning
@@ -23,40 +26,55 @@ pub fn forwarding_policy(method: &Method, key: Option<&IdempotencyKey>) -> Retry
     }
 }
 
-impl<E: Calls> Exchange<'_, E> {
-    /// Forwards `request` to `service` at `path` (rebuilt by the gateway,
-    /// never the client's own) with its query and the gateway's headers,
-    /// under the budget and the caller's retry policy, and passes the
-    /// answer back.
-    pub async fn forward(
-        &mut self,
-        service: Service,
-        path: &str,
-        request: &Request,
-        policy: &RetryPolicy,
-        credentials: Credentials,
-    ) -> Result<Response, Refusal> {
-        let base = self.config.base_url(service);
-        let url = match request.query() {
-            "" => format!("{base}{path}"),
-            query => format!("{base}{path}?{query}"),
+/// What forwarding came to: the answer for the client, and what the call
+/// spent (none when its request could not be built).
+pub struct Forwarded {
+    /// The service's answer as the client may see it, or the refusal.
+    pub result: Result<Response, Refusal>,
+    /// What the call spent.
+    pub call: Option<CallSpent>,
+}
+
+/// Step 9 of the tenant path (and the admin's forwarded routes): `request`
+/// sent to `service` at `path` (rebuilt by the gateway, never the client's
+/// own) with its query and the headers that may travel, under `ctx`'s
+/// budget and the caller's retry `policy`, and the answer passed back.
+#[allow(clippy::too_many_arguments)]
+pub async fn forward<E: Calls>(
+    upstream: &Upstream<E>,
+    config: &GatewayConfig,
+    ctx: &RequestContext,
+    service: Service,
+    path: &str,
+    request: &Request,
+    policy: &RetryPolicy,
+    credentials: Credentials,
+) -> Forwarded {
+    let base = config.base_url(service);
+    let url = match request.query() {
+        "" => format!("{base}{path}"),
+        query => format!("{base}{path}?{query}"),
+    };
+    let mut outbound =
+        match outbound::request(request.method().clone(), &url, request.body().clone()) {
+            Ok(outbound) => outbound,
+            Err(e) => {
+                return Forwarded {
+                    result: Err(call_failed(service, e).into()),
+                    call: None,
+                }
+            }
         };
-        let mut outbound =
-            outbound::request(request.method().clone(), &url, request.body().clone())
-                .map_err(|e| Refusal::from(call_failed(service, e)))?;
-        *outbound.headers_mut() = forwardable_headers(request, credentials);
-
-        let call = self
-            .upstream
-            .call(&self.ctx, service.name(), policy, outbound)
-            .await;
-        self.trace.timing.record(service.name(), call.took);
-        self.trace.count(&call);
-
-        match call.response {
-            Ok(upstream) => pass_on(service, upstream).map_err(Refusal::from),
-            Err(e) => Err(call_failed(service, e).into()),
-        }
+    *outbound.headers_mut() = forwardable_headers(request, credentials);
+    let call = upstream.call(ctx, service.name(), policy, outbound).await;
+    let spent = CallSpent::of(&call);
+    let result = match call.response {
+        Ok(answer) => pass_on(service, answer).map_err(Refusal::from),
+        Err(e) => Err(call_failed(service, e).into()),
+    };
+    Forwarded {
+        result,
+        call: Some(spent),
     }
 }
 
