@@ -68,32 +68,33 @@ fn a_token_of_one_tenant_finds_nothing_in_another() {
     let client = app.client();
     let b = app.tenant("bravo");
     let some_id = "0b6f1e3c-7c1e-4a55-9d3c-2f0c3b1f6a01";
-    let routes = [
-        ("GET", String::new()),
-        ("GET", "/members".into()),
-        ("POST", "/members".into()),
-        ("DELETE", format!("/members/{some_id}")),
-        ("POST", "/tokens".into()),
-        ("DELETE", format!("/tokens/{some_id}")),
-        ("GET", "/residents".into()),
-        ("POST", "/residents".into()),
-        ("GET", format!("/residents/{some_id}")),
-        ("PATCH", format!("/residents/{some_id}")),
-        ("DELETE", format!("/residents/{some_id}")),
-        ("GET", format!("/residents/{some_id}/notifications")),
-        ("GET", "/complaints".into()),
-        ("POST", "/complaints".into()),
-        ("GET", format!("/complaints/{some_id}")),
-        ("PATCH", format!("/complaints/{some_id}")),
-        ("GET", "/announcements".into()),
-        ("POST", "/announcements".into()),
-        ("GET", "/invoices".into()),
-        ("POST", "/invoices".into()),
-        ("GET", format!("/invoices/{some_id}")),
-        ("POST", format!("/invoices/{some_id}/payments")),
+    // Every public tenant route, from the services' own tables.
+    let tables = [
+        meridian_endpoints::identity::ENDPOINTS
+            .iter()
+            .map(|row| (&row.method, row.path))
+            .collect::<Vec<_>>(),
+        meridian_endpoints::community::ENDPOINTS
+            .iter()
+            .map(|row| (&row.method, row.path))
+            .collect(),
+        meridian_endpoints::billing::ENDPOINTS
+            .iter()
+            .map(|row| (&row.method, row.path))
+            .collect(),
     ];
+    let routes: Vec<(String, String)> = tables
+        .concat()
+        .into_iter()
+        .filter(|(_, template)| meridian_endpoints::is_forwarded(template))
+        .map(|(method, template)| {
+            let rest = template.trim_start_matches(meridian_endpoints::TENANT_PREFIX);
+            (method.to_string(), rest.replace("{id}", some_id))
+        })
+        .collect();
+    assert!(routes.len() >= 24, "{routes:?}");
     for (method, rest) in routes {
-        let r = call(&client, &a.token, method, &b.path(&rest), Some(&json!({})));
+        let r = call(&client, &a.token, &method, &b.path(&rest), Some(&json!({})));
         assert_eq!(r.status, 404, "{method} {rest}: {}", r.body);
         assert_eq!(r.json()["code"], "tenant_not_found", "{method} {rest}");
     }
