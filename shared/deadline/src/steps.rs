@@ -30,12 +30,8 @@ pub const TOKEN_TOUCH: Duration = Duration::from_millis(20);
 
 /// What answering costs once a hop stops working: building its answer
 /// (the gateway's 504, a service's problem), its log line, and Spin
-/// delivering it to the caller. Measured behind a hung downstream
-/// (`perf --only p2`, docs/benchmarks.md "P2"): from the work deadline to the
-/// client, 3 ms at the median and 5–7 ms at the worst of 30 requests per
-/// budget on a 2-core machine, the same for budgets of 100 ms to 3 s — a
-/// cost, not a share of the budget. 12 ms keeps all but about one in a
-/// hundred inside the budget and the median within 10 ms of its end.
+/// delivering it to the caller — a cost, not a share of the budget
+/// (measured: docs/benchmarks.md, "Why the constants are what they are").
 pub const ANSWER_COST: Duration = Duration::from_millis(12);
 
 /// The shortest budget that keeps the whole answer reserve: four times

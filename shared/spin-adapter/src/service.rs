@@ -140,28 +140,14 @@ fn refused_to_serve(head: &Request, cause: String, what: &str) -> Response {
     response
 }
 
-/// Lets the runtime deliver an answer before the work after it.
-///
-/// Handing the answer to Spin does not deliver it: the caller's task (the
-/// gateway waiting on this service, or the connection writing to the
-/// client) is woken on this thread and runs only once this instance gives
-/// the thread back. Work after the answer that holds the thread without
-/// giving it back delayed the answer by as much: billing's store, dropped
-/// when its work after the answer ends, closes the SQLite connection, and
-/// the last connection to a write-ahead-logged file checkpoints it with
-/// two fsyncs there (traced: the gateway saw a keyed write's answer only
-/// after them; on a loaded machine, after its own timer). A wait on the
-/// clock suspends the instance and frees the thread: 100 µs, so that it
-/// has not passed already when the timer is first polled (one of 1 ns had,
-/// and nothing was suspended); the runtime's timer rounds it up to its
-/// next tick, at most a millisecond, spent after the answer, not before
-/// — and only by hops whose work after the answer may hold the thread
-/// ([`Hop::WORK_AFTER_HOLDS_THE_THREAD`]): on the gateway, whose work after
-/// it does not delay it, the wait cost 3.5 % of reads a second at 8
-/// connections (`perf --only p1`, alternated twice).
-/// `boundaries.rs`' `a_services_answer_reaches_the_caller_before_the_work_after_it`
-/// holds a thread for 2 s after an answer: 2.0 s to the client without
-/// this, 5 ms with it.
+/// Lets the runtime deliver an answer before the work after it: handing
+/// the answer to Spin does not deliver it until this instance gives the
+/// thread back, so work after the answer that holds the thread (a store
+/// closing its SQLite connection, which may checkpoint with two fsyncs)
+/// would delay it. A 100 µs wait on the clock suspends the instance; only
+/// hops whose work after the answer may hold the thread pay it
+/// ([`Hop::WORK_AFTER_HOLDS_THE_THREAD`]). The figures: docs/benchmarks.md,
+/// "Why the constants are what they are".
 async fn yield_to_the_host() {
     crate::sleep(std::time::Duration::from_micros(100)).await;
 }

@@ -105,13 +105,9 @@ pub const INHERITED_MARKER: &str = "meridian_inherited";
 pub const LOCK_WAIT_SLACK: Duration = Duration::from_millis(5);
 
 /// The longest one lock wait lasts on a local SQLite before the store
-/// tries the statement again, until the work deadline. SQLite's busy
-/// handler sleeps 1, 2, 5, 10, 15 … 100 ms between its tries, so a writer
-/// that has waited a while sleeps through the moments the lock is free
-/// and a luckier newcomer takes it: at 8 connections of keyed writes the
-/// p99 was 0.7–1.2 s. In slices of 8 ms (the handler's first three sleeps)
-/// no waiter sleeps more than 5 ms at a time, and the p99 was ~0.1 s
-/// (docs/benchmarks.md, "Against the floor: the misses, and why").
+/// tries the statement again, until the work deadline: the busy handler's
+/// first three sleeps, so no waiter sleeps through the lock's free moments
+/// for long (docs/benchmarks.md, "Why the constants are what they are").
 pub const LOCK_SLICE: Duration = Duration::from_millis(8);
 
 /// The longest pause between two tries at the write lock where the store
