@@ -2,6 +2,7 @@
 //! read by `lexopt`, and percentiles, computed one way.
 #![forbid(unsafe_code)]
 
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use anyhow::{Context, Result};
@@ -48,6 +49,37 @@ impl Positionals {
     pub fn all(&self) -> &[String] {
         &self.0
     }
+}
+
+/// The repository's root (the tools crate's parent).
+pub fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The Rust files below the repository's root, hidden folders, `target`,
+/// `node_modules` and `fuzz` aside, and any folder `skip` names.
+pub fn rust_files(skip: impl Fn(&Path) -> bool) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut dirs = vec![repository()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let ignored = name.starts_with('.')
+                || ["target", "node_modules", "fuzz"].contains(&name.as_str());
+            if path.is_dir() {
+                if !ignored && !skip(&path) {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".rs") {
+                files.push(path);
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// Values sorted once, for their percentiles.

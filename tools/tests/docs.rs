@@ -6,11 +6,9 @@
 //! page behind fails here with the page and the name.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use meridian_tools::{repository, rust_files};
 
 /// The pages: README.md and docs/*.md.
 fn pages() -> Vec<PathBuf> {
@@ -69,36 +67,23 @@ fn every_path_a_page_names_exists() {
 /// constants and macros.
 fn declared() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    let mut dirs = vec![repository()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if path.is_dir() {
-                if !name.starts_with('.')
-                    && !["target", "node_modules", "fuzz"].contains(&name.as_str())
-                {
-                    dirs.push(path);
-                }
-            } else if name.ends_with(".rs") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                for keyword in [
-                    "fn ",
-                    "struct ",
-                    "enum ",
-                    "trait ",
-                    "const ",
-                    "macro_rules! ",
-                    "type ",
-                ] {
-                    for after in text.split(keyword).skip(1) {
-                        let ident: String = after
-                            .chars()
-                            .take_while(|c| c.is_alphanumeric() || *c == '_')
-                            .collect();
-                        names.insert(ident);
-                    }
-                }
+    for file in rust_files(|_| false).unwrap() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for keyword in [
+            "fn ",
+            "struct ",
+            "enum ",
+            "trait ",
+            "const ",
+            "macro_rules! ",
+            "type ",
+        ] {
+            for after in text.split(keyword).skip(1) {
+                let ident: String = after
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.insert(ident);
             }
         }
     }

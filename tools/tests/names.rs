@@ -7,7 +7,9 @@
 //! themselves are defined in docs/design.md's glossary.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use meridian_tools::{repository, rust_files};
 
 /// Names declared in more than one place on purpose, each with the one
 /// meaning its declarations share.
@@ -28,31 +30,14 @@ const SAME_MEANING: &[(&str, &str)] = &[
     ),
 ];
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The Rust files of the workspace's crates, tests and fuzzing aside.
+/// The Rust files of the workspace's crates, tests and benches aside
+/// (tests/src is the end-to-end harness: a crate's source).
 fn sources() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut dirs = vec![repository()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if path.is_dir() {
-                let skipped = ["target", "node_modules", "fuzz", "tests", "benches"];
-                // tests/src is the end-to-end harness: a crate's source.
-                let harness = path.ends_with("tests") && path.join("src").is_dir();
-                if !name.starts_with('.') && (!skipped.contains(&name.as_str()) || harness) {
-                    dirs.push(path);
-                }
-            } else if name.ends_with(".rs") {
-                files.push(path);
-            }
-        }
-    }
-    files
+    rust_files(|dir| {
+        let harness = dir.ends_with("tests") && dir.join("src").is_dir();
+        (dir.ends_with("tests") || dir.ends_with("benches")) && !harness
+    })
+    .unwrap()
 }
 
 /// The names `text` declares at its top level as part of its crate's
