@@ -141,7 +141,11 @@ fn main() -> Result<()> {
         ],
         Some(r#"{"quota": 1, "window_s": 60}"#),
     );
-    ensure!(limits.status == 200, "setting flood's rate: {}", limits.body);
+    ensure!(
+        limits.status == 200,
+        "setting flood's rate: {}",
+        limits.body
+    );
     for _ in 0..3 {
         small_read(&flood, 0).send();
     }
