@@ -20,8 +20,9 @@ use meridian_platform::{Clock, Deadline, ErrorCode, Problem, RequestContext, Uni
 use crate::config::GatewayConfig;
 use crate::contract;
 use crate::edge::declares_json;
-use crate::exchange::{Exchange, Refusal, Trace};
+use crate::exchange::{Exchange, Trace};
 use crate::forward::forwarding_policy;
+use crate::outcome::Refusal;
 use crate::routes::{self, route, Route, Work};
 
 use meridian_platform::http::body::MAX_REQUEST_BODY_BYTES;

@@ -3,7 +3,8 @@
 //! tenant once resolved), what its calls run on, and what its steps
 //! decided, which the answer's headers report ([`Trace`]). Each route's
 //! work is composed here from the steps, each a function of its own module
-//! that returns what it decided: the tenant path in `tenant.rs`, the
+//! that returns what it decided (a refusal and what a call spent are
+//! `outcome.rs`'s): the tenant path in `tenant.rs`, the
 //! throttle in `throttle.rs`, forwarding in `forward.rs`, probing in
 //! `ready.rs`.
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
-use meridian_platform::http::upstream::{CallOutcome, Calls, Upstream};
+use meridian_platform::http::upstream::{Calls, Upstream};
 use meridian_platform::limits::{RateVerdict, Slot};
 use meridian_platform::secrets::constant_time_eq;
 use meridian_platform::wire::headers;
@@ -19,6 +20,7 @@ use meridian_platform::{ErrorCode, Problem, RequestContext};
 
 use crate::config::GatewayConfig;
 use crate::edge::Credentials;
+use crate::outcome::{CallSpent, Refusal};
 use crate::routes::{Route, Service, Work};
 use crate::throttle::{self, LetThrough, Throttled};
 use crate::timing::ServerTiming;
@@ -64,43 +66,6 @@ impl Trace {
             self.attempts = Some(self.attempts.unwrap_or(0) + spent.attempts);
         }
         self.retries_refused += u32::from(spent.retry_refused);
-    }
-}
-
-/// What one call spent, as the answer's headers report it.
-#[derive(Debug, Clone, Copy)]
-pub struct CallSpent {
-    /// Wall time, backoff included.
-    pub took: Duration,
-    /// Attempts made.
-    pub attempts: u32,
-    /// Whether the shared retry budget refused a retry.
-    pub retry_refused: bool,
-}
-
-impl CallSpent {
-    /// What `call` spent.
-    pub fn of(call: &CallOutcome) -> Self {
-        Self {
-            took: call.took,
-            attempts: call.attempts,
-            retry_refused: call.retry_refused,
-        }
-    }
-}
-
-/// An answer that is not a success from the gateway's own flow.
-#[derive(Debug)]
-pub enum Refusal {
-    /// The gateway's own problem.
-    Problem(Problem),
-    /// A downstream's answer, passed on as it came.
-    Upstream(Box<Response>),
-}
-
-impl From<Problem> for Refusal {
-    fn from(p: Problem) -> Self {
-        Self::Problem(p)
     }
 }
 

@@ -12,7 +12,7 @@ use meridian_platform::{ErrorCode, Problem, RequestContext};
 
 use crate::config::GatewayConfig;
 use crate::edge::{declares_json, forwardable_headers, is_returnable, Credentials};
-use crate::exchange::{CallSpent, Refusal};
+use crate::outcome::{CallSpent, Refusal};
 use crate::routes::Service;
 
 /// The retry policy for a forwarded request: reads, and writes the owning

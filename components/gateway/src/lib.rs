@@ -10,6 +10,7 @@ pub mod edge;
 pub mod exchange;
 pub mod forward;
 pub mod migrate;
+pub mod outcome;
 pub mod rate;
 pub mod ready;
 pub mod resolve;

@@ -7,7 +7,8 @@ use meridian_platform::http::upstream::Calls;
 use meridian_platform::service::MIGRATE_PATH;
 use meridian_platform::{ErrorCode, Problem};
 
-use crate::exchange::{Exchange, Refusal};
+use crate::exchange::Exchange;
+use crate::outcome::Refusal;
 use crate::ready::unanswered;
 
 impl<E: Calls> Exchange<'_, E> {

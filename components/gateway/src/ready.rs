@@ -10,7 +10,8 @@ use meridian_platform::http::SendError;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::{Clock, ErrorCode, Problem};
 
-use crate::exchange::{Exchange, Refusal};
+use crate::exchange::Exchange;
+use crate::outcome::Refusal;
 use crate::routes::Service;
 
 /// What `/readyz` says of a probe that got no answer: a word, not the

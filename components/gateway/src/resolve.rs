@@ -17,8 +17,8 @@ use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 
 use crate::config::GatewayConfig;
 use crate::edge::Caller;
-use crate::exchange::{CallSpent, Refusal};
 use crate::forward::{call_failed, pass_on};
+use crate::outcome::{CallSpent, Refusal};
 use crate::routes::Service;
 
 /// What step 3 found in the resolution cache: identity's answer for the

@@ -15,7 +15,8 @@ use meridian_platform::secrets::TOKEN_BINS;
 use meridian_platform::tenancy::cache::entry_tenant;
 use meridian_platform::{ErrorCode, Problem};
 
-use crate::exchange::{Exchange, Refusal};
+use crate::exchange::Exchange;
+use crate::outcome::Refusal;
 
 impl<E: Calls> Exchange<'_, E> {
     /// The platform admin's count of the shared store's keys.

@@ -16,7 +16,8 @@ use meridian_platform::{Clock, RequestContext};
 
 use crate::config::GatewayConfig;
 use crate::edge::{Caller, Credentials};
-use crate::exchange::{Exchange, Refusal};
+use crate::exchange::Exchange;
+use crate::outcome::Refusal;
 use crate::routes::{Service, TenantRoute};
 use crate::{concurrency, rate, resolve, throttle};
 

@@ -8,7 +8,8 @@ use meridian_platform::limits::RatePolicy;
 use meridian_platform::tenancy::TenantSlug;
 use meridian_platform::{ErrorCode, Problem};
 
-use crate::exchange::{Exchange, Refusal};
+use crate::exchange::Exchange;
+use crate::outcome::Refusal;
 
 impl<E: Calls> Exchange<'_, E> {
     /// `GET`, `PUT` or `DELETE /ops/tenants/{tenant}/limits`: the
