@@ -102,3 +102,125 @@ fn no_name_is_declared_twice_with_two_meanings() {
         twice.join("\n")
     );
 }
+
+/// What the platform re-exports: for each `pub use` of one of its modules,
+/// the name's short path (where it is re-exported) and its long one (where
+/// it is declared), both below `meridian_platform::`.
+fn platform_reexports() -> Vec<(String, String)> {
+    let src = repository().join("shared/platform/src");
+    let mut found = Vec::new();
+    for file in rust_files(|_| false)
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.starts_with(&src))
+    {
+        let relative = file.strip_prefix(&src).unwrap().with_extension("");
+        let module: Vec<String> = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .filter(|c| c != "mod" && c != "lib")
+            .collect();
+        let text = std::fs::read_to_string(&file).unwrap();
+        for line in text.lines() {
+            let Some(used) = line
+                .strip_prefix("pub use ")
+                .and_then(|l| l.strip_suffix(';'))
+            else {
+                continue;
+            };
+            let (source, names) = match used.split_once("::{") {
+                Some((source, names)) => (source, names.trim_end_matches('}')),
+                None => match used.rsplit_once("::") {
+                    Some((source, name)) => (source, name),
+                    None => continue,
+                },
+            };
+            let declared: Vec<String> = if let Some(rest) = source.strip_prefix("crate::") {
+                rest.split("::").map(str::to_owned).collect()
+            } else if let Some(rest) = source.strip_prefix("super::") {
+                let parent = &module[..module.len().saturating_sub(1)];
+                parent
+                    .iter()
+                    .cloned()
+                    .chain(rest.split("::").map(str::to_owned))
+                    .collect()
+            } else if source.starts_with("meridian_") || source.starts_with("http") {
+                continue; // another crate's: it has no path of its own here.
+            } else {
+                module
+                    .iter()
+                    .cloned()
+                    .chain(source.split("::").map(str::to_owned))
+                    .collect()
+            };
+            for name in names.split(',').map(str::trim) {
+                if name.is_empty() || name == "*" || name == "self" || name.contains(' ') {
+                    continue;
+                }
+                let short = module
+                    .iter()
+                    .cloned()
+                    .chain([name.to_owned()])
+                    .collect::<Vec<_>>();
+                let long = declared
+                    .iter()
+                    .cloned()
+                    .chain([name.to_owned()])
+                    .collect::<Vec<_>>();
+                found.push((short.join("::"), long.join("::")));
+            }
+        }
+    }
+    found
+}
+
+/// Whether `text` imports `long` (`a::b::Name`) by that path: as
+/// `a::b::Name` or in a group `a::b::{…, Name, …}`.
+fn imports_by(text: &str, long: &str) -> bool {
+    let (module, name) = long.rsplit_once("::").unwrap();
+    let prefix = format!("meridian_platform::{module}::");
+    text.match_indices(&prefix).any(|(at, _)| {
+        let rest = &text[at + prefix.len()..];
+        let word = |s: &str| {
+            s.strip_prefix(name)
+                .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        };
+        match rest.strip_prefix('{') {
+            Some(group) => group
+                .split('}')
+                .next()
+                .unwrap_or_default()
+                .split(',')
+                .any(|item| word(item.trim())),
+            None => word(rest),
+        }
+    })
+}
+
+#[test]
+fn outside_the_platform_a_re_exported_name_has_one_path() {
+    let platform = repository().join("shared/platform");
+    let reexports = platform_reexports();
+    assert!(reexports.len() > 20, "{reexports:?}");
+    let mut twice = Vec::new();
+    for file in sources().into_iter().filter(|f| !f.starts_with(&platform)) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (short, long) in &reexports {
+            if imports_by(&text, long) {
+                let shown = file
+                    .strip_prefix(repository())
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string();
+                twice.push(format!(
+                    "{shown}: meridian_platform::{long} (use meridian_platform::{short})"
+                ));
+            }
+        }
+    }
+    assert!(
+        twice.is_empty(),
+        "names imported by a path the platform re-exports shorter:\n{}",
+        twice.join("\n")
+    );
+}

@@ -12,8 +12,9 @@ use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::secrets::constant_time_eq;
-use meridian_platform::time::{Timestamp, UnixMillis};
+use meridian_platform::time::Timestamp;
 use meridian_platform::wire::headers;
+use meridian_platform::UnixMillis;
 use meridian_platform::{Clock, ErrorCode, Problem, RequestContext};
 use serde::Serialize;
 

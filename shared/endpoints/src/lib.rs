@@ -7,6 +7,8 @@
 //! both. docs/architecture.md's "Add an endpoint" names the other places
 //! an endpoint touches.
 
+#![forbid(unsafe_code)]
+
 pub mod billing;
 pub mod community;
 pub mod identity;

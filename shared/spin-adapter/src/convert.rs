@@ -5,7 +5,7 @@
 use futures::future::{select, Either};
 use futures::StreamExt;
 use meridian_platform::http::body::{declared_too_large, BodyBuffer, BodyError};
-use meridian_platform::http::message::{Request, RequestExt, Response};
+use meridian_platform::http::{Request, RequestExt, Response};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::{Clock, Deadline, SystemClock};
 use spin_sdk::http::{

@@ -9,8 +9,9 @@ use std::rc::Rc;
 
 use http::StatusCode;
 use meridian_platform::http::body::BodyError;
-use meridian_platform::http::message::{self, Request, RequestExt, Response};
+use meridian_platform::http::message;
 use meridian_platform::http::pipeline::{self, Body, Hop};
+use meridian_platform::http::{Request, RequestExt, Response};
 use meridian_platform::log::journal::{self, Event};
 use meridian_platform::service::{Answer, Databases, ServiceHop, ServiceSpec};
 use meridian_platform::store::db::{DbError, Store};

@@ -223,8 +223,8 @@ pub mod http {
     use std::borrow::Borrow;
 
     use meridian_platform::budget::gate::{InternalGate, Passed};
-    use meridian_platform::http::message::{Request, RequestExt, Response, ResponseExt};
     use meridian_platform::http::signed;
+    use meridian_platform::http::{Request, RequestExt, Response, ResponseExt};
     use meridian_platform::wire::headers;
     use meridian_platform::wire::request_id::RequestId;
     use meridian_platform::wire::signature::CallKey;

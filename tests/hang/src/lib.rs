@@ -18,8 +18,9 @@
 use std::time::{Duration, Instant};
 
 use meridian_platform::http::body::BodyError;
-use meridian_platform::http::message::{self, Request};
+use meridian_platform::http::message;
 use meridian_platform::http::pipeline::{Admission, Hop};
+use meridian_platform::http::Request;
 use meridian_platform::service::Answer;
 use meridian_platform::{Clock, Deadline, SystemClock};
 
