@@ -125,3 +125,68 @@ fn every_function_the_life_of_a_request_names_is_declared() {
         "docs/life-of-a-request.md names what no Rust file declares: {missing:?}"
     );
 }
+
+/// The headings of a page, without their `#`s and numbers.
+fn headings(page: &str) -> Vec<String> {
+    std::fs::read_to_string(repository().join(page))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| {
+            let title = l.trim_start_matches('#').trim();
+            // A numbered heading ("4. Behind a front proxy") is named without its number.
+            let unnumbered = title
+                .split_once(". ")
+                .filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit()));
+            unnumbered.map_or(title, |(_, rest)| rest).to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn every_section_a_page_names_is_there() {
+    let mut missing = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let here = page.file_name().unwrap().to_string_lossy().into_owned();
+        // `docs/x.md, "Section"`, `x.md "Section"` and `x.md's "Section"`.
+        for (at, _) in text.match_indices(".md") {
+            let before = &text[..at];
+            let name_start = before
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_' || c == '/'))
+                .map_or(0, |i| i + 1);
+            let named = &text[name_start..at + 3];
+            let rest = &text[at + 3..];
+            let rest = rest
+                .strip_prefix("'s")
+                .unwrap_or(rest)
+                .trim_start_matches([',', ' ', '`', ')'])
+                .trim_start_matches(['(', ' ']);
+            let Some(quoted) = rest.strip_prefix('"') else {
+                continue;
+            };
+            let Some(section) = quoted.split('"').next().filter(|s| !s.contains('\n')) else {
+                continue;
+            };
+            let file = named.rsplit('/').next().unwrap_or(named);
+            let path = if file == "README.md" {
+                "README.md".to_owned()
+            } else {
+                format!("docs/{file}")
+            };
+            if !repository().join(&path).exists() {
+                continue; // Another project's page (the issue's paths are checked above).
+            }
+            let titles = headings(&path);
+            if !titles.iter().any(|t| t.starts_with(section)) {
+                missing.push(format!("{here}: {file}, \"{section}\""));
+            }
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "pages name sections that are not there: {missing:#?}"
+    );
+}
