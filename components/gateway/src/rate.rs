@@ -11,7 +11,6 @@ use meridian_platform::limits::{RateLimiter, RateVerdict};
 use meridian_platform::{Clock, Problem};
 
 use crate::config::GatewayConfig;
-use crate::edge::Caller;
 use crate::throttle::MAX_HOLD;
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers).
@@ -54,17 +53,15 @@ impl Checked {
     }
 }
 
-/// Step 2, before resolution: the tenant's window (read ahead) and whether
+/// Step 2, before resolution, with the caller's `limiter` (made once a
+/// request: it hashes the token): the tenant's window (read ahead) and whether
 /// the caller's credential is marked in it. A missing or wrong token is
 /// still identity's 401, and a slug reveals nothing about its tenant's
 /// load: only a credential identity vouched for is ever marked.
-pub fn check<E: Calls>(
-    upstream: &Upstream<E>,
-    config: &GatewayConfig,
-    caller: &Caller<'_>,
-) -> Checked {
-    let verdict = limiter(upstream, config, caller.slug, caller.token).check(upstream.clock.now());
-    Checked { verdict }
+pub fn check<E: Calls>(upstream: &Upstream<E>, limiter: &RateLimiter<'_, E::Counters>) -> Checked {
+    Checked {
+        verdict: limiter.check(upstream.clock.now()),
+    }
 }
 
 /// Step 7, after resolution: a request over the tenant's rate is refused
@@ -73,14 +70,12 @@ pub fn check<E: Calls>(
 /// headers tell, one fewer left once counted.
 pub fn enforce<E: Calls>(
     upstream: &Upstream<E>,
-    config: &GatewayConfig,
-    caller: &Caller<'_>,
+    limiter: &RateLimiter<'_, E::Counters>,
     verdict: Option<RateVerdict>,
 ) -> Result<Option<RateVerdict>, Problem> {
     let Some(mut v) = verdict else {
         return Ok(None);
     };
-    let limiter = limiter(upstream, config, caller.slug, caller.token);
     let now = upstream.clock.now();
     if !v.allowed {
         limiter.mark_refused(&v, now, MAX_HOLD);

@@ -11,6 +11,7 @@ use meridian_platform::counts::Counters;
 use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::limits::RateLimiter;
 use meridian_platform::tenancy::cache::ResolutionCache;
 use meridian_platform::{Clock, RequestContext};
 
@@ -33,12 +34,16 @@ impl<E: Calls> Exchange<'_, E> {
         let (key, service) = (route.key(), route.service());
         let caller = Caller::of(&route.slug, request);
         let slug = caller.slug;
+        // The caller's rate limiter, made once: it hashes the token.
+        let limiter = rate::limiter(upstream, config, slug, caller.token);
 
         // 1. Every count the steps below read, in one batch read.
-        read_ahead(upstream, config, &self.ctx, &caller, &key, service);
+        read_ahead(
+            upstream, config, &self.ctx, &caller, &limiter, &key, service,
+        );
 
         // 2. A credential refused for its rate this window: 429.
-        let rate = rate::check(upstream, config, &caller);
+        let rate = rate::check(upstream, &limiter);
         self.trace.rate = rate.verdict;
         self.trace.vouched |= rate.marked();
         rate.decision()?;
@@ -68,7 +73,7 @@ impl<E: Calls> Exchange<'_, E> {
         self.trace.vouched = true;
 
         // 7. The tenant's rate, judged and counted: 429.
-        self.trace.rate = rate::enforce(upstream, config, &caller, rate.verdict)?;
+        self.trace.rate = rate::enforce(upstream, &limiter, rate.verdict)?;
 
         // 8. A slot among the tenant's requests in progress: 429.
         let slot = concurrency::enter(upstream, config, slug, rate.verdict.as_ref(), looked)?;
@@ -92,12 +97,12 @@ pub fn read_ahead<E: Calls>(
     config: &GatewayConfig,
     ctx: &RequestContext,
     caller: &Caller<'_>,
+    limiter: &RateLimiter<'_, E::Counters>,
     route: &str,
     service: Service,
 ) {
     let now = upstream.clock.now();
     let slug = caller.slug;
-    let limiter = rate::limiter(upstream, config, slug, caller.token);
     // Steps 2 and 7, the tenant's rate: its window and its override
     // (which also holds the tenant's concurrency limit, so it is read for
     // that alone when the rate limiter is off).
