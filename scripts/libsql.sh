@@ -25,7 +25,7 @@ echo "libSQL: $("$SQLD_BIN" --version)"
 . scripts/lib/skips.sh
 args=()
 skip_tests args "a SQLite file lock; the libSQL server owns the file" "$SQLITE_LOCK_TEST"
-skip_tests args "six concurrent keyed writers on one billing database through sqld meet 10 s lock waits about one run in three, the session's start build too (docs/known-limits.md)" \
+skip_tests args "six concurrent keyed writers on one billing database through sqld meet 10 s lock waits about one run in three (docs/known-limits.md)" \
   a_tenants_backlog_does_not_hold_back_another_tenants_event_beyond_one_relay_run
 # One test at a time: each app brings three sqld of its own, and on a small
 # machine two apps at once starve them until sqld interrupts statements
