@@ -61,9 +61,71 @@ pub struct SpinOptions {
     /// The services' PostgreSQL databases, as `MERIDIAN_DB=postgres` gives
     /// every app (a restart keeps the app's).
     pub postgres: Option<crate::postgres::PgDatabases>,
+    /// The deployment's tokens: the suite's published ones by default.
+    pub secrets: Secrets,
+}
+
+/// The admin and internal tokens an app is started with.
+#[derive(Debug, Clone, Default)]
+pub enum Secrets {
+    /// [`INTERNAL_TOKEN`] and [`ADMIN_TOKEN`], published in this
+    /// repository: like the development scripts, the app runs with the
+    /// switch that accepts them (`allow_dev_secrets = "on"`), which each
+    /// instance then reads as a second variable.
+    #[default]
+    Published,
+    /// Tokens drawn for this app alone and the switch left off: what a
+    /// sound deployment runs (the benchmarks measure that).
+    Sound {
+        /// The internal token.
+        internal: String,
+        /// The platform admin's token.
+        admin: String,
+    },
+}
+
+impl Secrets {
+    /// Two fresh tokens of 64 hexadecimal digits (two UUID v4s each: 244
+    /// random bits).
+    pub fn sound() -> Self {
+        let token = || {
+            format!(
+                "{}{}",
+                uuid::Uuid::new_v4().simple(),
+                uuid::Uuid::new_v4().simple()
+            )
+        };
+        Self::Sound {
+            internal: token(),
+            admin: token(),
+        }
+    }
+
+    /// The internal token every component shares.
+    pub fn internal(&self) -> &str {
+        match self {
+            Self::Published => INTERNAL_TOKEN,
+            Self::Sound { internal, .. } => internal,
+        }
+    }
+
+    /// The platform admin's token.
+    pub fn admin(&self) -> &str {
+        match self {
+            Self::Published => ADMIN_TOKEN,
+            Self::Sound { admin, .. } => admin,
+        }
+    }
 }
 
 impl SpinOptions {
+    /// Starts the app with tokens of its own and the development switch
+    /// off ([`Secrets::sound`]); [`SpinApp::admin_token`] is the admin's.
+    pub fn sound_secrets(mut self) -> Self {
+        self.secrets = Secrets::sound();
+        self
+    }
+
     /// Gives the gateway an internal token the services do not share.
     pub fn gateway_internal_token(mut self, token: &str) -> Self {
         self.gateway_internal_token = Some(token.to_owned());
@@ -133,16 +195,18 @@ impl SpinOptions {
             ),
             (
                 "SPIN_VARIABLE_ADMIN_TOKEN".to_owned(),
-                ADMIN_TOKEN.to_owned(),
+                self.secrets.admin().to_owned(),
             ),
-            // The suite's tokens are published (in this repository): like
-            // the development scripts, it sets the switch that accepts them
-            // (a test's own variables win: the secrets test turns it off).
+        ];
+        // The suite's tokens are published (in this repository): like the
+        // development scripts, it sets the switch that accepts them (a
+        // test's own variables win: the secrets test turns it off).
+        let switch = matches!(self.secrets, Secrets::Published).then(|| {
             (
                 "SPIN_VARIABLE_ALLOW_DEV_SECRETS".to_owned(),
                 "on".to_owned(),
-            ),
-        ];
+            )
+        });
         let variables = self.variables.iter().map(|(name, value)| {
             let name = spin_variable(name);
             (name, value.clone())
@@ -163,6 +227,7 @@ impl SpinOptions {
         });
         tokens
             .into_iter()
+            .chain(switch)
             .chain(one)
             .chain(postgres)
             .chain(variables)
@@ -270,6 +335,8 @@ pub struct SpinApp {
     /// Whether the test makes a component trap on purpose (a test build's
     /// trap point): then a trap is what it expects, not a failure.
     trap_expected: std::cell::Cell<bool>,
+    /// The platform admin's token it runs with ([`Secrets::admin`]).
+    admin_token: String,
 }
 
 impl SpinApp {
@@ -387,6 +454,7 @@ impl SpinApp {
         app.key_value_dir = key_value_dir;
         app.one_database = options.one_db();
         app.spin_defaults = runtime_config.as_os_str().is_empty();
+        app.admin_token = options.secrets.admin().to_owned();
         app.wait_until_up("/healthz", (!options.up_with_any_status).then_some(200));
         app
     }
@@ -670,7 +738,7 @@ impl SpinApp {
             manifest,
             runtime_config,
         };
-        let (child, port) = spin.spawn_serving(&options.env_for(INTERNAL_TOKEN));
+        let (child, port) = spin.spawn_serving(&options.env_for(options.secrets.internal()));
         Self::serving(vec![child], port, state)
     }
 
@@ -692,7 +760,7 @@ impl SpinApp {
             });
             let token = match (service, &options.gateway_internal_token) {
                 ("gateway", Some(token)) => token.as_str(),
-                _ => INTERNAL_TOKEN,
+                _ => options.secrets.internal(),
             };
             let env: Vec<(String, String)> = wiring.chain(options.env_for(token)).collect();
             let manifest = split_manifest_for(state.path(), service, options);
@@ -725,6 +793,7 @@ impl SpinApp {
             key_value_dir: None,
             structured_logs: true,
             trap_expected: std::cell::Cell::new(false),
+            admin_token: ADMIN_TOKEN.to_owned(),
             one_database: false,
             spin_defaults: false,
         }
@@ -802,7 +871,12 @@ impl SpinApp {
     /// Creates a tenant through the app's public API.
     #[track_caller]
     pub fn tenant(&self, slug: &str) -> crate::api::TenantClient {
-        crate::api::create_tenant(&self.client(), slug)
+        crate::api::create_tenant_as(&self.client(), &self.admin_token, slug)
+    }
+
+    /// The platform admin's token this app runs with.
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
     }
 
     /// Brings every service's schema up to date through the admin's
@@ -812,7 +886,7 @@ impl SpinApp {
     pub fn migrate(&self) -> serde_json::Value {
         let r = crate::api::call(
             &self.client(),
-            crate::ADMIN_TOKEN,
+            &self.admin_token,
             "POST",
             "/ops/migrate",
             None,

@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::{ensure, Context, Result};
 use meridian_e2e::api::TenantClient;
 use meridian_e2e::load::{self, Target};
-use meridian_e2e::{SpinApp, SpinOptions, ADMIN_TOKEN};
+use meridian_e2e::{SpinApp, SpinOptions};
 use meridian_tools::Positionals;
 use serde_json::json;
 
@@ -67,6 +67,7 @@ fn main() -> Result<()> {
     // of each kind, and what is measured must be one kind at a time.
     let app = SpinApp::start_with(
         SpinOptions::default()
+            .sound_secrets()
             .variable("tenant_rate_limit", "1/60s")
             .variable("tenant_concurrency_limit", "10000")
             .variable("admission", "off"),
@@ -74,7 +75,7 @@ fn main() -> Result<()> {
     let open = app.tenant("open");
     open.resident("Ada");
     let limited = app.tenant("limited");
-    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let admin = format!("Bearer {}", app.admin_token());
     let set = app.client().send(
         "PUT",
         "/ops/tenants/open/limits",

@@ -49,7 +49,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{ensure, Context, Result};
-use meridian_e2e::api::{add_resident, create_tenant, TenantClient};
+use meridian_e2e::api::{add_resident, TenantClient};
 use meridian_e2e::load::{self, Connection, Target};
 use meridian_e2e::proxy::{Proxy, ProxySettings};
 use meridian_e2e::{repo_root, SpinApp, SpinOptions};
@@ -207,12 +207,12 @@ fn p99(samples: &[Sample]) -> f64 {
 
 /// The app under test, with `tenants` each holding 20 residents.
 fn meridian(options: SpinOptions, tenants: &[&str]) -> (SpinApp, Vec<TenantClient>) {
-    let app = SpinApp::start_with(options);
+    let app = SpinApp::start_with(options.sound_secrets());
     let client = app.client();
     let made = tenants
         .iter()
         .map(|slug| {
-            let t = create_tenant(&client, slug);
+            let t = app.tenant(slug);
             for i in 0..20 {
                 add_resident(&client, &t, &format!("Resident {i}"));
             }

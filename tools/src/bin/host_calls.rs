@@ -24,7 +24,7 @@ use std::time::Duration;
 use anyhow::{ensure, Result};
 use meridian_e2e::api::{TenantClient, TenantRequest};
 use meridian_e2e::otlp::{OtlpReceiver, Span};
-use meridian_e2e::{SpinApp, SpinOptions, ADMIN_TOKEN};
+use meridian_e2e::{SpinApp, SpinOptions};
 use meridian_tools::{Positionals, Sorted};
 use serde_json::json;
 
@@ -99,6 +99,7 @@ fn main() -> Result<()> {
     let receiver = OtlpReceiver::start();
     let app = SpinApp::start_with(
         SpinOptions::default()
+            .sound_secrets()
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
             .env("OTEL_BSP_SCHEDULE_DELAY", "200"),
     );
@@ -136,7 +137,7 @@ fn main() -> Result<()> {
         "PUT",
         "/ops/tenants/flood/limits",
         &[
-            ("authorization", &format!("Bearer {ADMIN_TOKEN}")),
+            ("authorization", &format!("Bearer {}", app.admin_token())),
             ("content-type", "application/json"),
         ],
         Some(r#"{"quota": 1, "window_s": 60}"#),

@@ -38,7 +38,7 @@ mod sizes;
 mod wrk;
 
 use anyhow::{ensure, Context, Result};
-use meridian_e2e::api::{add_resident, create_tenant, TenantClient};
+use meridian_e2e::api::{add_resident, TenantClient};
 use meridian_e2e::{repo_root, SpinApp, SpinOptions};
 
 use expiry::time_to_504;
@@ -310,9 +310,9 @@ fn main() -> Result<()> {
 /// Meridian started with `options`, with the benchmark's tenant and 25
 /// residents (the last one's id returned).
 fn bench_app(options: SpinOptions) -> Result<(SpinApp, TenantClient, String)> {
-    let app = SpinApp::start_with(options);
+    let app = SpinApp::start_with(options.sound_secrets());
     let client = app.client();
-    let tenant = create_tenant(&client, "bench");
+    let tenant = app.tenant("bench");
     let resident = (0..25)
         .map(|i| add_resident(&client, &tenant, &format!("Resident {i}")))
         .next_back()
