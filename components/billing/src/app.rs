@@ -3,6 +3,7 @@
 
 use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::http::upstream::{Calls, Upstream};
+use meridian_platform::secrets::AdminToken;
 use meridian_platform::store::db::{Database, Store};
 
 /// The service billing calls, as its failure memory names it.
@@ -28,8 +29,9 @@ pub struct Billing<E: Env> {
     pub upstream: Upstream<E>,
     /// Base URL of community, without a trailing slash.
     pub community_url: String,
-    /// `admin_token`, for relay triggers from outside; empty refuses them.
-    pub admin_token: String,
+    /// `admin_token`, read where a relay trigger from outside is checked;
+    /// empty (unset) refuses them.
+    pub admin_token: AdminToken,
     /// Events a write committed, delivered once its answer has gone
     /// ([`Billing::deliver_after_answer`]).
     pub after_answer: std::cell::RefCell<Vec<crate::model::OutboxEvent>>,

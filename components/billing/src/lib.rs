@@ -52,7 +52,7 @@ pub async fn handle<E: Env>(app: &Billing<E>, ctx: &RequestContext, request: &Re
 }
 
 meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {
-    use meridian_platform::http::RequestExt;
+    use meridian_platform::secrets::AdminToken;
     use meridian_spin::{vars, Spin};
     let app = crate::app::Billing {
         store,
@@ -62,11 +62,7 @@ meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move 
             "community_url",
             "http://community.spin.internal",
         ),
-        // Read only where it is checked (the relay): one variable less per request.
-        admin_token: match request.path().starts_with("/internal/outbox/") {
-            true => vars::admin_token(),
-            false => String::new(),
-        },
+        admin_token: AdminToken::read_with(vars::admin_token),
         after_answer: Default::default(),
     };
     let response = crate::handle(&app, &ctx, &request).await;

@@ -11,7 +11,6 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::http::retry::RetryPolicy;
 use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::log::journal::{self, Event};
-use meridian_platform::secrets::constant_time_eq;
 use meridian_platform::time::Timestamp;
 use meridian_platform::wire::headers;
 use meridian_platform::UnixMillis;
@@ -225,9 +224,7 @@ impl<E: Env> Billing<E> {
 /// (`POST /ops/outbox/relay` with the platform admin token).
 pub async fn relay<E: Env>(app: &Billing<E>, call: &Call<'_>) -> Result<Response, Problem> {
     let ctx = call.ctx;
-    let bearer = call.request.bearer();
-    if app.admin_token.is_empty() || !bearer.is_some_and(|t| constant_time_eq(t, &app.admin_token))
-    {
+    if !app.admin_token.admits(call.request.bearer()) {
         return Err(Problem::new(
             ErrorCode::Unauthorized,
             "the relay needs the platform admin token",

@@ -7,6 +7,7 @@
 
 use meridian_platform::counts::LocalCounters;
 use meridian_platform::http::memory::MemoryConfig;
+use meridian_platform::secrets::AdminToken;
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
@@ -131,7 +132,7 @@ impl Harness {
                 },
             ),
             community_url: "http://community.test".into(),
-            admin_token: "admin-secret".into(),
+            admin_token: AdminToken::read_with(|| "admin-secret".into()),
             after_answer: Default::default(),
         };
         Self { app, clock }

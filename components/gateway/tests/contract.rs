@@ -9,6 +9,7 @@
 
 use meridian_platform::counts::LocalCounters;
 use meridian_platform::http::memory::MemoryConfig;
+use meridian_platform::secrets::AdminToken;
 use meridian_platform::tenancy::cache::LocalEntries;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -211,7 +212,7 @@ fn each_service_takes_exactly_the_methods_it_declares() {
     let clock = manual_clock();
     let identity = Identity {
         store: migrated_store_on(clock, identity::migrations::ALL),
-        admin_token: "admin-secret".into(),
+        admin_token: AdminToken::read_with(|| "admin-secret".into()),
         resolutions: Box::<LocalEntries>::default(),
     };
     let community = Community {
@@ -221,7 +222,7 @@ fn each_service_takes_exactly_the_methods_it_declares() {
         store: migrated_store_on(clock, billing::migrations::ALL),
         upstream: upstream(Unreachable, clock, MemoryConfig::default()),
         community_url: "http://community.test".into(),
-        admin_token: "admin-secret".into(),
+        admin_token: AdminToken::read_with(|| "admin-secret".into()),
         after_answer: Default::default(),
     };
     for (service, table) in services() {

@@ -3,6 +3,7 @@
 use meridian_platform::http::scoped::ServiceStore;
 use meridian_platform::limits::rate::refused_key;
 use meridian_platform::log::journal::{self, Event};
+use meridian_platform::secrets::AdminToken;
 use meridian_platform::store::db::{Database, Store};
 use meridian_platform::tenancy::cache::{self, Entries};
 use meridian_platform::tenancy::TenantSlug;
@@ -13,8 +14,9 @@ use meridian_platform::Clock;
 pub struct Identity<D, C> {
     /// The identity database.
     pub store: Store<D, C>,
-    /// `admin_token`; empty when unset, which refuses tenant creation.
-    pub admin_token: String,
+    /// `admin_token`, read where tenant creation checks it; empty (unset)
+    /// refuses it.
+    pub admin_token: AdminToken,
     /// Where the resolution cache's generations are (Spin's `default`
     /// key-value store, shared with the gateway).
     pub resolutions: Box<dyn Entries>,

@@ -59,7 +59,9 @@ pub fn handle<D: Database, C: Clock>(
 meridian_spin::service_component!(crate::SPEC, |ctx, store, request| async move {
     let app = crate::app::Identity {
         store,
-        admin_token: meridian_spin::vars::admin_token(),
+        admin_token: meridian_platform::secrets::AdminToken::read_with(
+            meridian_spin::vars::admin_token,
+        ),
         resolutions: Box::new(meridian_spin::counters::SpinCounters::default()),
     };
     crate::handle(&app, &ctx, &request)

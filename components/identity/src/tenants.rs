@@ -5,7 +5,7 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::http::scoped::{Scoped, ServiceStore};
 use meridian_platform::input::validate::{normalize_email, JsonBody};
 use meridian_platform::log::journal::{self, Event};
-use meridian_platform::secrets::{constant_time_eq, generate_token, token_hash};
+use meridian_platform::secrets::{generate_token, token_hash};
 use meridian_platform::store::db::Database;
 use meridian_platform::tenancy::{ActorId, Role, TenantId, TenantScope, TenantSlug};
 use meridian_platform::{Clock, ErrorCode, Problem};
@@ -63,12 +63,7 @@ pub fn create<D: Database, C: Clock>(
     call: &Call<'_>,
 ) -> Result<Response, Problem> {
     let ctx = call.ctx;
-    let authorised = !app.admin_token.is_empty()
-        && call
-            .request
-            .bearer()
-            .is_some_and(|t| constant_time_eq(t, &app.admin_token));
-    if !authorised {
+    if !app.admin_token.admits(call.request.bearer()) {
         return Err(Problem::new(
             ErrorCode::Unauthorized,
             "creating a tenant needs the platform admin token",

@@ -10,7 +10,7 @@ use std::time::Duration;
 use identity::app::Identity;
 use meridian_platform::http::prelude::*;
 use meridian_platform::limits::rate::refused_key;
-use meridian_platform::secrets::token_hash;
+use meridian_platform::secrets::{token_hash, AdminToken};
 use meridian_platform::store::db::Store;
 use meridian_platform::store::migrate::migrate;
 use meridian_platform::tenancy::cache::{
@@ -50,7 +50,7 @@ impl Harness {
         let h = Self {
             app: Identity {
                 store,
-                admin_token: ADMIN_TOKEN.into(),
+                admin_token: AdminToken::read_with(|| ADMIN_TOKEN.into()),
                 resolutions: Box::new(resolutions.clone()),
             },
             resolutions,

@@ -16,6 +16,27 @@ pub fn constant_time_eq(presented: &str, expected: &str) -> bool {
     a.ct_eq(&b).into()
 }
 
+/// The platform admin's token where a service checks it: read only when
+/// a request presents a bearer at a route that takes it, so the routes
+/// that do not (every other request) make no host call for it.
+pub struct AdminToken(fn() -> String);
+
+impl AdminToken {
+    /// The token `read` returns (empty when unset or refused).
+    pub fn read_with(read: fn() -> String) -> Self {
+        Self(read)
+    }
+
+    /// Whether `bearer` is the admin's token: never when none was
+    /// presented or the token is empty.
+    pub fn admits(&self, bearer: Option<&str>) -> bool {
+        bearer.is_some_and(|presented| {
+            let token = (self.0)();
+            !token.is_empty() && constant_time_eq(presented, &token)
+        })
+    }
+}
+
 /// A key for one use of a deployment secret: SHA-256 of `domain` (which
 /// names the use, ending in a NUL) and `secret`, so that the key of one
 /// use is good for nothing else.
@@ -193,6 +214,24 @@ pub fn judge_secret(value: Option<&str>) -> Result<(), WeakSecret> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_admin_token_is_read_only_when_a_bearer_is_presented_and_admits_only_itself() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static READS: AtomicUsize = AtomicUsize::new(0);
+        let admin = AdminToken::read_with(|| {
+            READS.fetch_add(1, Ordering::SeqCst);
+            "the-admins-own-token".to_owned()
+        });
+        assert!(!admin.admits(None));
+        assert_eq!(READS.load(Ordering::SeqCst), 0, "no bearer: not read");
+        assert!(admin.admits(Some("the-admins-own-token")));
+        assert!(!admin.admits(Some("the-admins-own-tokeN")));
+        assert!(!admin.admits(Some("")));
+        assert_eq!(READS.load(Ordering::SeqCst), 3);
+        let unset = AdminToken::read_with(String::new);
+        assert!(!unset.admits(Some("")), "an empty token admits no one");
+    }
 
     #[test]
     fn a_token_has_one_bin_of_the_tenants_and_a_fingerprint_of_27_bits() {

@@ -15,6 +15,7 @@ use meridian_platform::http::prelude::*;
 use meridian_platform::http::routes::{self, Endpoint};
 use meridian_platform::http::upstream::Calls;
 use meridian_platform::http::{internal_headers, HttpClient, SendError};
+use meridian_platform::secrets::AdminToken;
 use meridian_platform::store::db::Store;
 use meridian_platform::tenancy::cache::LocalEntries;
 use meridian_platform::tenancy::Role;
@@ -142,7 +143,7 @@ thread_local! {
 fn seed_identity() -> Seeded {
     let app = Identity {
         store: migrated_store_on(clock(), identity::migrations::ALL),
-        admin_token: ADMIN_TOKEN.into(),
+        admin_token: AdminToken::read_with(|| ADMIN_TOKEN.into()),
         resolutions: Box::<LocalEntries>::default(),
     };
     let platform = meridian_testing::context_at(clock().now(), Duration::from_secs(2), "identity");
@@ -179,7 +180,7 @@ pub fn identity_request(data: &[u8]) {
         let mut input = Input::new(data);
         let app = Identity {
             store: seeded.store(),
-            admin_token: ADMIN_TOKEN.into(),
+            admin_token: AdminToken::read_with(|| ADMIN_TOKEN.into()),
             resolutions: Box::<LocalEntries>::default(),
         };
         let ctx = ctx(&mut input, "identity", seeded.caller());
@@ -299,7 +300,7 @@ fn billing_app(billing_db: &Seeded, community_db: &Seeded) -> Billing<BillingEnv
             MemoryConfig::default(),
         ),
         community_url: "http://community.test".into(),
-        admin_token: ADMIN_TOKEN.into(),
+        admin_token: AdminToken::read_with(|| ADMIN_TOKEN.into()),
         after_answer: Default::default(),
     }
 }
