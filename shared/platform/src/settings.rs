@@ -1,9 +1,10 @@
 //! A component's settings composed into one value: the manifest templates
 //! the application's variables into one component variable, `settings`,
 //! one `name=value` per line, so a request reads its configuration with
-//! one host call instead of one per setting (each read crosses into the
-//! host and resolves a template there: the gateway's 17 cost about as much
-//! as a third of a refusal). The application's variables, and how an
+//! one host call instead of one per setting. The host expands the whole
+//! template at each read, so what a request rarely needs is composed
+//! apart (`after_failure`) and read only then (docs/configuration.md,
+//! "What a variable costs the host"). The application's variables, and how an
 //! operator sets them (`SPIN_VARIABLE_*`, a SpinApp's `variables`), do not
 //! change.
 //!

@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use meridian_platform::budget::BudgetConfig;
-use meridian_platform::http::memory::MemoryConfig;
+use meridian_platform::http::memory::{AfterFailure, FailureSettings, MemoryConfig};
 use meridian_platform::http::origin::{OriginError, PublicOrigin};
 use meridian_platform::limits::{ConcurrencySettings, RateSettings, ThrottleConfig};
 use meridian_platform::log::journal::{self, Event};
@@ -13,27 +13,61 @@ use meridian_platform::tenancy::cache::CacheConfig;
 use meridian_platform::wire::signature::CallKey;
 
 /// A variable's value, or `None` when it is undefined or empty: from the
-/// component's composed `settings` when they hold it (read once per
-/// instance, and an instance serves one request), else read on its own
-/// (`admin_token`, read only where it is checked; a manifest without
-/// `settings`).
+/// composed variable that holds its name when it holds it
+/// ([`Composed::holding`]), else read on its own (`admin_token` where a
+/// service reads it only where it is checked; a manifest without composed
+/// settings).
 pub fn get(name: &str) -> Option<String> {
-    let value = match composed().lookup(name) {
+    let value = match Composed::holding(name).read().lookup(name) {
         Some(value) => Some(value.to_owned()),
         None => spin_sdk::variables::get(name).ok(),
     };
     value.filter(|v| !v.trim().is_empty())
 }
 
-/// The component variable `settings` (meridian_platform::settings), empty
-/// when the manifest does not define it.
-fn composed() -> &'static Settings {
-    static SETTINGS: OnceLock<Settings> = OnceLock::new();
-    SETTINGS.get_or_init(|| {
-        spin_sdk::variables::get("settings")
-            .map(|raw| Settings::parse(&raw))
-            .unwrap_or_default()
-    })
+/// The component variables a component's settings are composed into
+/// (meridian_platform::settings), by when a request needs them: each is
+/// read at most once per instance (an instance serves one request), and
+/// only once a value it holds is asked for. Spin expands a variable's whole
+/// template at each read, one lookup per expression (docs/configuration.md,
+/// "What reading the settings costs"), so what only a failure needs is
+/// kept out of what every request reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Composed {
+    /// `settings`: what the component's requests need.
+    Settings,
+    /// `after_failure`: the failure memory's retry budget and breaker
+    /// (`FailureSettings`), read once a call failed.
+    AfterFailure,
+}
+
+impl Composed {
+    /// The composed variable that holds `name` in Meridian's manifests.
+    fn holding(name: &str) -> Self {
+        match name {
+            "retry_budget_percent"
+            | "retry_budget_min_per_second"
+            | "breaker_min_volume"
+            | "breaker_trip_percent"
+            | "breaker_probe_ms" => Self::AfterFailure,
+            _ => Self::Settings,
+        }
+    }
+
+    /// Its value, parsed (empty when the manifest does not define it).
+    fn read(self) -> &'static Settings {
+        static SETTINGS: OnceLock<Settings> = OnceLock::new();
+        static AFTER_FAILURE: OnceLock<Settings> = OnceLock::new();
+        let (read, variable) = match self {
+            Self::Settings => (&SETTINGS, "settings"),
+            Self::AfterFailure => (&AFTER_FAILURE, "after_failure"),
+        };
+        read.get_or_init(|| {
+            spin_sdk::variables::get(variable)
+                .map(|raw| Settings::parse(&raw))
+                .unwrap_or_default()
+        })
+    }
 }
 
 /// A variable's value, or `default`.
@@ -76,7 +110,7 @@ pub fn weak_secrets() -> Option<String> {
     if let Err(why) = judge_secret(Some(&internal_token())) {
         weak.push(format!("internal_token {why}"));
     }
-    if composed().lookup("admin_token").is_some() {
+    if Composed::Settings.read().lookup("admin_token").is_some() {
         if let Err(why) = judge_secret(get("admin_token").as_deref()) {
             weak.push(format!("admin_token {why}"));
         }
@@ -107,7 +141,12 @@ pub fn admin_token() -> String {
 fn public_origin() -> Option<&'static Result<PublicOrigin, OriginError>> {
     static ORIGIN: OnceLock<Option<Result<PublicOrigin, OriginError>>> = OnceLock::new();
     ORIGIN
-        .get_or_init(|| composed().lookup("public_origin").map(PublicOrigin::parse))
+        .get_or_init(|| {
+            Composed::Settings
+                .read()
+                .lookup("public_origin")
+                .map(PublicOrigin::parse)
+        })
         .as_ref()
 }
 
@@ -149,12 +188,26 @@ fn or_default<T: Default, E: ToString>(what: &'static str, parsed: Result<T, E>)
     })
 }
 
-/// The failure memory's settings (retry budget and breaker).
+/// The failure memory's settings: those of its healthy path now, the
+/// retry budget's and the breaker's once a call needs them
+/// ([`failure_settings`]).
 pub fn memory_config() -> MemoryConfig {
     or_default(
         "reading the failure memory configuration (defaults used)",
-        MemoryConfig::parse(get),
+        MemoryConfig::parse_healthy(get, AfterFailure::ReadBy(failure_settings)),
     )
+}
+
+/// The retry budget's and the breaker's settings, read once per instance
+/// and only by one whose call failed (or found the breaker open).
+fn failure_settings() -> FailureSettings {
+    static SETTINGS: OnceLock<FailureSettings> = OnceLock::new();
+    *SETTINGS.get_or_init(|| {
+        or_default(
+            "reading the retry budget and breaker settings (defaults used)",
+            FailureSettings::parse(get),
+        )
+    })
 }
 
 /// The gateway's budget settings.

@@ -86,7 +86,7 @@ impl<K: Counters> FailureMemory<'_, K> {
                 self.probe.set(Some(until));
                 Permit::Probe
             }
-            Ok(_) => Permit::Refuse(self.config.probe_interval),
+            Ok(_) => Permit::Refuse(self.config.after_failure.settings().probe_interval),
         }
     }
 
@@ -94,8 +94,9 @@ impl<K: Counters> FailureMemory<'_, K> {
     /// the window, and enough of them failed.
     pub fn trips(&self, recent: &Recent) -> bool {
         let attempts = recent.calls + recent.retries;
-        attempts >= f64::from(self.config.min_volume)
-            && recent.failures * 100.0 >= attempts * f64::from(self.config.trip_percent)
+        let settings = self.config.after_failure.settings();
+        attempts >= f64::from(settings.min_volume)
+            && recent.failures * 100.0 >= attempts * f64::from(settings.trip_percent)
     }
 
     /// Records how an attempt that was permitted as `permitted` ended at
@@ -138,7 +139,14 @@ impl<K: Counters> FailureMemory<'_, K> {
                 }
                 if probe || self.trips(&self.recent(now)) {
                     now_ms.saturating_add(
-                        i64::try_from(self.config.probe_interval.as_millis()).unwrap_or(i64::MAX),
+                        i64::try_from(
+                            self.config
+                                .after_failure
+                                .settings()
+                                .probe_interval
+                                .as_millis(),
+                        )
+                        .unwrap_or(i64::MAX),
                     )
                 } else {
                     -now_ms

@@ -4,13 +4,27 @@ use std::time::Duration;
 
 use crate::time::duration_ms;
 
-/// The settings (Spin variables `retry_budget_*`, `breaker_*`).
+/// The settings (Spin variables `failure_memory`, `failure_window_ms`,
+/// `failure_memory_sample`, and the `retry_budget_*` and `breaker_*` of
+/// [`AfterFailure`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MemoryConfig {
     /// Off: every call is made and every allowed retry too, as before.
     pub enabled: bool,
     /// The window the counts cover.
     pub window: Duration,
+    /// One first attempt in this many is written, counting for all of
+    /// them: the healthy path's only write, sampled to keep its cost
+    /// off the request (1: every one).
+    pub sample: u32,
+    /// What only a failed call, a retry or an open breaker needs.
+    pub after_failure: AfterFailure,
+}
+
+/// The retry budget's and the breaker's settings: what the memory needs
+/// only once a call failed or the breaker is open.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FailureSettings {
     /// Retries allowed, as a percentage of first attempts in the window.
     pub retry_percent: u32,
     /// Retries always allowed, per second of the window (Finagle's
@@ -24,13 +38,37 @@ pub struct MemoryConfig {
     pub trip_percent: u32,
     /// How often an open breaker lets one call through to probe.
     pub probe_interval: Duration,
-    /// One first attempt in this many is written, counting for all of
-    /// them: the healthy path's only write, sampled to keep its cost
-    /// off the request (1: every one).
-    pub sample: u32,
 }
 
-impl Default for MemoryConfig {
+/// The [`FailureSettings`], given, or read when first needed: a
+/// component reads them only on the path that needs them, so its healthy
+/// requests do not pay for their variables.
+#[derive(Debug, Clone, Copy)]
+pub enum AfterFailure {
+    /// Known already.
+    Given(FailureSettings),
+    /// Read by this function (which remembers them for the instance).
+    ReadBy(fn() -> FailureSettings),
+}
+
+impl AfterFailure {
+    /// The settings.
+    pub fn settings(&self) -> FailureSettings {
+        match self {
+            Self::Given(settings) => *settings,
+            Self::ReadBy(read) => read(),
+        }
+    }
+}
+
+impl PartialEq for AfterFailure {
+    /// Equal when they hold, or read, the same settings.
+    fn eq(&self, other: &Self) -> bool {
+        self.settings() == other.settings()
+    }
+}
+
+impl Default for FailureSettings {
     /// Finagle's and linkerd's budget: 20 % over 10 s, and Finagle's floor
     /// of 10 retries a second: a sequential client at 30 % failures needs
     /// about 0.4 retries per read, which 20 % of its first attempts would
@@ -41,68 +79,84 @@ impl Default for MemoryConfig {
     /// five of them failing (Hystrix's volume; a trip point well above
     /// what an early streak of a 30 % failure reaches: P(≥ 16 of 20) is
     /// about 5·10⁻⁶); it probes every 500 ms, so recovery is seen within a
-    /// second. While healthy, one first attempt in 64 is written (as 64):
-    /// the only write on the healthy path.
+    /// second.
     fn default() -> Self {
         Self {
-            enabled: true,
-            window: Duration::from_secs(10),
             retry_percent: 20,
             min_retries_per_second: 10.0,
             min_volume: 20,
             trip_percent: 80,
             probe_interval: Duration::from_millis(500),
-            sample: 64,
         }
     }
 }
 
-impl MemoryConfig {
-    /// The retries always allowed in one window: the floor a second, for
-    /// the window's length.
-    pub fn min_retries(&self) -> f64 {
-        self.min_retries_per_second * self.window.as_secs_f64()
+impl Default for MemoryConfig {
+    /// On, over 10 s; while healthy, one first attempt in 64 is written
+    /// (as 64): the only write on the healthy path.
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            window: Duration::from_secs(10),
+            sample: 64,
+            after_failure: AfterFailure::Given(FailureSettings::default()),
+        }
     }
+}
 
-    /// The settings from Spin variables (`get` returns a variable's value,
-    /// `None` when unset): `failure_memory` (`on`/`off`),
-    /// `retry_budget_percent`, `retry_budget_min_per_second`,
-    /// `breaker_min_volume`, `breaker_trip_percent`, `breaker_probe_ms`,
-    /// `failure_window_ms`, `failure_memory_sample`; an unset one keeps its
-    /// default.
+/// A whole number variable in `range`, or `default` when unset.
+fn number(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    default: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, String> {
+    match get(name) {
+        None => Ok(default),
+        Some(raw) => raw
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| range.contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "{name} must be a whole number from {} to {}",
+                    range.start(),
+                    range.end()
+                )
+            }),
+    }
+}
+
+/// A count variable (see [`number`]).
+fn count(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    default: u32,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u32, String> {
+    number(get, name, default.into(), range).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// A milliseconds variable (see [`number`]).
+fn millis(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    default: Duration,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<Duration, String> {
+    number(get, name, duration_ms(default), range).map(Duration::from_millis)
+}
+
+impl FailureSettings {
+    /// From Spin variables (`get` returns a variable's value, `None` when
+    /// unset): `retry_budget_percent`, `retry_budget_min_per_second`,
+    /// `breaker_min_volume`, `breaker_trip_percent`, `breaker_probe_ms`;
+    /// an unset one keeps its default.
     pub fn parse(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let d = Self::default();
-        let number =
-            |name: &str, default: u64, range: std::ops::RangeInclusive<u64>| match get(name) {
-                None => Ok(default),
-                Some(raw) => raw
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| range.contains(n))
-                    .ok_or_else(|| {
-                        format!(
-                            "{name} must be a whole number from {} to {}",
-                            range.start(),
-                            range.end()
-                        )
-                    }),
-            };
-        let enabled = match get("failure_memory").as_deref().map(str::trim) {
-            None | Some("on") => true,
-            Some("off") => false,
-            Some(other) => return Err(format!("failure_memory must be on or off, not {other:?}")),
-        };
-        let count = |name: &str, default: u32, range: std::ops::RangeInclusive<u64>| {
-            number(name, default.into(), range).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
-        };
-        let millis = |name: &str, default: Duration, range| {
-            number(name, duration_ms(default), range).map(Duration::from_millis)
-        };
         Ok(Self {
-            enabled,
-            window: millis("failure_window_ms", d.window, 1_000..=600_000)?,
-            retry_percent: count("retry_budget_percent", d.retry_percent, 0..=100)?,
+            retry_percent: count(&get, "retry_budget_percent", d.retry_percent, 0..=100)?,
             min_retries_per_second: match get("retry_budget_min_per_second") {
                 None => d.min_retries_per_second,
                 Some(raw) => raw
@@ -115,10 +169,46 @@ impl MemoryConfig {
                             .to_owned()
                     })?,
             },
-            min_volume: count("breaker_min_volume", d.min_volume, 1..=100_000)?,
-            trip_percent: count("breaker_trip_percent", d.trip_percent, 1..=100)?,
-            probe_interval: millis("breaker_probe_ms", d.probe_interval, 10..=60_000)?,
-            sample: count("failure_memory_sample", d.sample, 1..=1_000)?,
+            min_volume: count(&get, "breaker_min_volume", d.min_volume, 1..=100_000)?,
+            trip_percent: count(&get, "breaker_trip_percent", d.trip_percent, 1..=100)?,
+            probe_interval: millis(&get, "breaker_probe_ms", d.probe_interval, 10..=60_000)?,
+        })
+    }
+}
+
+impl MemoryConfig {
+    /// The retries always allowed in one window: the floor a second, for
+    /// the window's length.
+    pub fn min_retries(&self) -> f64 {
+        self.after_failure.settings().min_retries_per_second * self.window.as_secs_f64()
+    }
+
+    /// Every setting from Spin variables (`get` returns a variable's
+    /// value, `None` when unset): `failure_memory` (`on`/`off`),
+    /// `failure_window_ms`, `failure_memory_sample` and
+    /// [`FailureSettings::parse`]'s; an unset one keeps its default.
+    pub fn parse(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let after_failure = AfterFailure::Given(FailureSettings::parse(&get)?);
+        Self::parse_healthy(get, after_failure)
+    }
+
+    /// The settings the healthy path needs from Spin variables, as
+    /// [`Self::parse`] reads them, and `after_failure` for the rest.
+    pub fn parse_healthy(
+        get: impl Fn(&str) -> Option<String>,
+        after_failure: AfterFailure,
+    ) -> Result<Self, String> {
+        let d = Self::default();
+        let enabled = match get("failure_memory").as_deref().map(str::trim) {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => return Err(format!("failure_memory must be on or off, not {other:?}")),
+        };
+        Ok(Self {
+            enabled,
+            window: millis(&get, "failure_window_ms", d.window, 1_000..=600_000)?,
+            sample: count(&get, "failure_memory_sample", d.sample, 1..=1_000)?,
+            after_failure,
         })
     }
 }

@@ -67,7 +67,7 @@ use crate::counts::Counters;
 #[cfg(test)]
 use crate::counts::LocalCounters;
 pub use breaker::{Outcome, Permit};
-pub use config::MemoryConfig;
+pub use config::{AfterFailure, FailureSettings, MemoryConfig};
 pub use window::Recent;
 
 /// The memory of one caller's calls to one downstream.
@@ -160,11 +160,12 @@ mod tests {
             _ => None,
         })
         .unwrap();
-        assert_eq!(custom.min_retries_per_second, 0.2);
+        let after_failure = custom.after_failure.settings();
+        assert_eq!(after_failure.min_retries_per_second, 0.2);
         assert_eq!(custom.min_retries(), 2.0, "0.2 a second over 10 s");
         assert!(!custom.enabled);
-        assert_eq!(custom.retry_percent, 10);
-        assert_eq!(custom.probe_interval, Duration::from_millis(250));
+        assert_eq!(after_failure.retry_percent, 10);
+        assert_eq!(after_failure.probe_interval, Duration::from_millis(250));
         assert_eq!(custom.sample, 1);
         for (name, value) in [
             ("failure_memory", "maybe"),
@@ -180,6 +181,32 @@ mod tests {
             let err = MemoryConfig::parse(|n| (n == name).then(|| value.to_owned())).unwrap_err();
             assert!(err.contains(name), "{err}");
         }
+    }
+
+    #[test]
+    fn the_healthy_path_never_reads_the_settings_only_a_failure_needs() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static READS: AtomicUsize = AtomicUsize::new(0);
+        let counters = LocalCounters::default();
+        let config = MemoryConfig {
+            sample: 1,
+            after_failure: AfterFailure::ReadBy(|| {
+                READS.fetch_add(1, Ordering::SeqCst);
+                FailureSettings::default()
+            }),
+            ..MemoryConfig::default()
+        };
+        let m = FailureMemory::new(&counters, config, "gateway", "community");
+        for i in 0..30 {
+            assert_eq!(call(&m, i, false), Permit::Call);
+        }
+        assert_eq!(READS.load(Ordering::SeqCst), 0, "healthy: never read");
+        call(&m, 31, true);
+        assert!(m.may_retry(at(32)));
+        assert!(
+            READS.load(Ordering::SeqCst) >= 2,
+            "the breaker and the retry budget read them"
+        );
     }
 
     #[test]

@@ -17,8 +17,8 @@ impl<K: Counters> FailureMemory<'_, K> {
             return true;
         };
         let recent = current.plus(&previous);
-        let allowed = (recent.calls * f64::from(self.config.retry_percent) / 100.0)
-            .max(self.config.min_retries());
+        let percent = self.config.after_failure.settings().retry_percent;
+        let allowed = (recent.calls * f64::from(percent) / 100.0).max(self.config.min_retries());
         let epoch = self.epoch(now);
         let key = self.key(epoch, "retries");
         let Ok(claimed) = self.counters.add(&key, 1) else {
