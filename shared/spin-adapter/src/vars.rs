@@ -14,7 +14,8 @@ use meridian_platform::wire::signature::CallKey;
 
 /// A variable's value, or `None` when it is undefined or empty: from the
 /// composed variable that holds its name when it holds it
-/// ([`Composed::holding`]), else read on its own (`admin_token` where a
+/// (`settings`, or `after_failure` for the retry budget and the breaker),
+/// else read on its own (`admin_token` where a
 /// service reads it only where it is checked; a manifest without composed
 /// settings).
 pub fn get(name: &str) -> Option<String> {
