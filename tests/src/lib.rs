@@ -22,7 +22,8 @@ pub use client::{Client, Reply};
 pub use loopback::ReceivedExt;
 pub use profile::{profile, Profile};
 pub use spin::{
-    spin_binary, write_split_runtime_config, Layout, SpinApp, SpinOptions, SPIN_REFUSED_UTF8,
+    spin_binary, write_split_runtime_config, Layout, Secrets, SpinApp, SpinOptions,
+    SPIN_REFUSED_UTF8,
 };
 pub use standin::{Received, StandIn, StandInReply, Truncating};
 
