@@ -191,7 +191,7 @@ fn or_default<T: Default, E: ToString>(what: &'static str, parsed: Result<T, E>)
 
 /// The failure memory's settings: those of its healthy path now, the
 /// retry budget's and the breaker's once a call needs them
-/// ([`failure_settings`]).
+/// (`after_failure`, read by `failure_settings`).
 pub fn memory_config() -> MemoryConfig {
     or_default(
         "reading the failure memory configuration (defaults used)",
