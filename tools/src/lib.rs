@@ -12,6 +12,13 @@ use anyhow::{Context, Result};
 #[derive(Debug, Clone, Default)]
 pub struct Positionals(Vec<String>);
 
+impl From<Vec<String>> for Positionals {
+    /// Values a tool's own parser set apart from its options.
+    fn from(values: Vec<String>) -> Self {
+        Self(values)
+    }
+}
+
 impl Positionals {
     /// The process's arguments.
     pub fn from_env() -> Result<Self> {

@@ -4,22 +4,37 @@
 //! why the throttle inside the gateway cannot hold goodput far past the
 //! peak: every refusal still costs at least an instance.
 //!
-//! Run: `cargo run -p meridian-tools --release --bin costs -- [SECONDS]`
-//! (default 5) after building the release components. Each kind runs as a
-//! closed loop for SECONDS; its cost is the CPU time the app's processes
-//! used (`/proc`, every thread, threads that ended included) over the
-//! answers they gave. The load generator's own CPU is not counted; on a
-//! 2-core machine it still competes with the app for the cores, so the
-//! figures are comparable within a run, not across machines.
+//! Run: `cargo run -p meridian-tools --release --bin costs --
+//! [--pinned-variables] [SECONDS] [ROUNDS]` (default 5 s, 1 round) after
+//! building the release
+//! components. Each kind runs as a closed loop for SECONDS; its cost is the
+//! CPU time the app's processes used (`/proc`, every thread, threads that
+//! ended included) over the answers they gave. With more than one round
+//! the kinds run in turn ROUNDS times, so each of Meridian's figures is
+//! alternated with the floor's, and each figure and each target's ratio is
+//! given as its median and its range over the rounds. The load generator's
+//! own CPU is not counted; on a 2-core machine it still competes with the
+//! app for the cores, so the figures are comparable within a run, not
+//! across machines.
+//!
+//! `--pinned-variables` runs Meridian with its variables pinned in a static
+//! provider of its runtime configuration (docs/configuration.md): what
+//! reading them costs where a platform lets them be pinned.
+//!
+//! The targets (issue 59): a served read at most 1.25 × the floor's same
+//! reads through three instances (a token resolved in one, a page read in
+//! another), and the gateway's bare answer at most 1.5 × the floor's one
+//! instance.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
+use lexopt::ValueExt;
 use meridian_e2e::api::TenantClient;
 use meridian_e2e::load::{self, Target};
 use meridian_e2e::{SpinApp, SpinOptions};
-use meridian_tools::Positionals;
+use meridian_tools::{Positionals, Sorted};
 use serde_json::json;
 
 /// One kind of answer and how it is asked for.
@@ -59,19 +74,34 @@ fn measure(kind: &Kind<'_>, run: Duration) -> Result<(Duration, usize)> {
 }
 
 fn main() -> Result<()> {
-    let run = Duration::from_secs(Positionals::from_env()?.get(0, "SECONDS", 5)?);
+    let mut pinned = false;
+    let mut values = Vec::new();
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            lexopt::Arg::Long("pinned-variables") => pinned = true,
+            lexopt::Arg::Value(value) => values.push(value.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let args = Positionals::from(values);
+    let run = Duration::from_secs(args.get(0, "SECONDS", 5)?);
+    let rounds: usize = args.get(1, "ROUNDS", 1)?;
+    ensure!(rounds >= 1, "ROUNDS >= 1");
     let floor = SpinApp::start_floor();
     // A tenant's rate is one request a minute, but for the `open`
     // tenant's (its override): the `limited` tenant's requests are refused
     // after the batch read. The throttle off: it would refuse some
     // of each kind, and what is measured must be one kind at a time.
-    let app = SpinApp::start_with(
-        SpinOptions::default()
-            .sound_secrets()
-            .variable("tenant_rate_limit", "1/60s")
-            .variable("tenant_concurrency_limit", "10000")
-            .variable("admission", "off"),
-    );
+    let options = SpinOptions::default()
+        .sound_secrets()
+        .variable("tenant_rate_limit", "1/60s")
+        .variable("tenant_concurrency_limit", "10000")
+        .variable("admission", "off");
+    let app = SpinApp::start_with(match pinned {
+        true => options.pin_variables(),
+        false => options,
+    });
     let open = app.tenant("open");
     open.resident("Ada");
     let limited = app.tenant("limited");
@@ -102,7 +132,7 @@ fn main() -> Result<()> {
     limited.get("/residents").send();
     let kinds = [
         Kind {
-            name: "floor: one instance, nothing read",
+            name: ONE_INSTANCE,
             on: &floor,
             target: Target::get(floor.url(), "/healthz", &[]),
             connections: 8,
@@ -116,7 +146,18 @@ fn main() -> Result<()> {
             status: 200,
         },
         Kind {
-            name: "Meridian: /healthz (the gateway, nothing read)",
+            name: SAME_READS,
+            on: &floor,
+            target: Target::get(
+                floor.url(),
+                "/sqlite/residents",
+                &[("authorization", "Bearer floor-token")],
+            ),
+            connections: 8,
+            status: 200,
+        },
+        Kind {
+            name: BARE,
             on: &app,
             target: Target::get(app.url(), "/healthz", &[]),
             connections: 8,
@@ -138,26 +179,87 @@ fn main() -> Result<()> {
         },
         // Last: the served read every figure is a share of.
         Kind {
-            name: "Meridian: a served read (three instances)",
+            name: SERVED,
             on: &app,
             target: read(&open, 3_000),
             connections: 8,
             status: 200,
         },
     ];
-    println!("CPU of the app's processes per answer, closed loop of {run:?} each:");
-    let mut rows = Vec::new();
-    for kind in &kinds {
-        let (cpu, answers) = measure(kind, run)?;
-        rows.push((kind.name, cpu, answers));
+    println!(
+        "CPU of the app's processes per answer, closed loop of {run:?} each, {rounds} round(s){}:",
+        if pinned {
+            ", Meridian's variables pinned"
+        } else {
+            ""
+        }
+    );
+    let mut cpu: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut answers: BTreeMap<&str, usize> = BTreeMap::new();
+    for _ in 0..rounds {
+        for kind in &kinds {
+            let (per_answer, n) = measure(kind, run)?;
+            cpu.entry(kind.name)
+                .or_default()
+                .push(per_answer.as_secs_f64() * 1e6);
+            *answers.entry(kind.name).or_default() += n;
+        }
     }
-    let served = rows.last().context("the served read")?.1;
-    for (name, cpu, answers) in rows {
+    let figures = |name: &str| Sorted::new(cpu.get(name).cloned().unwrap_or_default());
+    let served = figures(SERVED).at(0.5);
+    for kind in &kinds {
+        let name = kind.name;
+        let figures = figures(name);
         println!(
-            "  {name:<56} {:>6.0} µs  ({:.2} of a served read; {answers} answers)",
-            cpu.as_secs_f64() * 1e6,
-            cpu.as_secs_f64() / served.as_secs_f64()
+            "  {name:<60} {:>6.0} µs ({:.0}–{:.0})  ({:.2} of a served read; {} answers)",
+            figures.at(0.5),
+            figures.at(0.0),
+            figures.at(1.0),
+            figures.at(0.5) / served,
+            answers.get(name).copied().unwrap_or(0)
+        );
+    }
+    // Each round's ratio, so the spread is the rounds' own.
+    let ratio = |of: &str, to: &str| -> Sorted {
+        let (of, to) = (
+            cpu.get(of).cloned().unwrap_or_default(),
+            cpu.get(to).cloned().unwrap_or_default(),
+        );
+        Sorted::new(of.iter().zip(&to).map(|(a, b)| a / b))
+    };
+    println!("targets (each round's ratio: median, range):");
+    for (what, of, to, at_most) in [
+        (
+            "a served read ÷ the floor's same reads",
+            SERVED,
+            SAME_READS,
+            1.25,
+        ),
+        (
+            "the gateway's bare answer ÷ the floor's one instance",
+            BARE,
+            ONE_INSTANCE,
+            1.5,
+        ),
+    ] {
+        let r = ratio(of, to);
+        println!(
+            "  {what:<56} {:.2} × ({:.2}–{:.2}; target ≤ {at_most}: {})",
+            r.at(0.5),
+            r.at(0.0),
+            r.at(1.0),
+            if r.at(0.5) <= at_most {
+                "met"
+            } else {
+                "not met"
+            }
         );
     }
     Ok(())
 }
+
+/// The kinds the targets compare.
+const ONE_INSTANCE: &str = "floor: one instance, nothing read";
+const SAME_READS: &str = "floor: three instances, the same reads (token, page)";
+const BARE: &str = "Meridian: /healthz (the gateway, nothing read)";
+const SERVED: &str = "Meridian: a served read (gateway, community; resolution remembered)";
