@@ -3,8 +3,10 @@
 //!
 //! Run through `scripts/bench.sh` (it builds the components and installs
 //! `wrk`); by hand: `cargo run -p meridian-tools --release --bin perf --
-//! [--seconds S] [--rounds R] [--per-budget N] [--write] [--uncached]`
-//! (`--uncached`: also Meridian with its resolution cache off, same rounds).
+//! [--seconds S] [--rounds R] [--per-budget N] [--write] [--uncached]
+//! [--pinned-variables]` (`--uncached`: also Meridian with its resolution
+//! cache off, same rounds; `--pinned-variables`: also Meridian reading with
+//! its variables pinned in a static provider, same rounds).
 //!
 //! - **P1**: `wrk` (keep-alive, 1 and 8 connections) against Meridian's
 //!   `GET /v1/{t}/residents?limit=20` and keyed `POST /v1/{t}/invoices`, and
@@ -70,6 +72,10 @@ struct Args {
     /// beside it, in the same alternating rounds): the cache's effect,
     /// same run.
     uncached: bool,
+    /// Also measure Meridian's read with its variables pinned in a static
+    /// provider of its runtime configuration (docs/configuration.md), in
+    /// the same rounds: what Spin's variable lookups cost a read.
+    pinned_variables: bool,
     /// Measure the read on PostgreSQL against the floor on the same server
     /// (`MERIDIAN_DB=postgres`; scripts/bench.sh --postgres) and nothing else.
     postgres: bool,
@@ -86,6 +92,7 @@ impl Args {
             write: false,
             only: None,
             uncached: false,
+            pinned_variables: false,
             postgres: false,
         };
         let mut parser = lexopt::Parser::from_env();
@@ -103,6 +110,7 @@ impl Args {
                 }
                 Long("write") => args.write = true,
                 Long("uncached") => args.uncached = true,
+                Long("pinned-variables") => args.pinned_variables = true,
                 Long("postgres") => args.postgres = true,
                 Long("only") => {
                     let part: String = parser.value()?.parse()?;
@@ -140,7 +148,11 @@ fn main() -> Result<()> {
     // The same app and rows with every request asking identity.
     let uncached = args
         .uncached
-        .then(|| bench_app(unlimited.variable("resolution_cache", "off")))
+        .then(|| bench_app(unlimited.clone().variable("resolution_cache", "off")))
+        .transpose()?;
+    let pinned = args
+        .pinned_variables
+        .then(|| bench_app(unlimited.pin_variables()))
         .transpose()?;
 
     let auth = |token: &str| vec![("authorization".to_owned(), format!("Bearer {token}"))];
@@ -220,6 +232,13 @@ fn main() -> Result<()> {
             invoice_of(resident),
         ));
     }
+    if let Some((app, tenant, _)) = &pinned {
+        reads.push(get(
+            PINNED,
+            format!("{}{}", app.url(), tenant.path("/residents?limit=20")),
+            auth(&tenant.token),
+        ));
+    }
     if args.only.as_deref() == Some("p3") {
         overload(&app, &residents, &args)?;
         return Ok(());
@@ -244,8 +263,10 @@ fn main() -> Result<()> {
     for m in &measured {
         let floor = m.floor();
         for (name, ours) in m.runs.iter().filter(|(n, _)| n.starts_with("Meridian")) {
+            let (p50_lo, p50_hi) = m.spread(name, &|r| r.at(50.0));
+            let (rps_lo, rps_hi) = m.spread(name, &|r| r.rps());
             eprintln!(
-                "{} c={}: {name} / floor p50 {:.2}, p99 {:.2}, throughput {:.2}",
+                "{} c={}: {name} / floor p50 {:.2} (rounds {p50_lo:.2}–{p50_hi:.2}), p99 {:.2}, throughput {:.2} (rounds {rps_lo:.2}–{rps_hi:.2})",
                 m.scenario,
                 m.connections,
                 ours.at(50.0) / floor.at(50.0),
@@ -259,6 +280,7 @@ fn main() -> Result<()> {
         return Ok(());
     }
     drop(uncached);
+    drop(pinned);
     let overload = overload(&app, &residents, &args)?;
     drop(app);
     drop(floor);
@@ -325,6 +347,9 @@ const FLOOR: &str = "floor, SQLite";
 
 /// The keyed write's floor: the same hops and statements (bench/floor).
 const SAME_WORK: &str = "floor, same work";
+
+/// Meridian reading with its variables pinned (`--pinned-variables`).
+const PINNED: &str = "Meridian, variables pinned";
 
 /// Meridian without the resolution cache (`--uncached`).
 const UNCACHED: &str = "Meridian, resolution cache off";

@@ -152,11 +152,13 @@ pub(crate) fn wrk(target: &Target, connections: u32, seconds: u64, tag: &str) ->
     Run::parse(line)
 }
 
-/// One scenario at one connection count: each target's pooled rounds.
+/// One scenario at one connection count: each target's pooled rounds,
+/// and each round on its own (for the spread of a ratio).
 pub(crate) struct Measured {
     pub(crate) scenario: &'static str,
     pub(crate) connections: u32,
     pub(crate) runs: Vec<(&'static str, Run)>,
+    pub(crate) rounds: Vec<(&'static str, Vec<Run>)>,
 }
 
 impl Measured {
@@ -182,6 +184,30 @@ impl Measured {
             );
         }
         Ok(())
+    }
+
+    /// The least and the greatest over the rounds of `f` of `name`'s
+    /// round against the floor's same round (they alternate, so each pair
+    /// ran minutes apart at most).
+    pub(crate) fn spread(&self, name: &str, f: &dyn Fn(&Run) -> f64) -> (f64, f64) {
+        let rounds = |n: &str| {
+            self.rounds
+                .iter()
+                .find(|(r, _)| *r == n)
+                .map(|(_, runs)| runs.as_slice())
+                .unwrap_or_default()
+        };
+        let floor = match self.scenario.starts_with("POST") {
+            true => SAME_WORK,
+            false => FLOOR,
+        };
+        rounds(name)
+            .iter()
+            .zip(rounds(floor))
+            .map(|(a, b)| f(a) / f(b))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(x), hi.max(x))
+            })
     }
 
     pub(crate) fn run(&self, name: &str) -> &Run {
@@ -236,8 +262,9 @@ pub(crate) fn measure(
         connections,
         runs: targets
             .iter()
-            .zip(runs)
-            .map(|(t, r)| (t.name, Run::pooled(&r)))
+            .zip(&runs)
+            .map(|(t, r)| (t.name, Run::pooled(r)))
             .collect(),
+        rounds: targets.iter().map(|t| t.name).zip(runs).collect(),
     })
 }
