@@ -228,45 +228,52 @@ impl<E: Calls> Gateway<E> {
             response.set_header(headers::SERVER_TIMING, timing);
         }
         let ended = trace.let_through.and_then(|(route, slug)| {
-            // What the throttle learns: whether the request finished in time
-            // (not out of budget, and within its in-time share of it by our
-            // clock: the rest is the margin for queueing we cannot see), and
-            // its cost. Only what the server's budget says of the server: a
-            // 4xx is the client's (a refused credential, a bad request); a
-            // late request on a budget too short to keep the answer reserve
-            // was late for its budget alone, whoever sent it; and a caller
-            // nobody vouched for who ran out of a budget shorter than the
-            // default ran out of its own choosing — none of them moves a
-            // throttle. A vouched caller's lateness on a longer budget
-            // counts, first in its own tenant's window: a tenant's flood is
-            // judged as the tenant's.
             let ctx = served_ctx.as_ref()?;
-            if response.status().is_client_error() {
-                return None;
-            }
-            let took = now.since(arrived);
-            let budget = ctx.budget_at_arrival();
-            let finished = response.status() != 504 && took <= self.config.throttle.in_time(budget);
-            let vouched = ctx.tenant().is_some();
-            let own_choosing = budget < steps::FULL_RESERVE_BUDGET
-                || (!vouched && budget < self.config.budget.default_budget());
-            if !finished && own_choosing {
-                return None;
-            }
-            // The tenant's own window only once identity vouched for the
-            // caller there: a name nobody resolves writes no key.
-            let tenant = slug.filter(|_| vouched);
-            Some(Ended {
-                route,
-                tenant,
-                at: now,
-                took,
-                finished,
-                roll: self.upstream.jitter.clone().next_u64(),
-            })
+            self.ended(ctx, &response, route, slug, now.since(arrived), now)
         });
         request_line(&request, served_ctx.as_ref(), &response, now).emit();
         (response, ended)
+    }
+
+    /// What the throttle learns of a request it let through on `route`
+    /// (of the tenant `slug` names), answered `response` at `now` after
+    /// `took`: whether it finished in time — not out of budget, and within
+    /// its in-time share of it by our clock (the rest is the margin for
+    /// queueing we cannot see) — and its cost. Only what the server's
+    /// budget says of the server, so `None` for a 4xx (the client's), for
+    /// a request late on a budget too short to keep the answer reserve,
+    /// and for a caller nobody vouched for who ran out of a budget shorter
+    /// than the default (its own choosing). The tenant's own window only
+    /// once identity vouched for the caller there: a name nobody resolves
+    /// writes no key, and a tenant's flood is judged as the tenant's.
+    fn ended(
+        &self,
+        ctx: &RequestContext,
+        response: &Response,
+        route: String,
+        slug: Option<String>,
+        took: std::time::Duration,
+        now: UnixMillis,
+    ) -> Option<Ended> {
+        if response.status().is_client_error() {
+            return None;
+        }
+        let budget = ctx.budget_at_arrival();
+        let finished = response.status() != 504 && took <= self.config.throttle.in_time(budget);
+        let vouched = ctx.tenant().is_some();
+        let own_choosing = budget < steps::FULL_RESERVE_BUDGET
+            || (!vouched && budget < self.config.budget.default_budget());
+        if !finished && own_choosing {
+            return None;
+        }
+        Some(Ended {
+            route,
+            tenant: slug.filter(|_| vouched),
+            at: now,
+            took,
+            finished,
+            roll: self.upstream.jitter.clone().next_u64(),
+        })
     }
 
     /// Records in the throttle's windows how a request it let through ended.

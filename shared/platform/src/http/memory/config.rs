@@ -69,17 +69,11 @@ impl PartialEq for AfterFailure {
 }
 
 impl Default for FailureSettings {
-    /// Finagle's and linkerd's budget: 20 % over 10 s, and Finagle's floor
-    /// of 10 retries a second: a sequential client at 30 % failures needs
-    /// about 0.4 retries per read, which 20 % of its first attempts would
-    /// refuse (95 of 120 reads served at a floor of 3 a second, 112 or
-    /// more at 10); a caller busy enough for the floor to matter less than
-    /// the percentage (50 requests a second and up) is held to 1.2 attempts
-    /// per request. The breaker needs 20 attempts and four in
-    /// five of them failing (Hystrix's volume; a trip point well above
-    /// what an early streak of a 30 % failure reaches: P(≥ 16 of 20) is
-    /// about 5·10⁻⁶); it probes every 500 ms, so recovery is seen within a
-    /// second.
+    /// Finagle's and linkerd's budget, 20 % over 10 s, with Finagle's
+    /// floor of 10 retries a second; the breaker opens on four failures in
+    /// five of at least 20 attempts (Hystrix's volume) and probes every
+    /// 500 ms. Why these: docs/benchmarks.md, "Why the constants are what
+    /// they are".
     fn default() -> Self {
         Self {
             retry_percent: 20,
