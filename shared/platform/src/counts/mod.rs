@@ -47,11 +47,10 @@ pub trait Counters {
 /// its own delta): the family's marker ([`window_marker`]) names the last window opened
 /// before it; that one and the one before it are forgotten unless they
 /// are still `epoch`'s previous window, and `epoch` becomes the last
-/// opened. Every window is opened through here, so no other can be stored.
-/// (Forgetting only `epoch − 2` left a window behind every gap of more
-/// than two: a quiet tenant's each request grew the store by a key.)
-/// `keys_of` names a window's keys. A marker the store cannot give is
-/// taken as none: only `epoch − 2` is forgotten then, as before markers.
+/// opened. Every window is opened through here, so no other can be stored
+/// (forgetting only `epoch − 2` would leave a window behind every gap of
+/// more than two). `keys_of` names a window's keys. A marker the store
+/// cannot give is taken as none: only `epoch − 2` is forgotten then.
 pub fn opened_window<K: Counters + ?Sized>(
     counters: &K,
     family: &str,
