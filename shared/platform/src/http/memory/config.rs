@@ -98,48 +98,43 @@ impl Default for MemoryConfig {
     }
 }
 
-/// A whole number variable in `range`, or `default` when unset.
-fn number(
-    get: &impl Fn(&str) -> Option<String>,
-    name: &str,
-    default: u64,
-    range: std::ops::RangeInclusive<u64>,
-) -> Result<u64, String> {
-    match get(name) {
-        None => Ok(default),
-        Some(raw) => raw
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|n| range.contains(n))
-            .ok_or_else(|| {
-                format!(
-                    "{name} must be a whole number from {} to {}",
-                    range.start(),
-                    range.end()
-                )
-            }),
+/// Spin variables as `get` gives them (`None` when unset), read as the
+/// failure memory's settings are written.
+struct Variables<F>(F);
+
+type Range = std::ops::RangeInclusive<u64>;
+
+impl<F: Fn(&str) -> Option<String>> Variables<F> {
+    /// A whole number in `range`, or `default` when unset.
+    fn number(&self, name: &str, default: u64, range: Range) -> Result<u64, String> {
+        match (self.0)(name) {
+            None => Ok(default),
+            Some(raw) => raw
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| range.contains(n))
+                .ok_or_else(|| {
+                    format!(
+                        "{name} must be a whole number from {} to {}",
+                        range.start(),
+                        range.end()
+                    )
+                }),
+        }
     }
-}
 
-/// A count variable (see [`number`]).
-fn count(
-    get: &impl Fn(&str) -> Option<String>,
-    name: &str,
-    default: u32,
-    range: std::ops::RangeInclusive<u64>,
-) -> Result<u32, String> {
-    number(get, name, default.into(), range).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
-}
+    /// A count ([`Self::number`]).
+    fn count(&self, name: &str, default: u32, range: Range) -> Result<u32, String> {
+        let n = self.number(name, default.into(), range)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
 
-/// A milliseconds variable (see [`number`]).
-fn millis(
-    get: &impl Fn(&str) -> Option<String>,
-    name: &str,
-    default: Duration,
-    range: std::ops::RangeInclusive<u64>,
-) -> Result<Duration, String> {
-    number(get, name, duration_ms(default), range).map(Duration::from_millis)
+    /// Milliseconds ([`Self::number`]).
+    fn millis(&self, name: &str, default: Duration, range: Range) -> Result<Duration, String> {
+        let n = self.number(name, duration_ms(default), range)?;
+        Ok(Duration::from_millis(n))
+    }
 }
 
 impl FailureSettings {
@@ -149,8 +144,9 @@ impl FailureSettings {
     /// an unset one keeps its default.
     pub fn parse(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let d = Self::default();
+        let read = Variables(&get);
         Ok(Self {
-            retry_percent: count(&get, "retry_budget_percent", d.retry_percent, 0..=100)?,
+            retry_percent: read.count("retry_budget_percent", d.retry_percent, 0..=100)?,
             min_retries_per_second: match get("retry_budget_min_per_second") {
                 None => d.min_retries_per_second,
                 Some(raw) => raw
@@ -163,9 +159,9 @@ impl FailureSettings {
                             .to_owned()
                     })?,
             },
-            min_volume: count(&get, "breaker_min_volume", d.min_volume, 1..=100_000)?,
-            trip_percent: count(&get, "breaker_trip_percent", d.trip_percent, 1..=100)?,
-            probe_interval: millis(&get, "breaker_probe_ms", d.probe_interval, 10..=60_000)?,
+            min_volume: read.count("breaker_min_volume", d.min_volume, 1..=100_000)?,
+            trip_percent: read.count("breaker_trip_percent", d.trip_percent, 1..=100)?,
+            probe_interval: read.millis("breaker_probe_ms", d.probe_interval, 10..=60_000)?,
         })
     }
 }
@@ -193,6 +189,7 @@ impl MemoryConfig {
         after_failure: AfterFailure,
     ) -> Result<Self, String> {
         let d = Self::default();
+        let read = Variables(&get);
         let enabled = match get("failure_memory").as_deref().map(str::trim) {
             None | Some("on") => true,
             Some("off") => false,
@@ -200,8 +197,8 @@ impl MemoryConfig {
         };
         Ok(Self {
             enabled,
-            window: millis(&get, "failure_window_ms", d.window, 1_000..=600_000)?,
-            sample: count(&get, "failure_memory_sample", d.sample, 1..=1_000)?,
+            window: read.millis("failure_window_ms", d.window, 1_000..=600_000)?,
+            sample: read.count("failure_memory_sample", d.sample, 1..=1_000)?,
             after_failure,
         })
     }
