@@ -310,10 +310,31 @@ fn from_pg(v: DbValue) -> Result<Value, DbError> {
         DbValue::Binary(b) => Value::Blob(b),
         other => {
             return Err(DbError::Decode(format!(
-                "a PostgreSQL value of a type the store does not read: {other:?}"
+                "a PostgreSQL value of a type the store does not read: {}",
+                unread_type(&other)
             )))
         }
     })
+}
+
+/// The type of a value [`from_pg`] does not read, by name: a value's
+/// `Debug` would pull the formatting of every type it can hold (floats
+/// among them) into each component that reads PostgreSQL.
+fn unread_type(v: &DbValue) -> &'static str {
+    match v {
+        DbValue::Date(_) => "date",
+        DbValue::Time(_) => "time",
+        DbValue::Datetime(_) => "timestamp",
+        DbValue::Timestamp(_) => "Unix timestamp",
+        DbValue::Jsonb(_) => "jsonb",
+        DbValue::RangeInt32(_) | DbValue::RangeInt64(_) | DbValue::RangeDecimal(_) => "range",
+        DbValue::ArrayInt32(_)
+        | DbValue::ArrayInt64(_)
+        | DbValue::ArrayDecimal(_)
+        | DbValue::ArrayStr(_) => "array",
+        DbValue::Interval(_) => "interval",
+        _ => "unsupported",
+    }
 }
 
 /// PostgreSQL's SQLSTATE classes and codes, as the store acts on them.
