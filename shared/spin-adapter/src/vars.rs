@@ -31,7 +31,7 @@ pub fn get(name: &str) -> Option<String> {
 /// read at most once per instance (an instance serves one request), and
 /// only once a value it holds is asked for. Spin expands a variable's whole
 /// template at each read, one lookup per expression (docs/configuration.md,
-/// "What reading the settings costs"), so what only a failure needs is
+/// "What a variable costs the host"), so what only a failure needs is
 /// kept out of what every request reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Composed {
