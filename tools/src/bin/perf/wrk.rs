@@ -165,9 +165,14 @@ impl Measured {
     /// The floor this scenario's Meridian is compared with: the SQLite
     /// floor for reads, the same-work floor for the keyed write.
     pub(crate) fn floor(&self) -> &Run {
+        self.run(self.floor_name())
+    }
+
+    /// Which target [`Self::floor`] is.
+    fn floor_name(&self) -> &'static str {
         match self.scenario.starts_with("POST") {
-            true => self.run(SAME_WORK),
-            false => self.run(FLOOR),
+            true => SAME_WORK,
+            false => FLOOR,
         }
     }
 
@@ -197,13 +202,9 @@ impl Measured {
                 .map(|(_, runs)| runs.as_slice())
                 .unwrap_or_default()
         };
-        let floor = match self.scenario.starts_with("POST") {
-            true => SAME_WORK,
-            false => FLOOR,
-        };
         rounds(name)
             .iter()
-            .zip(rounds(floor))
+            .zip(rounds(self.floor_name()))
             .map(|(a, b)| f(a) / f(b))
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
                 (lo.min(x), hi.max(x))
