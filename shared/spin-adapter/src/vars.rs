@@ -45,13 +45,9 @@ enum Composed {
 impl Composed {
     /// The composed variable that holds `name` in Meridian's manifests.
     fn holding(name: &str) -> Self {
-        match name {
-            "retry_budget_percent"
-            | "retry_budget_min_per_second"
-            | "breaker_min_volume"
-            | "breaker_trip_percent"
-            | "breaker_probe_ms" => Self::AfterFailure,
-            _ => Self::Settings,
+        match FailureSettings::VARIABLES.contains(&name) {
+            true => Self::AfterFailure,
+            false => Self::Settings,
         }
     }
 

@@ -138,6 +138,15 @@ impl<F: Fn(&str) -> Option<String>> Variables<F> {
 }
 
 impl FailureSettings {
+    /// The Spin variables they are read from ([`Self::parse`]).
+    pub const VARIABLES: [&'static str; 5] = [
+        "retry_budget_percent",
+        "retry_budget_min_per_second",
+        "breaker_min_volume",
+        "breaker_trip_percent",
+        "breaker_probe_ms",
+    ];
+
     /// From Spin variables (`get` returns a variable's value, `None` when
     /// unset): `retry_budget_percent`, `retry_budget_min_per_second`,
     /// `breaker_min_volume`, `breaker_trip_percent`, `breaker_probe_ms`;

@@ -184,6 +184,30 @@ mod tests {
     }
 
     #[test]
+    fn the_failure_settings_read_exactly_their_listed_variables_and_the_healthy_ones_none_of_them()
+    {
+        type Get<'a> = &'a dyn Fn(&str) -> Option<String>;
+        let asked = |parse: &dyn Fn(Get<'_>)| {
+            let names = std::cell::RefCell::new(std::collections::BTreeSet::new());
+            parse(&|name: &str| {
+                names.borrow_mut().insert(name.to_owned());
+                None
+            });
+            names.into_inner()
+        };
+        let failure = asked(&|get| {
+            FailureSettings::parse(get).unwrap();
+        });
+        let listed = FailureSettings::VARIABLES.map(str::to_owned).into();
+        assert_eq!(failure, listed);
+        let healthy = asked(&|get| {
+            MemoryConfig::parse_healthy(get, AfterFailure::Given(FailureSettings::default()))
+                .unwrap();
+        });
+        assert!(healthy.is_disjoint(&listed), "{healthy:?}");
+    }
+
+    #[test]
     fn the_healthy_path_never_reads_the_settings_only_a_failure_needs() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static READS: AtomicUsize = AtomicUsize::new(0);
