@@ -12,27 +12,30 @@ use anyhow::{Context, Result};
 #[derive(Debug, Clone, Default)]
 pub struct Positionals(Vec<String>);
 
-impl From<Vec<String>> for Positionals {
-    /// Values a tool's own parser set apart from its options.
-    fn from(values: Vec<String>) -> Self {
-        Self(values)
-    }
-}
-
 impl Positionals {
     /// The process's arguments.
     pub fn from_env() -> Result<Self> {
+        Ok(Self::from_env_with_flags(&[])?.0)
+    }
+
+    /// The process's arguments, and which of `flags` (long options that
+    /// take no value, `--name`) were given among them.
+    pub fn from_env_with_flags(flags: &[&'static str]) -> Result<(Self, Vec<&'static str>)> {
         let mut parser = lexopt::Parser::from_env();
         let mut values = Vec::new();
+        let mut given = Vec::new();
         while let Some(arg) = parser.next()? {
             match arg {
                 lexopt::Arg::Value(value) => {
                     values.push(value.into_string().map_err(lexopt::Error::from)?)
                 }
+                lexopt::Arg::Long(name) if flags.contains(&name) => {
+                    given.extend(flags.iter().find(|f| **f == name))
+                }
                 _ => return Err(arg.unexpected().into()),
             }
         }
-        Ok(Self(values))
+        Ok((Self(values), given))
     }
 
     /// The `n`-th (from 0) as a `T`, or `default` when it was not given;

@@ -30,7 +30,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use lexopt::ValueExt;
 use meridian_e2e::api::TenantClient;
 use meridian_e2e::load::{self, Target};
 use meridian_e2e::{SpinApp, SpinOptions};
@@ -74,17 +73,8 @@ fn measure(kind: &Kind<'_>, run: Duration) -> Result<(Duration, usize)> {
 }
 
 fn main() -> Result<()> {
-    let mut pinned = false;
-    let mut values = Vec::new();
-    let mut parser = lexopt::Parser::from_env();
-    while let Some(arg) = parser.next()? {
-        match arg {
-            lexopt::Arg::Long("pinned-variables") => pinned = true,
-            lexopt::Arg::Value(value) => values.push(value.string()?),
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
-    let args = Positionals::from(values);
+    let (args, flags) = Positionals::from_env_with_flags(&["pinned-variables"])?;
+    let pinned = !flags.is_empty();
     let run = Duration::from_secs(args.get(0, "SECONDS", 5)?);
     let rounds: usize = args.get(1, "ROUNDS", 1)?;
     ensure!(rounds >= 1, "ROUNDS >= 1");
@@ -205,7 +195,8 @@ fn main() -> Result<()> {
             *answers.entry(kind.name).or_default() += n;
         }
     }
-    let figures = |name: &str| Sorted::new(cpu.get(name).cloned().unwrap_or_default());
+    let rounds_of = |name: &str| cpu.get(name).cloned().unwrap_or_default();
+    let figures = |name: &str| Sorted::new(rounds_of(name));
     let served = figures(SERVED).at(0.5);
     for kind in &kinds {
         let name = kind.name;
@@ -221,11 +212,7 @@ fn main() -> Result<()> {
     }
     // Each round's ratio, so the spread is the rounds' own.
     let ratio = |of: &str, to: &str| -> Sorted {
-        let (of, to) = (
-            cpu.get(of).cloned().unwrap_or_default(),
-            cpu.get(to).cloned().unwrap_or_default(),
-        );
-        Sorted::new(of.iter().zip(&to).map(|(a, b)| a / b))
+        Sorted::new(rounds_of(of).iter().zip(&rounds_of(to)).map(|(a, b)| a / b))
     };
     println!("targets (each round's ratio: median, range):");
     for (what, of, to, at_most) in [
